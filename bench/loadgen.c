@@ -1,0 +1,815 @@
+/*
+ * loadgen: HTTP/1.1 GET load generator for airlock's benchmarks.
+ *
+ * Each thread runs its own event_base with its share of the connections;
+ * each connection keeps exactly one request in flight. Responses are
+ * parsed just enough to find where they end (status line, Content-Length,
+ * chunked, or close-delimited); body bytes are counted and drained from
+ * the input evbuffer, never copied. Latencies are kept as microseconds,
+ * up to LAT_MAX samples, and sorted once at the end for percentiles.
+ */
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#define LAT_MAX		10000000	/* latency samples kept, all threads */
+#define HEAD_MAX	(64 * 1024)
+#define IO_SINGLE	(256 * 1024)	/* per-syscall read size */
+#define RETRY_MS	10		/* pause after a socket error */
+
+enum lc_state {
+	LC_HEAD = 0,		/* waiting for the response head */
+	LC_BODY_LEN,		/* Content-Length body */
+	LC_CHUNK_SIZE,
+	LC_CHUNK_DATA,
+	LC_CHUNK_CRLF,
+	LC_TRAILER,
+	LC_BODY_EOF,		/* body ends when the server closes */
+};
+
+struct lg_thread;
+
+struct lg_conn {
+	struct lg_thread	*c_t;
+	struct bufferevent	*c_bev;
+	enum lc_state		 c_state;
+	uint64_t		 c_left;	/* body or chunk bytes left */
+	uint64_t		 c_body;	/* body bytes of this response */
+	uint64_t		 c_t0;		/* request start, ns */
+	int			 c_status;
+	int			 c_close;	/* server closes after this one */
+	int			 c_nreq;	/* requests completed on this socket */
+	int			 c_got;		/* response bytes seen */
+	int			 c_done;	/* out of work (-n) */
+};
+
+struct lg_thread {
+	pthread_t		 t_tid;
+	struct event_base	*t_base;
+	struct lg_conn		*t_conns;
+	int			 t_nconns;
+	int			 t_active;	/* connections not done */
+	uint64_t		 t_quota;	/* requests this thread may start */
+	uint64_t		 t_started;
+
+	uint64_t		 t_ok;		/* complete responses */
+	uint64_t		 t_non2xx;
+	uint64_t		 t_sockerr;
+	uint64_t		 t_bytes;	/* body bytes */
+	uint64_t		 t_connects;
+	uint64_t		 t_reconnects;	/* stale keep-alive, resent */
+	uint32_t		*t_lat;
+	size_t			 t_nlat;
+	size_t			 t_caplat;
+	size_t			 t_maxlat;
+	uint64_t		 t_end;		/* ns when the loop stopped */
+};
+
+/* Read-only once the threads run. */
+static struct sockaddr_storage dst;
+static socklen_t dstlen;
+static char *request;
+static size_t requestlen;
+static int keepalive = 1;
+static double duration;		/* -d seconds, 0 with -n */
+static struct timeval rtimeout = { 30, 0 };
+static pthread_barrier_t barrier;
+static uint64_t t_start;
+
+static void	lc_start(struct lg_conn *);
+static void	lc_readcb(struct bufferevent *, void *);
+static void	lc_eventcb(struct bufferevent *, short, void *);
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: loadgen -u URL [-x PROXY_HOST:PORT] [-A ID:TOKEN] [-c CONNS]\n"
+	    "               [-d SECONDS | -n REQUESTS] [-k | -K] [-t THREADS]\n"
+	    "               [-T TIMEOUT_S] [-o json]\n");
+	exit(2);
+}
+
+static void __attribute__((format(printf, 1, 2), noreturn))
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "loadgen: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void
+base64(const char *in, size_t len, char *out)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = (const unsigned char *)in;
+	size_t i;
+	uint32_t v;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		*out++ = tab[v >> 18], *out++ = tab[(v >> 12) & 63];
+		*out++ = tab[(v >> 6) & 63], *out++ = tab[v & 63];
+	}
+	if (len - i == 1) {
+		v = (uint32_t)p[i] << 16;
+		*out++ = tab[v >> 18], *out++ = tab[(v >> 12) & 63];
+		*out++ = '=', *out++ = '=';
+	} else if (len - i == 2) {
+		v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
+		*out++ = tab[v >> 18], *out++ = tab[(v >> 12) & 63];
+		*out++ = tab[(v >> 6) & 63], *out++ = '=';
+	}
+	*out = '\0';
+}
+
+/*
+ * Split "host:port" or "[v6]:port" (port optional when <defport> is given)
+ * and resolve it into dst.
+ */
+static void
+resolve(const char *hostport, const char *defport)
+{
+	struct addrinfo hints, *res;
+	char host[256];
+	const char *port, *h = hostport, *e;
+	size_t hl;
+	int error;
+
+	if (*h == '[') {
+		if ((e = strchr(h, ']')) == NULL)
+			die("bad address: %s", hostport);
+		h++;
+		hl = e - h;
+		port = e[1] == ':' ? e + 2 : NULL;
+	} else {
+		e = strrchr(h, ':');
+		hl = e != NULL ? (size_t)(e - h) : strlen(h);
+		port = e != NULL ? e + 1 : NULL;
+	}
+	if (port == NULL || *port == '\0')
+		port = defport;
+	if (port == NULL || hl == 0 || hl >= sizeof(host))
+		die("bad address: %s", hostport);
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if ((error = getaddrinfo(host, port, &hints, &res)) != 0)
+		die("%s: %s", hostport, gai_strerror(error));
+	memcpy(&dst, res->ai_addr, res->ai_addrlen);
+	dstlen = res->ai_addrlen;
+	freeaddrinfo(res);
+}
+
+/* Build the one request every connection sends. */
+static void
+build_request(const char *url, const char *proxy, const char *auth)
+{
+	const char *authority, *path, *slash;
+	char hostport[300], *cred = NULL;
+	size_t alen;
+	int n;
+
+	if (strncmp(url, "http://", 7) != 0)
+		die("only http:// URLs: %s", url);
+	authority = url + 7;
+	slash = strchr(authority, '/');
+	alen = slash != NULL ? (size_t)(slash - authority) : strlen(authority);
+	path = slash != NULL ? slash : "/";
+	if (alen == 0 || alen >= sizeof(hostport))
+		die("bad URL: %s", url);
+	memcpy(hostport, authority, alen);
+	hostport[alen] = '\0';
+
+	if (auth != NULL) {
+		if (strchr(auth, ':') == NULL)
+			die("-A wants ID:TOKEN");
+		if ((cred = malloc(strlen(auth) / 3 * 4 + 8)) == NULL)
+			die("out of memory");
+		base64(auth, strlen(auth), cred);
+	}
+	/* Through a proxy: absolute-form target, as curl does. */
+	n = asprintf(&request,
+	    "GET %s%.*s%s HTTP/1.1\r\n"
+	    "Host: %s\r\n"
+	    "User-Agent: airlock-loadgen\r\n"
+	    "Accept: */*\r\n"
+	    "%s%s%s"
+	    "%s"
+	    "\r\n",
+	    proxy != NULL ? "http://" : "",
+	    proxy != NULL ? (int)alen : 0, authority,
+	    path, hostport,
+	    cred != NULL ? "Proxy-Authorization: Basic " : "",
+	    cred != NULL ? cred : "", cred != NULL ? "\r\n" : "",
+	    keepalive ? "" : "Connection: close\r\n");
+	if (n == -1)
+		die("out of memory");
+	requestlen = (size_t)n;
+	free(cred);
+	resolve(proxy != NULL ? proxy : hostport, proxy != NULL ? NULL : "80");
+}
+
+static void
+lc_drop(struct lg_conn *c)
+{
+	if (c->c_bev != NULL) {
+		bufferevent_free(c->c_bev);
+		c->c_bev = NULL;
+	}
+	c->c_nreq = 0;
+}
+
+static void
+lc_finish(struct lg_conn *c)
+{
+	struct lg_thread *t = c->c_t;
+
+	lc_drop(c);
+	c->c_done = 1;
+	if (--t->t_active == 0)
+		event_base_loopbreak(t->t_base);
+}
+
+static void
+retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	lc_start(arg);
+}
+
+/* Open a socket if there is none, then send the request. */
+static void
+lc_send(struct lg_conn *c)
+{
+	struct lg_thread *t = c->c_t;
+	int one = 1;
+
+	if (c->c_bev == NULL) {
+		c->c_bev = bufferevent_socket_new(t->t_base, -1,
+		    BEV_OPT_CLOSE_ON_FREE);
+		if (c->c_bev == NULL)
+			die("bufferevent_socket_new failed");
+		bufferevent_setcb(c->c_bev, lc_readcb, NULL, lc_eventcb, c);
+		bufferevent_set_max_single_read(c->c_bev, IO_SINGLE);
+		bufferevent_set_timeouts(c->c_bev, &rtimeout, NULL);
+		bufferevent_enable(c->c_bev, EV_READ | EV_WRITE);
+		t->t_connects++;
+		if (bufferevent_socket_connect(c->c_bev,
+		    (struct sockaddr *)&dst, (int)dstlen) == -1) {
+			/* reported like any other socket error */
+			lc_eventcb(c->c_bev, BEV_EVENT_ERROR, c);
+			return;
+		}
+		setsockopt(bufferevent_getfd(c->c_bev), IPPROTO_TCP,
+		    TCP_NODELAY, &one, sizeof(one));
+	}
+	c->c_state = LC_HEAD;
+	c->c_body = 0;
+	c->c_got = 0;
+	c->c_status = 0;
+	c->c_close = 0;
+	/* The request is static: a reference, not a copy. */
+	evbuffer_add_reference(bufferevent_get_output(c->c_bev), request,
+	    requestlen, NULL, NULL);
+}
+
+/* Start the next request, unless this thread's share is used up. */
+static void
+lc_start(struct lg_conn *c)
+{
+	struct lg_thread *t = c->c_t;
+
+	if (t->t_started >= t->t_quota) {
+		lc_finish(c);
+		return;
+	}
+	t->t_started++;
+	/* With -K the new connection's handshake is part of the latency. */
+	c->c_t0 = now_ns();
+	lc_send(c);
+}
+
+static void
+lc_record(struct lg_conn *c)
+{
+	struct lg_thread *t = c->c_t;
+	uint64_t us = (now_ns() - c->c_t0) / 1000;
+	size_t ncap;
+
+	t->t_ok++;
+	t->t_bytes += c->c_body;
+	if (c->c_status < 200 || c->c_status > 299)
+		t->t_non2xx++;
+	if (t->t_nlat == t->t_caplat && t->t_caplat < t->t_maxlat) {
+		ncap = t->t_caplat == 0 ? 65536 : t->t_caplat * 2;
+		if (ncap > t->t_maxlat)
+			ncap = t->t_maxlat;
+		t->t_lat = realloc(t->t_lat, ncap * sizeof(*t->t_lat));
+		if (t->t_lat == NULL)
+			die("out of memory");
+		t->t_caplat = ncap;
+	}
+	if (t->t_nlat < t->t_caplat)
+		t->t_lat[t->t_nlat++] = us > UINT32_MAX ? UINT32_MAX :
+		    (uint32_t)us;
+}
+
+/* The response is complete: count it and go on. */
+static void
+lc_complete(struct lg_conn *c)
+{
+	lc_record(c);
+	c->c_nreq++;
+	if (!keepalive || c->c_close)
+		lc_drop(c);
+	lc_start(c);
+}
+
+/* A socket error or a broken response: count it, reconnect shortly. */
+static void
+lc_error(struct lg_conn *c)
+{
+	struct lg_thread *t = c->c_t;
+	struct timeval tv = { 0, RETRY_MS * 1000 };
+
+	t->t_sockerr++;
+	lc_drop(c);
+	if (event_base_once(t->t_base, -1, EV_TIMEOUT, retry_cb, c, &tv) == -1)
+		die("event_base_once failed");
+}
+
+static int
+hdr_is(const char *p, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	return len > n && p[n] == ':' && strncasecmp(p, name, n) == 0;
+}
+
+/* Does the value contain <tok> (case-insensitive)? */
+static int
+val_has(const char *v, size_t len, const char *tok)
+{
+	size_t n = strlen(tok), i;
+
+	for (i = 0; i + n <= len; i++)
+		if (strncasecmp(v + i, tok, n) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Parse the response head at the front of <in>. Returns 1 when parsed
+ * (state set for the body), 0 for more input, -1 when malformed.
+ */
+static int
+lc_head(struct lg_conn *c, struct evbuffer *in)
+{
+	struct evbuffer_ptr ep;
+	const char *p, *le, *end, *v;
+	size_t hlen, vlen;
+	int minor, have_cl = 0, chunked = 0, conn_close = 0, conn_ka = 0;
+	uint64_t cl = 0;
+
+	ep = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (ep.pos == -1)
+		return evbuffer_get_length(in) > HEAD_MAX ? -1 : 0;
+	hlen = (size_t)ep.pos + 4;
+	p = (const char *)evbuffer_pullup(in, hlen);
+	end = p + hlen;
+
+	/* HTTP/1.x SP 3DIGIT */
+	if (hlen < 14 || strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
+		return -1;
+	minor = p[7] - '0';
+	if (p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' ||
+	    p[11] < '0' || p[11] > '9')
+		return -1;
+	c->c_status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+
+	le = memchr(p, '\n', hlen);
+	for (p = le + 1; p < end - 2; p = le + 1) {
+		le = memchr(p, '\n', end - p);
+		vlen = le - p;
+		if (vlen > 0 && p[vlen - 1] == '\r')
+			vlen--;
+		if (hdr_is(p, vlen, "Content-Length")) {
+			v = p + 15;
+			cl = strtoull(v, NULL, 10);
+			have_cl = 1;
+		} else if (hdr_is(p, vlen, "Transfer-Encoding")) {
+			chunked = val_has(p, vlen, "chunked");
+		} else if (hdr_is(p, vlen, "Connection")) {
+			conn_close |= val_has(p + 11, vlen - 11, "close");
+			conn_ka |= val_has(p + 11, vlen - 11, "keep-alive");
+		}
+	}
+	evbuffer_drain(in, hlen);
+
+	if (c->c_status >= 100 && c->c_status < 200) {
+		/* 100 Continue and friends: the real head follows */
+		c->c_status = 0;
+		return 1;
+	}
+	c->c_close = conn_close || (minor == 0 && !conn_ka);
+	if (c->c_status == 204 || c->c_status == 304) {
+		c->c_left = 0;
+		c->c_state = LC_BODY_LEN;
+	} else if (chunked)
+		c->c_state = LC_CHUNK_SIZE;
+	else if (have_cl) {
+		c->c_left = cl;
+		c->c_state = LC_BODY_LEN;
+	} else {
+		c->c_state = LC_BODY_EOF;
+		c->c_close = 1;
+	}
+	return 1;
+}
+
+/*
+ * Consume what the input holds. Returns 1 when a response completed, 0
+ * when more input is needed, -1 on a malformed response.
+ */
+static int
+lc_parse(struct lg_conn *c, struct evbuffer *in)
+{
+	struct evbuffer_ptr ep;
+	size_t len, eol, n;
+	const char *p;
+	char *e;
+	int r;
+
+	for (;;) {
+		len = evbuffer_get_length(in);
+		switch (c->c_state) {
+		case LC_HEAD:
+			if ((r = lc_head(c, in)) != 1)
+				return r;
+			break;
+		case LC_BODY_LEN:
+			n = len < c->c_left ? len : (size_t)c->c_left;
+			evbuffer_drain(in, n);
+			c->c_body += n;
+			c->c_left -= n;
+			return c->c_left == 0 ? 1 : 0;
+		case LC_BODY_EOF:
+			evbuffer_drain(in, len);
+			c->c_body += len;
+			return 0;
+		case LC_CHUNK_SIZE:
+		case LC_TRAILER:
+			ep = evbuffer_search_eol(in, NULL, &eol,
+			    EVBUFFER_EOL_CRLF);
+			if (ep.pos == -1)
+				return len > HEAD_MAX ? -1 : 0;
+			p = (const char *)evbuffer_pullup(in,
+			    (size_t)ep.pos + eol);
+			if (c->c_state == LC_TRAILER) {
+				evbuffer_drain(in, (size_t)ep.pos + eol);
+				if (ep.pos == 0)
+					return 1;
+				break;
+			}
+			errno = 0;
+			c->c_left = strtoull(p, &e, 16);
+			if (e == p || errno != 0)
+				return -1;
+			evbuffer_drain(in, (size_t)ep.pos + eol);
+			c->c_state = c->c_left == 0 ? LC_TRAILER :
+			    LC_CHUNK_DATA;
+			break;
+		case LC_CHUNK_DATA:
+			if (len == 0)
+				return 0;
+			n = len < c->c_left ? len : (size_t)c->c_left;
+			evbuffer_drain(in, n);
+			c->c_body += n;
+			c->c_left -= n;
+			if (c->c_left > 0)
+				return 0;
+			c->c_state = LC_CHUNK_CRLF;
+			break;
+		case LC_CHUNK_CRLF:
+			if (len < 2)
+				return 0;
+			p = (const char *)evbuffer_pullup(in, 2);
+			if (p[0] != '\r' || p[1] != '\n')
+				return -1;
+			evbuffer_drain(in, 2);
+			c->c_state = LC_CHUNK_SIZE;
+			break;
+		}
+	}
+}
+
+static void
+lc_readcb(struct bufferevent *bev, void *arg)
+{
+	struct lg_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	c->c_got = 1;
+	switch (lc_parse(c, in)) {
+	case 1:
+		/* Anything after a complete response is unexpected. */
+		if (evbuffer_get_length(in) > 0)
+			c->c_close = 1;
+		lc_complete(c);
+		break;
+	case -1:
+		lc_error(c);
+		break;
+	}
+}
+
+static void
+lc_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+	struct lg_conn *c = arg;
+
+	if (what & BEV_EVENT_CONNECTED)
+		return;
+	if ((what & BEV_EVENT_EOF) && c->c_state == LC_BODY_EOF) {
+		lc_drop(c);
+		lc_complete(c);
+		return;
+	}
+	/*
+	 * A kept-alive socket the server closed before answering: resend
+	 * on a new one, as a browser would, instead of calling it an error.
+	 */
+	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) && !c->c_got &&
+	    c->c_nreq > 0) {
+		c->c_t->t_reconnects++;
+		lc_drop(c);
+		lc_send(c);
+		return;
+	}
+	lc_error(c);
+}
+
+static void
+stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lg_thread *t = arg;
+
+	event_base_loopbreak(t->t_base);
+}
+
+static void *
+thread_main(void *arg)
+{
+	struct lg_thread *t = arg;
+	struct event *stop = NULL;
+	struct timeval tv;
+	int i;
+
+	pthread_barrier_wait(&barrier);
+	if (duration > 0) {
+		tv.tv_sec = (time_t)duration;
+		tv.tv_usec = (suseconds_t)((duration - (double)tv.tv_sec) * 1e6);
+		if ((stop = evtimer_new(t->t_base, stop_cb, t)) == NULL)
+			die("evtimer_new failed");
+		evtimer_add(stop, &tv);
+	}
+	t->t_active = t->t_nconns;
+	for (i = 0; i < t->t_nconns; i++)
+		lc_start(&t->t_conns[i]);
+	if (t->t_active > 0)
+		event_base_dispatch(t->t_base);
+	t->t_end = now_ns();
+
+	/* Requests still in flight at the deadline are not counted. */
+	for (i = 0; i < t->t_nconns; i++)
+		lc_drop(&t->t_conns[i]);
+	if (stop != NULL)
+		event_free(stop);
+	return NULL;
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted <lat>, in milliseconds. */
+static double
+pct(const uint32_t *lat, size_t n, double p)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	i = (size_t)ceil(p / 100.0 * (double)n);
+	if (i > 0)
+		i--;
+	if (i >= n)
+		i = n - 1;
+	return lat[i] / 1000.0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char *url = NULL, *proxy = NULL, *auth = NULL, *output = NULL;
+	struct lg_thread *threads, *t;
+	uint64_t nreq = 0, ok = 0, non2xx = 0, sockerr = 0, bytes = 0;
+	uint64_t connects = 0, reconnects = 0, t_last = 0;
+	uint32_t *lat;
+	size_t nlat = 0;
+	double secs, rps, mbps;
+	int ch, nconns = 1, nthreads = 1, i, j;
+	char *e;
+
+	while ((ch = getopt(argc, argv, "A:c:d:hkKn:o:t:T:u:x:")) != -1) {
+		switch (ch) {
+		case 'A':
+			auth = optarg;
+			break;
+		case 'c':
+			nconns = (int)strtol(optarg, &e, 10);
+			if (*e != '\0' || nconns < 1 || nconns > 100000)
+				die("bad -c: %s", optarg);
+			break;
+		case 'd':
+			duration = strtod(optarg, &e);
+			if (*e != '\0' || duration <= 0)
+				die("bad -d: %s", optarg);
+			break;
+		case 'k':
+			keepalive = 1;
+			break;
+		case 'K':
+			keepalive = 0;
+			break;
+		case 'n':
+			nreq = strtoull(optarg, &e, 10);
+			if (*e != '\0' || nreq == 0)
+				die("bad -n: %s", optarg);
+			break;
+		case 'o':
+			if (strcmp(optarg, "json") != 0)
+				usage();
+			output = optarg;
+			break;
+		case 't':
+			nthreads = (int)strtol(optarg, &e, 10);
+			if (*e != '\0' || nthreads < 1 || nthreads > 256)
+				die("bad -t: %s", optarg);
+			break;
+		case 'T':
+			rtimeout.tv_sec = strtol(optarg, &e, 10);
+			if (*e != '\0' || rtimeout.tv_sec < 1)
+				die("bad -T: %s", optarg);
+			break;
+		case 'u':
+			url = optarg;
+			break;
+		case 'x':
+			proxy = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (url == NULL || optind != argc || (duration > 0 && nreq > 0))
+		usage();
+	if (duration == 0 && nreq == 0)
+		duration = 10;
+	if (nthreads > nconns)
+		nthreads = nconns;
+	build_request(url, proxy, auth);
+	signal(SIGPIPE, SIG_IGN);
+
+	if ((threads = calloc(nthreads, sizeof(*threads))) == NULL)
+		die("out of memory");
+	for (i = 0; i < nthreads; i++) {
+		t = &threads[i];
+		if ((t->t_base = event_base_new()) == NULL)
+			die("event_base_new failed");
+		/* Connections and the -n share spread evenly. */
+		t->t_nconns = nconns / nthreads + (i < nconns % nthreads);
+		if ((t->t_conns = calloc(t->t_nconns, sizeof(*t->t_conns))) ==
+		    NULL)
+			die("out of memory");
+		for (j = 0; j < t->t_nconns; j++)
+			t->t_conns[j].c_t = t;
+		t->t_quota = nreq == 0 ? UINT64_MAX :
+		    nreq / nthreads + (i < (int)(nreq % nthreads));
+		t->t_maxlat = LAT_MAX / nthreads;
+	}
+	if (pthread_barrier_init(&barrier, NULL, nthreads + 1) != 0)
+		die("pthread_barrier_init failed");
+	for (i = 0; i < nthreads; i++)
+		if (pthread_create(&threads[i].t_tid, NULL, thread_main,
+		    &threads[i]) != 0)
+			die("pthread_create failed");
+	t_start = now_ns();
+	pthread_barrier_wait(&barrier);
+	for (i = 0; i < nthreads; i++) {
+		t = &threads[i];
+		pthread_join(t->t_tid, NULL);
+		ok += t->t_ok;
+		non2xx += t->t_non2xx;
+		sockerr += t->t_sockerr;
+		bytes += t->t_bytes;
+		connects += t->t_connects;
+		reconnects += t->t_reconnects;
+		nlat += t->t_nlat;
+		if (t->t_end > t_last)
+			t_last = t->t_end;
+	}
+
+	if ((lat = malloc((nlat + 1) * sizeof(*lat))) == NULL)
+		die("out of memory");
+	for (i = 0, nlat = 0; i < nthreads; i++) {
+		t = &threads[i];
+		if (t->t_nlat > 0)
+			memcpy(lat + nlat, t->t_lat, t->t_nlat * sizeof(*lat));
+		nlat += t->t_nlat;
+		free(t->t_lat);
+		free(t->t_conns);
+		event_base_free(t->t_base);
+	}
+	qsort(lat, nlat, sizeof(*lat), cmp_u32);
+
+	secs = (double)(t_last - t_start) / 1e9;
+	if (secs <= 0)
+		secs = 1e-9;
+	rps = (double)ok / secs;
+	mbps = (double)bytes / 1e6 / secs;
+	fprintf(output != NULL ? stderr : stdout,
+	    "%" PRIu64 " requests in %.2f s, %.1f req/s, "
+	    "%" PRIu64 " errors (%" PRIu64 " non-2xx, %" PRIu64 " socket), "
+	    "%.1f MB body, %.2f MB/s, latency ms p50 %.3f p90 %.3f "
+	    "p99 %.3f max %.3f, %" PRIu64 " connects\n",
+	    ok, secs, rps, non2xx + sockerr, non2xx, sockerr,
+	    (double)bytes / 1e6, mbps, pct(lat, nlat, 50), pct(lat, nlat, 90),
+	    pct(lat, nlat, 99), nlat > 0 ? lat[nlat - 1] / 1000.0 : 0.0,
+	    connects);
+	if (output != NULL)
+		printf("{\"url\":\"%s\",\"proxy\":\"%s\",\"conns\":%d,"
+		    "\"threads\":%d,\"keepalive\":%s,\"seconds\":%.3f,"
+		    "\"requests\":%" PRIu64 ",\"rps\":%.1f,"
+		    "\"errors\":%" PRIu64 ",\"non2xx\":%" PRIu64 ","
+		    "\"sock_errors\":%" PRIu64 ",\"bytes\":%" PRIu64 ","
+		    "\"mbps\":%.2f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,"
+		    "\"p99_ms\":%.3f,\"max_ms\":%.3f,"
+		    "\"connects\":%" PRIu64 ",\"reconnects\":%" PRIu64 "}\n",
+		    url, proxy != NULL ? proxy : "", nconns, nthreads,
+		    keepalive ? "true" : "false", secs, ok, rps,
+		    non2xx + sockerr, non2xx, sockerr, bytes, mbps,
+		    pct(lat, nlat, 50), pct(lat, nlat, 90), pct(lat, nlat, 99),
+		    nlat > 0 ? lat[nlat - 1] / 1000.0 : 0.0,
+		    connects, reconnects);
+	free(lat);
+	free(threads);
+	free(request);
+	return sockerr > 0 && ok == 0 ? 1 : 0;
+}

@@ -1,0 +1,310 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <openssl/sha.h>
+
+#include "audit/aud.h"
+#include "cfg/cfg.h"
+#include "util/log.h"
+#include "util/util.h"
+
+struct aud_line {
+	STAILQ_ENTRY(aud_line)	 al_entry;
+	char			*al_text;	/* "{...}" without newline */
+};
+
+static struct {
+	pthread_mutex_t		 mtx;
+	pthread_cond_t		 cond;
+	pthread_t		 thread;
+	STAILQ_HEAD(, aud_line)	 queue;
+	int			 running;
+	int			 stopping;
+	int			 reopen;
+	char			*path;		/* NULL: stdout */
+	int			 fd;
+	int			 chain;
+	char			 prev[SHA256_DIGEST_LENGTH * 2 + 1];
+	uint64_t		 errors;
+} aud = {
+	.mtx = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+	.fd = -1,
+};
+
+static void
+hex_encode(const unsigned char *in, size_t len, char *out)
+{
+	static const char	hex[] = "0123456789abcdef";
+	size_t			i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = hex[in[i] >> 4];
+		out[2 * i + 1] = hex[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+/* Find "hash":"HEX" in the last line of the file to continue the chain. */
+static void
+aud_load_prev(int fd)
+{
+	char		 buf[8192], *p, *line;
+	off_t		 end, start;
+	ssize_t		 n;
+
+	memset(aud.prev, '0', SHA256_DIGEST_LENGTH * 2);
+	aud.prev[SHA256_DIGEST_LENGTH * 2] = '\0';
+	if ((end = lseek(fd, 0, SEEK_END)) <= 0)
+		return;
+	start = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
+	if ((n = pread(fd, buf, (size_t)(end - start), start)) <= 0)
+		return;
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	line = (p = strrchr(buf, '\n')) != NULL ? p + 1 : buf;
+	if ((p = strstr(line, "\"hash\":\"")) == NULL)
+		return;
+	p += 8;
+	if (strlen(p) >= SHA256_DIGEST_LENGTH * 2 &&
+	    p[SHA256_DIGEST_LENGTH * 2] == '"')
+		memcpy(aud.prev, p, SHA256_DIGEST_LENGTH * 2);
+}
+
+static int
+aud_open_file(void)
+{
+	int	fd;
+
+	if (aud.path == NULL) {
+		aud.fd = STDOUT_FILENO;
+		return 0;
+	}
+	fd = open(aud.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd == -1) {
+		log_warn("audit: open %s", aud.path);
+		return -1;
+	}
+	if (aud.chain) {
+		int rfd = open(aud.path, O_RDONLY | O_CLOEXEC);
+		if (rfd != -1) {
+			aud_load_prev(rfd);
+			close(rfd);
+		}
+	}
+	aud.fd = fd;
+	return 0;
+}
+
+static int
+write_all(int fd, const char *p, size_t len)
+{
+	ssize_t	n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writer side: chain and write one line. */
+static void
+aud_write_line(const char *text)
+{
+	unsigned char	 digest[SHA256_DIGEST_LENGTH];
+	char		 hash[SHA256_DIGEST_LENGTH * 2 + 1];
+	char		*line;
+	size_t		 len = strlen(text), cap;
+	int		 n;
+
+	if (aud.fd == -1 && aud_open_file() == -1) {
+		aud.errors++;
+		return;
+	}
+	cap = len + 200;
+	line = xmalloc(cap);
+	if (aud.chain && len >= 2) {
+		/* {...,"prev":"P"}: hash these bytes, then add "hash" */
+		n = snprintf(line, cap, "%.*s,\"prev\":\"%s\"}", (int)(len - 1),
+		    text, aud.prev);
+		SHA256((unsigned char *)line, (size_t)n, digest);
+		hex_encode(digest, sizeof(digest), hash);
+		n = snprintf(line + n - 1, cap - (size_t)n + 1,
+		    ",\"hash\":\"%s\"}\n", hash) + n - 1;
+	} else
+		n = snprintf(line, cap, "%s\n", text);
+	if (write_all(aud.fd, line, (size_t)n) == -1) {
+		log_warn("audit: write");
+		aud.errors++;
+	} else if (aud.chain)
+		memcpy(aud.prev, hash, sizeof(hash));
+	free(line);
+}
+
+static void *
+aud_writer(void *arg)
+{
+	struct aud_line	*al;
+
+	pthread_mutex_lock(&aud.mtx);
+	for (;;) {
+		while (STAILQ_EMPTY(&aud.queue) && !aud.stopping &&
+		    !aud.reopen)
+			pthread_cond_wait(&aud.cond, &aud.mtx);
+		if (aud.reopen) {
+			aud.reopen = 0;
+			if (aud.fd != -1 && aud.fd != STDOUT_FILENO)
+				close(aud.fd);
+			aud.fd = -1;
+			pthread_mutex_unlock(&aud.mtx);
+			if (aud_open_file() == 0)
+				log_info("audit: reopened %s",
+				    aud.path ? aud.path : "stdout");
+			pthread_mutex_lock(&aud.mtx);
+		}
+		if ((al = STAILQ_FIRST(&aud.queue)) != NULL) {
+			STAILQ_REMOVE_HEAD(&aud.queue, al_entry);
+			pthread_mutex_unlock(&aud.mtx);
+			aud_write_line(al->al_text);
+			free(al->al_text);
+			free(al);
+			pthread_mutex_lock(&aud.mtx);
+			continue;
+		}
+		if (aud.stopping)
+			break;
+	}
+	pthread_mutex_unlock(&aud.mtx);
+	return NULL;
+}
+
+int
+aud_start(const struct cfg *cfg)
+{
+	STAILQ_INIT(&aud.queue);
+	aud.chain = cfg->c_audit_hash_chain;
+	aud.path = strcmp(cfg->c_audit_file, "-") == 0 ? NULL :
+	    xstrdup(cfg->c_audit_file);
+	if (aud_open_file() == -1)
+		return -1;
+	if (pthread_create(&aud.thread, NULL, aud_writer, NULL) != 0) {
+		log_warnx("audit: cannot start writer");
+		return -1;
+	}
+	aud.running = 1;
+	return 0;
+}
+
+void
+aud_submit(const struct aud_rec *rec)
+{
+	struct aud_line	*al;
+
+	al = xmalloc(sizeof(*al));
+	al->al_text = aud_rec_json(rec);
+	pthread_mutex_lock(&aud.mtx);
+	STAILQ_INSERT_TAIL(&aud.queue, al, al_entry);
+	pthread_cond_signal(&aud.cond);
+	pthread_mutex_unlock(&aud.mtx);
+}
+
+void
+aud_reopen(void)
+{
+	pthread_mutex_lock(&aud.mtx);
+	aud.reopen = 1;
+	pthread_cond_signal(&aud.cond);
+	pthread_mutex_unlock(&aud.mtx);
+}
+
+void
+aud_stop(void)
+{
+	if (!aud.running)
+		return;
+	pthread_mutex_lock(&aud.mtx);
+	aud.stopping = 1;
+	pthread_cond_signal(&aud.cond);
+	pthread_mutex_unlock(&aud.mtx);
+	pthread_join(aud.thread, NULL);
+	aud.running = 0;
+	if (aud.fd != -1 && aud.fd != STDOUT_FILENO)
+		close(aud.fd);
+	aud.fd = -1;
+	free(aud.path);
+	aud.path = NULL;
+}
+
+uint64_t
+aud_write_errors(void)
+{
+	uint64_t	n;
+
+	pthread_mutex_lock(&aud.mtx);
+	n = aud.errors;
+	pthread_mutex_unlock(&aud.mtx);
+	return n;
+}
+
+static void
+add_str(json_object *o, const char *k, const char *v)
+{
+	if (v != NULL)
+		json_object_object_add(o, k, json_object_new_string(v));
+}
+
+static void
+add_int(json_object *o, const char *k, int64_t v)
+{
+	if (v >= 0)
+		json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+char *
+aud_rec_json(const struct aud_rec *r)
+{
+	json_object	*o;
+	char		 ts[40], *text;
+
+	o = json_object_new_object();
+	util_rfc3339_ms(r->ar_start_wall_ms, ts, sizeof(ts));
+	add_str(o, "ts", ts);
+	add_str(o, "id", r->ar_id);
+	add_str(o, "sandbox", r->ar_sandbox);
+	add_str(o, "client", r->ar_client);
+	add_str(o, "mode", r->ar_mode);
+	add_str(o, "proto", r->ar_proto);
+	add_str(o, "method", r->ar_method);
+	add_str(o, "host", r->ar_host);
+	add_int(o, "port", r->ar_port);
+	add_str(o, "path", r->ar_path);
+	add_int(o, "status", r->ar_status);
+	add_str(o, "decision", r->ar_decision);
+	add_str(o, "reason", r->ar_reason);
+	add_str(o, "rule", r->ar_rule);
+	add_int(o, "bytes_in", r->ar_bytes_in);
+	add_int(o, "bytes_out", r->ar_bytes_out);
+	add_int(o, "duration_ms", r->ar_duration_ms);
+	add_str(o, "upstream", r->ar_upstream);
+	add_str(o, "tls", r->ar_tls);
+	text = xstrdup(json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return text;
+}

@@ -1,0 +1,116 @@
+/*
+ * Configuration: loaded from YAML (libyaml), validated, then immutable.
+ * A reload builds a new struct cfg; connections hold a reference to the
+ * one they started with (cfg_ref/cfg_unref).
+ */
+#ifndef AIRLOCK_CFG_H
+#define AIRLOCK_CFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct net_guard;
+
+struct cfg_rule {
+	char		 *r_host;	/* lowercase: exact, "*.suffix" or "*" */
+	int		 *r_ports;	/* default {80, 443} */
+	size_t		  r_nports;
+	char		**r_methods;	/* upper-case; NULL/0 = any */
+	size_t		  r_nmethods;
+	char		**r_paths;	/* globs; NULL/0 = any */
+	size_t		  r_npaths;
+	int		  r_line;	/* 1-based position of the rule */
+	int		  r_col;
+};
+
+struct cfg_policy {
+	char		 *p_name;
+	struct cfg_rule	 *p_rules;
+	size_t		  p_nrules;
+};
+
+struct cfg_sandbox {
+	char		 *s_id;
+	char		 *s_policy_name;
+	struct cfg_policy *s_policy;	/* borrowed from cfg->c_policies */
+	char		 *s_token;	/* resolved value (secret: never log) */
+	size_t		  s_token_len;
+	int		  s_token_generated; /* no token key: made at load */
+	char		**s_addresses;	/* source addresses (transparent) */
+	size_t		  s_naddresses;
+};
+
+struct cfg_host_override {
+	char		*h_name;	/* lowercase */
+	char		*h_addr;	/* IP literal, canonical */
+};
+
+struct cfg_limits {
+	size_t		 l_header_bytes;	/* 64KiB */
+	uint64_t	 l_header_timeout_ms;	/* 30s: whole request head */
+	uint64_t	 l_connect_timeout_ms;	/* 10s */
+	uint64_t	 l_idle_timeout_ms;	/* 120s */
+	uint64_t	 l_shutdown_grace_ms;	/* 30s */
+	uint64_t	 l_upstream_timeout_ms;	/* 300s */
+	size_t		 l_max_connections;	/* 20000 */
+	size_t		 l_max_connections_per_sandbox; /* 512 */
+	uint64_t	 l_body_bytes;		/* 16MiB */
+};
+
+struct cfg {
+	char			 *c_file;	/* path as given */
+	char			 *c_dir;	/* its directory, for relative paths */
+
+	char			**c_listen_proxy;	/* "HOST:PORT"; default
+							   {"127.0.0.1:3128"} */
+	size_t			  c_nlisten_proxy;
+	char			 *c_default_sandbox;	/* NULL = none */
+
+	char			 *c_state_dir;	/* resolved against c_dir;
+						   default "<dir>/state" */
+	int			  c_workers;	/* 0 = one per core */
+	struct cfg_limits	  c_limits;
+
+	char			 *c_upstream_ca_file;	/* "system" or a path */
+	char			 *c_upstream_resolver;	/* "system" or "IP:PORT" */
+	struct cfg_host_override *c_upstream_hosts;
+	size_t			  c_nupstream_hosts;
+	struct net_guard	 *c_guard;	/* deny_networks/allow_networks */
+
+	struct cfg_policy	 *c_policies;
+	size_t			  c_npolicies;
+	struct cfg_sandbox	 *c_sandboxes;
+	size_t			  c_nsandboxes;
+
+	char			 *c_audit_file;	/* "-" = stdout; default
+						   "<state_dir>/audit.jsonl" */
+	int			  c_audit_hash_chain;	/* default 0 */
+
+	int			  c_refs;
+};
+
+/*
+ * Load and validate <path>. Every problem is printed to <errs> as
+ * "FILE:LINE:COL: message\n" (1-based, FILE as given); all of them, not just
+ * the first. Returns a new config (one reference) when there were none,
+ * else NULL; *nerrors (may be NULL) gets the count.
+ */
+struct cfg	*cfg_load(const char *path, FILE *errs, int *nerrors);
+
+/* Same, from a buffer (for tests); <name> is used as FILE in messages. */
+struct cfg	*cfg_load_buffer(const char *name, const char *buf, size_t len,
+		    FILE *errs, int *nerrors);
+
+struct cfg	*cfg_ref(struct cfg *);		/* atomic */
+void		 cfg_unref(struct cfg *);	/* frees at zero; NULL ok */
+
+const struct cfg_sandbox *cfg_sandbox_find(const struct cfg *, const char *id);
+const struct cfg_policy	 *cfg_policy_find(const struct cfg *, const char *name);
+
+/* "500ms" "10s" "5m" "24h" "7d" -> ms. Returns 0 or -1. */
+int	cfg_parse_duration(const char *, uint64_t *ms);
+/* "512" "64KiB" "16MiB" "1GiB" (also KB/MB/GB as powers of 1000) -> bytes. */
+int	cfg_parse_size(const char *, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,1070 @@
+/*
+ * The configuration's sections: keyword tables and setters, defaults, the
+ * cross-references checked once the whole file is read, and the life
+ * cycle of struct cfg (load, ref, unref, free).
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "cfg/cfg_internal.h"
+#include "dns/net_guard.h"
+#include "util/log.h"
+#include "util/util.h"
+
+/* A growable list of names with their nodes, for duplicate checks. */
+struct cfg_namev {
+	struct cfg_name	*nv_v;
+	size_t		 nv_n;
+	size_t		 nv_cap;
+};
+
+struct cfg_pctx {
+	struct cfg_policy	*pc_pol;
+	const yaml_node_t	*pc_name;
+};
+
+struct cfg_sctx {
+	struct cfg_sandbox	*sc_sbx;
+	const yaml_node_t	*sc_id;
+	const yaml_node_t	**sc_policy;
+	struct cfg_namev	*sc_addrs;
+};
+
+static void
+cfg_namev_add(struct cfg_namev *nv, const char *name, const yaml_node_t *n)
+{
+	if (nv->nv_n == nv->nv_cap) {
+		nv->nv_cap = nv->nv_cap == 0 ? 8 : nv->nv_cap * 2;
+		nv->nv_v = xrealloc(nv->nv_v, nv->nv_cap * sizeof(*nv->nv_v));
+	}
+	nv->nv_v[nv->nv_n].n_name = name;
+	nv->nv_v[nv->nv_n].n_node = n;
+	nv->nv_n++;
+}
+
+/* listen */
+
+static void
+cfg_k_proxy(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	struct cfg		*c = cp->cp_cfg;
+	struct cfg_namev	 nv = { NULL, 0, 0 };
+	yaml_node_t		*item;
+	const char		*s, *why;
+	char			*canon;
+	size_t			 i, n;
+
+	if (v->type == YAML_MAPPING_NODE) {
+		cfg_err(cp, v, "\"proxy\" must be a string or a list of "
+		    "strings, not a mapping");
+		return;
+	}
+	n = v->type == YAML_SCALAR_NODE ? 1 : cfg_seq_len(v);
+	if (n == 0) {
+		cfg_err(cp, v, "\"proxy\" needs at least one address");
+		return;
+	}
+	c->c_listen_proxy = xcalloc(n, sizeof(char *));
+	for (i = 0; i < n; i++) {
+		item = v->type == YAML_SCALAR_NODE ? v : cfg_seq_at(cp, v, i);
+		if (item == NULL)
+			break;
+		if ((s = cfg_scalar(cp, item, "a \"proxy\" address",
+		    "a string")) == NULL)
+			continue;
+		if ((why = cfg_parse_hostport(s, 0, &canon)) != NULL) {
+			cfg_err(cp, item, "bad listen address \"%s\": %s", s,
+			    why);
+			continue;
+		}
+		c->c_listen_proxy[c->c_nlisten_proxy++] = canon;
+		cfg_namev_add(&nv, canon, item);
+	}
+	cfg_check_dups(cp, nv.nv_v, nv.nv_n, "listen address");
+	free(nv.nv_v);
+}
+
+static void
+cfg_k_default_sandbox(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"default_sandbox\"", "a sandbox id")) ==
+	    NULL)
+		return;
+	cp->cp_cfg->c_default_sandbox = xstrdup(s);
+	cp->cp_default_sandbox = v;
+}
+
+static const struct cfg_key cfg_listen_keys[] = {
+	{ "proxy", 0, cfg_k_proxy, 0, 0, 0 },
+	{ "default_sandbox", 0, cfg_k_default_sandbox, 0, 0, 0 },
+	{ "transparent", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "dns", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "admin", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_listen(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	if (cfg_want_map(cp, v, "\"listen\"") == 0)
+		cfg_walk_map(cp, v, "listen", cfg_listen_keys, arg);
+}
+
+/* state_dir, workers */
+
+static void
+cfg_k_state_dir(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"state_dir\"", "a path")) == NULL)
+		return;
+	if (*s == '\0') {
+		cfg_err(cp, v, "\"state_dir\" is empty");
+		return;
+	}
+	c->c_state_dir = cfg_path_join(c->c_dir, s);
+}
+
+static void
+cfg_k_workers(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	const char	*s;
+	uint64_t	 n;
+
+	if ((s = cfg_scalar(cp, v, "\"workers\"", "a number")) == NULL)
+		return;
+	if (cfg_parse_uint(s, CFG_MAX_WORKERS, &n) == -1) {
+		cfg_err(cp, v, "\"workers\" must be a whole number from 0 "
+		    "(one per core) to %d, not \"%s\"", CFG_MAX_WORKERS, s);
+		return;
+	}
+	cp->cp_cfg->c_workers = (int)n;
+}
+
+/* limits */
+
+#define LIM(m)	offsetof(struct cfg_limits, m)
+static const struct cfg_key cfg_limits_keys[] = {
+	{ "header_bytes", 0, cfg_set_size, LIM(l_header_bytes), 1024, 0 },
+	{ "header_timeout", 0, cfg_set_duration, LIM(l_header_timeout_ms),
+	    1, 0 },
+	{ "connect_timeout", 0, cfg_set_duration, LIM(l_connect_timeout_ms),
+	    1, 0 },
+	{ "idle_timeout", 0, cfg_set_duration, LIM(l_idle_timeout_ms),
+	    1, 0 },
+	{ "shutdown_grace", 0, cfg_set_duration, LIM(l_shutdown_grace_ms),
+	    0, 0 },
+	{ "max_connections", 0, cfg_set_count, LIM(l_max_connections),
+	    1, 0 },
+	{ "max_connections_per_sandbox", 0, cfg_set_count,
+	    LIM(l_max_connections_per_sandbox), 1, 0 },
+	{ "upstream_timeout", 0, cfg_set_duration,
+	    LIM(l_upstream_timeout_ms), 1, 0 },
+	{ "body_bytes", 0, cfg_set_size64, LIM(l_body_bytes), 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+#undef LIM
+
+static void
+cfg_k_limits(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	if (cfg_want_map(cp, v, "\"limits\"") == 0)
+		cfg_walk_map(cp, v, "limits", cfg_limits_keys,
+		    &cp->cp_cfg->c_limits);
+}
+
+/* upstream */
+
+static void
+cfg_k_ca_file(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	const char	*s;
+	char		*path;
+	int		 fd;
+
+	if ((s = cfg_scalar(cp, v, "\"ca_file\"", "\"system\" or a path")) ==
+	    NULL)
+		return;
+	if (strcmp(s, "system") == 0) {
+		c->c_upstream_ca_file = xstrdup(s);
+		return;
+	}
+	if (*s == '\0') {
+		cfg_err(cp, v, "\"ca_file\" is empty");
+		return;
+	}
+	path = cfg_path_join(c->c_dir, s);
+	/* Found at -t time rather than at the first upstream handshake. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
+		cfg_err(cp, v, "cannot read \"ca_file\" \"%s\": %s", path,
+		    strerror(errno));
+		free(path);
+		return;
+	}
+	close(fd);
+	c->c_upstream_ca_file = path;
+}
+
+static void
+cfg_k_resolver(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	const char	*s, *why;
+	char		*canon;
+
+	if ((s = cfg_scalar(cp, v, "\"resolver\"", "\"system\" or IP:PORT")) ==
+	    NULL)
+		return;
+	if (strcmp(s, "system") == 0) {
+		c->c_upstream_resolver = xstrdup(s);
+		return;
+	}
+	if ((why = cfg_parse_hostport(s, 53, &canon)) != NULL) {
+		cfg_err(cp, v, "bad resolver \"%s\": %s (use \"system\" or "
+		    "IP:PORT)", s, why);
+		return;
+	}
+	c->c_upstream_resolver = canon;
+}
+
+static void
+cfg_k_hosts(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	struct cfg		*c = cp->cp_cfg;
+	struct cfg_host_override *h;
+	struct cfg_namev	 nv = { NULL, 0, 0 };
+	yaml_node_pair_t	*pair;
+	yaml_node_t		*key, *val;
+	const char		*name, *addr, *why;
+	char			*lname, *ip;
+	size_t			 n;
+
+	if (cfg_want_map(cp, v, "\"hosts\"") == -1)
+		return;
+	n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+	c->c_upstream_hosts = xcalloc(n, sizeof(*c->c_upstream_hosts));
+	for (pair = v->data.mapping.pairs.start;
+	    pair < v->data.mapping.pairs.top; pair++) {
+		if ((key = cfg_node(cp, pair->key)) == NULL ||
+		    (val = cfg_node(cp, pair->value)) == NULL)
+			break;
+		if ((name = cfg_scalar(cp, key, "a \"hosts\" name",
+		    "a host name")) == NULL)
+			continue;
+		if ((why = cfg_host_name(name, &lname)) != NULL) {
+			cfg_err(cp, key, "bad host name \"%s\" in \"hosts\": "
+			    "%s", name, why);
+			continue;
+		}
+		if ((ip = cfg_ip_canon(lname)) != NULL) {
+			cfg_err(cp, key, "bad host name \"%s\" in \"hosts\": "
+			    "it is an address already", name);
+			free(ip);
+			free(lname);
+			continue;
+		}
+		h = &c->c_upstream_hosts[c->c_nupstream_hosts++];
+		h->h_name = lname;
+		cfg_namev_add(&nv, lname, key);
+		if ((addr = cfg_scalar(cp, val, "a \"hosts\" address",
+		    "an IP address")) == NULL)
+			continue;
+		if ((h->h_addr = cfg_ip_canon(addr)) == NULL)
+			cfg_err(cp, val, "\"hosts\": \"%s\" must map to an IP "
+			    "address, not \"%s\"", name, addr);
+	}
+	cfg_check_dups(cp, nv.nv_v, nv.nv_n, "host");
+	free(nv.nv_v);
+}
+
+static void
+cfg_networks(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    int deny)
+{
+	struct net_guard	*g = cp->cp_cfg->c_guard;
+	struct net_cidr		 cidr;
+	yaml_node_t		*item;
+	const char		*s;
+	char			 what[64];
+	size_t			 i;
+
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	if (cfg_want_seq(cp, v, what) == -1)
+		return;
+	snprintf(what, sizeof(what), "a \"%s\" entry", k->k_name);
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((s = cfg_scalar(cp, item, what, "a CIDR")) == NULL)
+			continue;
+		if (deny && strcmp(s, "default") == 0)
+			net_guard_deny_default(g);
+		else if (net_cidr_parse(s, &cidr) == -1)
+			cfg_err(cp, item, "bad network \"%s\" in \"%s\": "
+			    "expected ADDRESS/PREFIX%s", s, k->k_name,
+			    deny ? " or default" : "");
+		else if (deny)
+			net_guard_deny(g, &cidr);
+		else
+			net_guard_allow(g, &cidr);
+	}
+}
+
+static void
+cfg_k_deny_networks(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	cp->cp_deny_seen = 1;
+	cfg_networks(cp, k, v, 1);
+}
+
+static void
+cfg_k_allow_networks(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	cfg_networks(cp, k, v, 0);
+}
+
+static const struct cfg_key cfg_upstream_keys[] = {
+	{ "ca_file", 0, cfg_k_ca_file, 0, 0, 0 },
+	{ "resolver", 0, cfg_k_resolver, 0, 0, 0 },
+	{ "hosts", 0, cfg_k_hosts, 0, 0, 0 },
+	{ "deny_networks", 0, cfg_k_deny_networks, 0, 0, 0 },
+	{ "allow_networks", 0, cfg_k_allow_networks, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_upstream(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	if (cfg_want_map(cp, v, "\"upstream\"") == 0)
+		cfg_walk_map(cp, v, "upstream", cfg_upstream_keys, arg);
+}
+
+/* policies and their rules */
+
+static void
+cfg_k_rule_host(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_rule	*r = arg;
+	const char	*s, *why;
+
+	if ((s = cfg_scalar(cp, v, "\"host\"", "a host pattern")) == NULL)
+		return;
+	if ((why = cfg_host_pattern(s, &r->r_host)) != NULL)
+		cfg_err(cp, v, "bad host \"%s\": %s", s, why);
+}
+
+/* The list of key <k>, refusing [] where absent means "any". */
+static size_t
+cfg_rule_list(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v)
+{
+	char	what[32];
+	size_t	n;
+
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	if (cfg_want_seq(cp, v, what) == -1)
+		return 0;
+	if ((n = cfg_seq_len(v)) == 0)
+		cfg_err(cp, v, "\"%s\" is an empty list: leave the key out "
+		    "to allow any", k->k_name);
+	return n;
+}
+
+static void
+cfg_k_rule_ports(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_rule	*r = arg;
+	yaml_node_t	*item;
+	const char	*s;
+	uint64_t	 port;
+	size_t		 i, n;
+
+	if ((n = cfg_rule_list(cp, k, v)) == 0)
+		return;
+	r->r_ports = xcalloc(n, sizeof(int));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((s = cfg_scalar(cp, item, "a port", "a number")) == NULL)
+			continue;
+		if (cfg_parse_uint(s, 65535, &port) == -1 || port == 0) {
+			cfg_err(cp, item, "bad port \"%s\": must be a number "
+			    "from 1 to 65535", s);
+			continue;
+		}
+		r->r_ports[r->r_nports++] = (int)port;
+	}
+}
+
+static void
+cfg_k_rule_methods(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_rule	*r = arg;
+	yaml_node_t	*item;
+	const char	*s;
+	char		*m;
+	size_t		 i, j, n;
+
+	if ((n = cfg_rule_list(cp, k, v)) == 0)
+		return;
+	r->r_methods = xcalloc(n, sizeof(char *));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((s = cfg_scalar(cp, item, "a method", "a string")) == NULL)
+			continue;
+		if (strcmp(s, "*") == 0) {
+			cfg_err(cp, item, "bad method \"*\": leave "
+			    "\"methods\" out to allow any");
+			continue;
+		}
+		m = xstrdup(s);
+		for (j = 0; m[j] != '\0'; j++)
+			m[j] = (char)toupper((unsigned char)m[j]);
+		if (!cfg_method_ok(m)) {
+			cfg_err(cp, item, "bad method \"%s\": not an HTTP "
+			    "method token", s);
+			free(m);
+			continue;
+		}
+		r->r_methods[r->r_nmethods++] = m;
+	}
+}
+
+static void
+cfg_k_rule_paths(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_rule	*r = arg;
+	yaml_node_t	*item;
+	const char	*s, *why;
+	size_t		 i, n;
+
+	if ((n = cfg_rule_list(cp, k, v)) == 0)
+		return;
+	r->r_paths = xcalloc(n, sizeof(char *));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((s = cfg_scalar(cp, item, "a path", "a string")) == NULL)
+			continue;
+		if ((why = cfg_path_glob_check(s)) != NULL) {
+			cfg_err(cp, item, "bad path \"%s\": %s", s, why);
+			continue;
+		}
+		r->r_paths[r->r_npaths++] = xstrdup(s);
+	}
+}
+
+static const struct cfg_key cfg_rule_keys[] = {
+	{ "host", CFG_K_REQUIRED, cfg_k_rule_host, 0, 0, 0 },
+	{ "ports", 0, cfg_k_rule_ports, 0, 0, 0 },
+	{ "methods", 0, cfg_k_rule_methods, 0, 0, 0 },
+	{ "paths", 0, cfg_k_rule_paths, 0, 0, 0 },
+	{ "secrets", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "meter", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "intercept", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_policy_name(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_pctx	*pc = arg;
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"name\"", "a string")) == NULL)
+		return;
+	if (!cfg_name_ok(s)) {
+		cfg_err(cp, v, "bad policy name \"%s\": use letters, digits, "
+		    "\".\", \"_\" and \"-\" (at most %d, starting with a "
+		    "letter or digit)", s, CFG_MAX_NAME);
+		/* Kept, so that sandboxes naming it add no noise. */
+	}
+	pc->pc_pol->p_name = xstrdup(s);
+	pc->pc_name = v;
+}
+
+static void
+cfg_k_policy_rules(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	static const int	 defports[] = { 80, 443 };
+	struct cfg_policy	*p = ((struct cfg_pctx *)arg)->pc_pol;
+	struct cfg_rule		*r;
+	yaml_node_t		*item;
+	size_t			 i;
+
+	if (cfg_want_seq(cp, v, "\"rules\"") == -1)
+		return;
+	p->p_rules = xcalloc(cfg_seq_len(v), sizeof(*p->p_rules));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		r = &p->p_rules[p->p_nrules++];
+		r->r_line = (int)item->start_mark.line + 1;
+		r->r_col = (int)item->start_mark.column + 1;
+		if (cfg_want_map(cp, item, "a rule") == -1)
+			continue;
+		cfg_walk_map(cp, item, "rule", cfg_rule_keys, r);
+		if (r->r_ports == NULL) {
+			r->r_ports = xmalloc(sizeof(defports));
+			memcpy(r->r_ports, defports, sizeof(defports));
+			r->r_nports = 2;
+		}
+	}
+}
+
+static const struct cfg_key cfg_policy_keys[] = {
+	{ "name", CFG_K_REQUIRED, cfg_k_policy_name, 0, 0, 0 },
+	{ "rules", 0, cfg_k_policy_rules, 0, 0, 0 },
+	{ "geo", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "caps", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_policies(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	struct cfg_pctx	 pc;
+	struct cfg_name	*names;
+	yaml_node_t	*item;
+	size_t		 i, nnames = 0;
+
+	if (cfg_want_seq(cp, v, "\"policies\"") == -1)
+		return;
+	c->c_policies = xcalloc(cfg_seq_len(v), sizeof(*c->c_policies));
+	names = xcalloc(cfg_seq_len(v), sizeof(*names));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		pc.pc_pol = &c->c_policies[c->c_npolicies++];
+		pc.pc_name = NULL;
+		if (cfg_want_map(cp, item, "a policy") == -1)
+			continue;
+		cfg_walk_map(cp, item, "policy", cfg_policy_keys, &pc);
+		if (pc.pc_pol->p_name != NULL) {
+			names[nnames].n_name = pc.pc_pol->p_name;
+			names[nnames++].n_node = pc.pc_name;
+		}
+	}
+	cfg_check_dups(cp, names, nnames, "policy name");
+	free(names);
+}
+
+/* sandboxes */
+
+static void
+cfg_k_sbx_id(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	struct cfg_sctx	*sc = arg;
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"id\"", "a string")) == NULL)
+		return;
+	if (!cfg_name_ok(s)) {
+		cfg_err(cp, v, "bad sandbox id \"%s\": use letters, digits, "
+		    "\".\", \"_\" and \"-\" (at most %d, starting with a "
+		    "letter or digit)", s, CFG_MAX_NAME);
+		/* Kept, so that default_sandbox naming it adds no noise. */
+	}
+	sc->sc_sbx->s_id = xstrdup(s);
+	sc->sc_id = v;
+}
+
+static void
+cfg_k_sbx_policy(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_sctx	*sc = arg;
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"policy\"", "a policy name")) == NULL)
+		return;
+	sc->sc_sbx->s_policy_name = xstrdup(s);
+	*sc->sc_policy = v;
+}
+
+static void
+cfg_k_sbx_token(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_sandbox	*s = ((struct cfg_sctx *)arg)->sc_sbx;
+	const char		*src;
+
+	s->s_token_generated = 0;
+	if ((src = cfg_scalar(cp, v, "\"token\"", "a source such as "
+	    "env:NAME")) == NULL)
+		return;
+	cfg_source_read(cp, v, "token", src, &s->s_token, &s->s_token_len);
+}
+
+static void
+cfg_k_sbx_addresses(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_sctx		*sc = arg;
+	struct cfg_sandbox	*s = sc->sc_sbx;
+	yaml_node_t		*item;
+	const char		*a;
+	char			*ip;
+	size_t			 i;
+
+	if (cfg_want_seq(cp, v, "\"addresses\"") == -1)
+		return;
+	s->s_addresses = xcalloc(cfg_seq_len(v), sizeof(char *));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((a = cfg_scalar(cp, item, "an address", "an IP address")) ==
+		    NULL)
+			continue;
+		if ((ip = cfg_ip_canon(a)) == NULL) {
+			cfg_err(cp, item, "bad address \"%s\": not an IP "
+			    "address", a);
+			continue;
+		}
+		s->s_addresses[s->s_naddresses++] = ip;
+		cfg_namev_add(sc->sc_addrs, ip, item);
+	}
+}
+
+static const struct cfg_key cfg_sandbox_keys[] = {
+	{ "id", CFG_K_REQUIRED, cfg_k_sbx_id, 0, 0, 0 },
+	{ "policy", CFG_K_REQUIRED, cfg_k_sbx_policy, 0, 0, 0 },
+	{ "token", 0, cfg_k_sbx_token, 0, 0, 0 },
+	{ "addresses", 0, cfg_k_sbx_addresses, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_sandboxes(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg		*c = cp->cp_cfg;
+	struct cfg_sctx		 sc;
+	struct cfg_namev	 addrs = { NULL, 0, 0 };
+	struct cfg_name		*ids;
+	yaml_node_t		*item;
+	size_t			 i, n, nids = 0;
+
+	if (cfg_want_seq(cp, v, "\"sandboxes\"") == -1)
+		return;
+	n = cfg_seq_len(v);
+	c->c_sandboxes = xcalloc(n, sizeof(*c->c_sandboxes));
+	cp->cp_sbx_policy = xcalloc(n, sizeof(*cp->cp_sbx_policy));
+	ids = xcalloc(n, sizeof(*ids));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		sc.sc_sbx = &c->c_sandboxes[c->c_nsandboxes];
+		sc.sc_id = NULL;
+		sc.sc_policy = &cp->cp_sbx_policy[c->c_nsandboxes];
+		sc.sc_addrs = &addrs;
+		c->c_nsandboxes++;
+		/* No token key: the daemon makes one up. */
+		sc.sc_sbx->s_token_generated = 1;
+		if (cfg_want_map(cp, item, "a sandbox") == -1)
+			continue;
+		cfg_walk_map(cp, item, "sandbox", cfg_sandbox_keys, &sc);
+		if (sc.sc_sbx->s_id != NULL) {
+			ids[nids].n_name = sc.sc_sbx->s_id;
+			ids[nids++].n_node = sc.sc_id;
+		}
+	}
+	cfg_check_dups(cp, ids, nids, "sandbox id");
+	cfg_check_dups(cp, addrs.nv_v, addrs.nv_n, "sandbox address");
+	free(ids);
+	free(addrs.nv_v);
+}
+
+/* audit */
+
+static void
+cfg_k_audit_file(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"file\"", "a path or \"-\"")) == NULL)
+		return;
+	if (*s == '\0')
+		cfg_err(cp, v, "\"file\" is empty (use \"-\" for stdout)");
+	else if (strcmp(s, "-") == 0)
+		c->c_audit_file = xstrdup(s);
+	else
+		c->c_audit_file = cfg_path_join(c->c_dir, s);
+}
+
+static void
+cfg_k_hash_chain(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s;
+	int		 b;
+
+	if ((s = cfg_scalar(cp, v, "\"hash_chain\"", "true or false")) ==
+	    NULL)
+		return;
+	if (cfg_parse_bool(s, &b) == -1) {
+		cfg_err(cp, v, "\"hash_chain\" must be true or false, not "
+		    "\"%s\"", s);
+		return;
+	}
+	cp->cp_cfg->c_audit_hash_chain = b;
+}
+
+static const struct cfg_key cfg_audit_keys[] = {
+	{ "file", 0, cfg_k_audit_file, 0, 0, 0 },
+	{ "hash_chain", 0, cfg_k_hash_chain, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_audit(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	if (cfg_want_map(cp, v, "\"audit\"") == 0)
+		cfg_walk_map(cp, v, "audit", cfg_audit_keys, arg);
+}
+
+static const struct cfg_key cfg_top_keys[] = {
+	{ "listen", 0, cfg_k_listen, 0, 0, 0 },
+	{ "state_dir", 0, cfg_k_state_dir, 0, 0, 0 },
+	{ "workers", 0, cfg_k_workers, 0, 0, 0 },
+	{ "limits", 0, cfg_k_limits, 0, 0, 0 },
+	{ "upstream", 0, cfg_k_upstream, 0, 0, 0 },
+	{ "policies", 0, cfg_k_policies, 0, 0, 0 },
+	{ "sandboxes", 0, cfg_k_sandboxes, 0, 0, 0 },
+	{ "audit", 0, cfg_k_audit, 0, 0, 0 },
+	{ "admin", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "tls", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "geoip", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "secrets", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "pricing", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "budget_store", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "launcher", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+/* Takes ownership of <file> and <dir>. */
+static struct cfg *
+cfg_new(char *file, char *dir)
+{
+	struct cfg	*c;
+
+	c = xcalloc(1, sizeof(*c));
+	c->c_file = file;
+	c->c_dir = dir;
+	c->c_limits.l_header_bytes = 64 * 1024;
+	c->c_limits.l_header_timeout_ms = 30 * 1000;
+	c->c_limits.l_connect_timeout_ms = 10 * 1000;
+	c->c_limits.l_idle_timeout_ms = 120 * 1000;
+	c->c_limits.l_shutdown_grace_ms = 30 * 1000;
+	c->c_limits.l_upstream_timeout_ms = 300 * 1000;
+	c->c_limits.l_max_connections = 20000;
+	c->c_limits.l_max_connections_per_sandbox = 512;
+	c->c_limits.l_body_bytes = 16 * 1024 * 1024;
+	if ((c->c_guard = net_guard_new()) == NULL)
+		fatalx("net_guard_new");
+	c->c_refs = 1;
+	return c;
+}
+
+/* Defaults that depend on other keys, then the cross-references. */
+static void
+cfg_finish(struct cfg_parse *cp)
+{
+	struct cfg		*c = cp->cp_cfg;
+	struct cfg_sandbox	*s;
+	size_t			 i;
+
+	if (c->c_listen_proxy == NULL) {
+		c->c_listen_proxy = xcalloc(1, sizeof(char *));
+		c->c_listen_proxy[0] = xstrdup("127.0.0.1:3128");
+		c->c_nlisten_proxy = 1;
+	}
+	if (c->c_state_dir == NULL)
+		c->c_state_dir = cfg_path_join(c->c_dir, "state");
+	if (c->c_audit_file == NULL)
+		c->c_audit_file = cfg_path_join(c->c_state_dir, "audit.jsonl");
+	if (c->c_upstream_ca_file == NULL)
+		c->c_upstream_ca_file = xstrdup("system");
+	if (c->c_upstream_resolver == NULL)
+		c->c_upstream_resolver = xstrdup("system");
+	if (!cp->cp_deny_seen)
+		net_guard_deny_default(c->c_guard);
+	if (cp->cp_toobig)
+		return;
+
+	for (i = 0; i < c->c_nsandboxes; i++) {
+		s = &c->c_sandboxes[i];
+		if (s->s_policy_name == NULL)
+			continue;
+		s->s_policy = (struct cfg_policy *)cfg_policy_find(c,
+		    s->s_policy_name);
+		if (s->s_policy == NULL && cp->cp_sbx_policy[i] != NULL)
+			cfg_err(cp, cp->cp_sbx_policy[i], "sandbox \"%s\": "
+			    "policy \"%s\" is not defined",
+			    s->s_id != NULL ? s->s_id : "?", s->s_policy_name);
+	}
+	if (c->c_default_sandbox != NULL &&
+	    cfg_sandbox_find(c, c->c_default_sandbox) == NULL)
+		cfg_err(cp, cp->cp_default_sandbox, "default_sandbox \"%s\" "
+		    "is not a defined sandbox", c->c_default_sandbox);
+}
+
+/* Parse <buf> into cp->cp_cfg; the count of problems is in cp_errors. */
+static void
+cfg_parse_buf(struct cfg_parse *cp, const char *buf, size_t len)
+{
+	yaml_node_t	*root;
+
+	root = cfg_doc_load(cp, buf, len);
+	if (root != NULL) {
+		if (root->type != YAML_MAPPING_NODE && !cfg_is_null(root))
+			cfg_err(cp, root, "the configuration must be a "
+			    "mapping of keys, not %s", cfg_node_kind(root));
+		else
+			cfg_walk_map(cp, root, NULL, cfg_top_keys,
+			    cp->cp_cfg);
+	}
+	/* No document after a syntax error: nothing to cross-check. */
+	if (cp->cp_have_doc)
+		cfg_finish(cp);
+	cfg_doc_free(cp);
+	free(cp->cp_sbx_policy);
+	cp->cp_sbx_policy = NULL;
+}
+
+static struct cfg *
+cfg_done(struct cfg_parse *cp, int *nerrors)
+{
+	if (nerrors != NULL)
+		*nerrors = cp->cp_errors;
+	if (cp->cp_errors != 0) {
+		cfg_free(cp->cp_cfg);
+		return NULL;
+	}
+	return cp->cp_cfg;
+}
+
+/* The whole file, NUL-terminated, or NULL with errno set. */
+static char *
+cfg_read_file(const char *path, size_t *len)
+{
+	char	*buf = NULL;
+	size_t	 cap = 0;
+	ssize_t	 r;
+	int	 fd, saved;
+
+	*len = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return NULL;
+	for (;;) {
+		if (*len + 1 >= cap) {
+			if (cap >= CFG_MAX_FILE) {
+				errno = EFBIG;
+				goto fail;
+			}
+			cap = cap == 0 ? 8192 : cap * 2;
+			buf = xrealloc(buf, cap);
+		}
+		r = read(fd, buf + *len, cap - *len - 1);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			goto fail;
+		if (r == 0)
+			break;
+		*len += (size_t)r;
+	}
+	close(fd);
+	buf[*len] = '\0';
+	return buf;
+fail:
+	saved = errno;
+	close(fd);
+	free(buf);
+	errno = saved;
+	return NULL;
+}
+
+/* Absolute directory of <path>, so later chdir()s do not matter. */
+static char *
+cfg_dir_of(const char *path)
+{
+	const char	*slash;
+	char		*dir, *abs;
+
+	if ((slash = strrchr(path, '/')) == NULL)
+		dir = xstrdup(".");
+	else if (slash == path)
+		dir = xstrdup("/");
+	else
+		dir = xstrndup(path, (size_t)(slash - path));
+	if ((abs = realpath(dir, NULL)) == NULL)
+		return dir;
+	free(dir);
+	return abs;
+}
+
+struct cfg *
+cfg_load(const char *path, FILE *errs, int *nerrors)
+{
+	struct cfg_parse	 cp;
+	char			*buf;
+	size_t			 len;
+
+	memset(&cp, 0, sizeof(cp));
+	cp.cp_file = path;
+	cp.cp_errs = errs;
+	cp.cp_cfg = cfg_new(xstrdup(path), cfg_dir_of(path));
+	if ((buf = cfg_read_file(path, &len)) == NULL) {
+		cfg_err_file(&cp, "cannot read: %s", errno == EFBIG ?
+		    "larger than 16MiB" : strerror(errno));
+		return cfg_done(&cp, nerrors);
+	}
+	cfg_parse_buf(&cp, buf, len);
+	free(buf);
+	return cfg_done(&cp, nerrors);
+}
+
+struct cfg *
+cfg_load_buffer(const char *name, const char *buf, size_t len, FILE *errs,
+    int *nerrors)
+{
+	struct cfg_parse	 cp;
+	char			*cwd;
+
+	memset(&cp, 0, sizeof(cp));
+	cp.cp_file = name;
+	cp.cp_errs = errs;
+	if ((cwd = getcwd(NULL, 0)) == NULL)
+		cwd = xstrdup(".");
+	cp.cp_cfg = cfg_new(xstrdup(name), cwd);
+	cfg_parse_buf(&cp, buf, len);
+	return cfg_done(&cp, nerrors);
+}
+
+static void
+cfg_strv_free(char **v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Frees <c> and all it owns; token bytes are wiped first. NULL ok. */
+void
+cfg_free(struct cfg *c)
+{
+	struct cfg_policy	*p;
+	struct cfg_rule		*r;
+	struct cfg_sandbox	*s;
+	size_t			 i, j;
+
+	if (c == NULL)
+		return;
+	free(c->c_file);
+	free(c->c_dir);
+	cfg_strv_free(c->c_listen_proxy, c->c_nlisten_proxy);
+	free(c->c_default_sandbox);
+	free(c->c_state_dir);
+	free(c->c_upstream_ca_file);
+	free(c->c_upstream_resolver);
+	for (i = 0; i < c->c_nupstream_hosts; i++) {
+		free(c->c_upstream_hosts[i].h_name);
+		free(c->c_upstream_hosts[i].h_addr);
+	}
+	free(c->c_upstream_hosts);
+	net_guard_free(c->c_guard);
+	for (i = 0; i < c->c_npolicies; i++) {
+		p = &c->c_policies[i];
+		free(p->p_name);
+		for (j = 0; j < p->p_nrules; j++) {
+			r = &p->p_rules[j];
+			free(r->r_host);
+			free(r->r_ports);
+			cfg_strv_free(r->r_methods, r->r_nmethods);
+			cfg_strv_free(r->r_paths, r->r_npaths);
+		}
+		free(p->p_rules);
+	}
+	free(c->c_policies);
+	for (i = 0; i < c->c_nsandboxes; i++) {
+		s = &c->c_sandboxes[i];
+		free(s->s_id);
+		free(s->s_policy_name);
+		if (s->s_token != NULL)
+			OPENSSL_cleanse(s->s_token, s->s_token_len);
+		free(s->s_token);
+		cfg_strv_free(s->s_addresses, s->s_naddresses);
+	}
+	free(c->c_sandboxes);
+	free(c->c_audit_file);
+	free(c);
+}
+
+struct cfg *
+cfg_ref(struct cfg *c)
+{
+	__atomic_add_fetch(&c->c_refs, 1, __ATOMIC_RELAXED);
+	return c;
+}
+
+void
+cfg_unref(struct cfg *c)
+{
+	if (c == NULL)
+		return;
+	/* Acquire-release: the last holder sees every other's writes. */
+	if (__atomic_sub_fetch(&c->c_refs, 1, __ATOMIC_ACQ_REL) == 0)
+		cfg_free(c);
+}
+
+const struct cfg_sandbox *
+cfg_sandbox_find(const struct cfg *c, const char *id)
+{
+	size_t	i;
+
+	for (i = 0; i < c->c_nsandboxes; i++)
+		if (c->c_sandboxes[i].s_id != NULL &&
+		    strcmp(c->c_sandboxes[i].s_id, id) == 0)
+			return &c->c_sandboxes[i];
+	return NULL;
+}
+
+const struct cfg_policy *
+cfg_policy_find(const struct cfg *c, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < c->c_npolicies; i++)
+		if (c->c_policies[i].p_name != NULL &&
+		    strcmp(c->c_policies[i].p_name, name) == 0)
+			return &c->c_policies[i];
+	return NULL;
+}

@@ -1,0 +1,1134 @@
+/*
+ * The explicit-proxy connection: one client, one request at a time,
+ * streaming both ways with backpressure from bufferevent watermarks.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+#include "conn/worker.h"
+#include "dns/dns.h"
+#include "policy/pol.h"
+#include "util/log.h"
+#include "util/util.h"
+
+static void	client_read_cb(struct bufferevent *, void *);
+static void	client_write_cb(struct bufferevent *, void *);
+static void	client_event_cb(struct bufferevent *, short, void *);
+static void	upstream_read_cb(struct bufferevent *, void *);
+static void	upstream_write_cb(struct bufferevent *, void *);
+static void	upstream_event_cb(struct bufferevent *, short, void *);
+static void	conn_timer_cb(evutil_socket_t, short, void *);
+static void	conn_feed_request(struct conn *);
+static void	conn_feed_response(struct conn *);
+static void	conn_feed_request_loop(struct conn *);
+
+/* per-sandbox connection counts, indexed like cfg->c_sandboxes */
+static int	 sbx_conns[4096];
+
+void
+conn_enter(struct conn *c)
+{
+	c->c_depth++;
+}
+
+void
+conn_leave(struct conn *c)
+{
+	if (--c->c_depth == 0 && c->c_closing)
+		conn_free(c);
+}
+
+void
+conn_touch(struct conn *c)
+{
+	c->c_active_ms = util_now_ms();
+}
+
+static void
+timer_arm(struct conn *c, uint64_t ms)
+{
+	struct timeval	tv;
+
+	c->c_deadline_ms = util_now_ms() + ms;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(c->c_timer, &tv);
+}
+
+/* In HEAD state: idle wait for a first byte, else the head deadline. */
+static void
+timer_head(struct conn *c)
+{
+	const struct cfg_limits	*l = &c->c_cfg->c_limits;
+
+	timer_arm(c, c->c_nreq == 0 ? l->l_header_timeout_ms :
+	    l->l_idle_timeout_ms);
+}
+
+static void
+req_clear(struct conn *c)
+{
+	free(c->c_r.r_path);
+	free(c->c_r.r_query);
+	memset(&c->c_r, 0, sizeof(c->c_r));
+}
+
+static void
+req_begin(struct conn *c)
+{
+	req_clear(c);
+	c->c_r.r_active = 1;
+	c->c_r.r_start_ms = util_now_ms();
+	c->c_r.r_start_wall = util_wall_ms();
+	c->c_r.r_status = -1;
+	c->c_r.r_port = -1;
+	c->c_r.r_proto = "http";
+	worker_request_id(c->c_worker, c->c_r.r_id, sizeof(c->c_r.r_id));
+}
+
+static void
+request_body_cb(void *arg, const char *p, size_t len)
+{
+	struct conn	*c = arg;
+	struct evbuffer	*out;
+	char		 hdr[24];
+	int		 n;
+
+	if (c->c_up == NULL || len == 0)
+		return;
+	out = bufferevent_get_output(c->c_up->u_bev);
+	if (c->c_r.r_up_chunked) {
+		n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
+		evbuffer_add(out, hdr, (size_t)n);
+		evbuffer_add(out, p, len);
+		evbuffer_add(out, "\r\n", 2);
+		c->c_r.r_bytes_out += (size_t)n + len + 2;
+	} else {
+		evbuffer_add(out, p, len);
+		c->c_r.r_bytes_out += len;
+	}
+}
+
+static void
+response_body_cb(void *arg, const char *p, size_t len)
+{
+	struct conn	*c = arg;
+	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
+	char		 hdr[24];
+	int		 n;
+
+	if (len == 0)
+		return;
+	if (c->c_r.r_rechunk) {
+		n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
+		evbuffer_add(out, hdr, (size_t)n);
+		evbuffer_add(out, p, len);
+		evbuffer_add(out, "\r\n", 2);
+		c->c_r.r_bytes_in += (size_t)n + len + 2;
+	} else {
+		evbuffer_add(out, p, len);
+		c->c_r.r_bytes_in += len;
+	}
+}
+
+void
+conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen)
+{
+	struct conn	*c;
+	struct net_addr	 na;
+	char		 ip[INET6_ADDRSTRLEN];
+	int		 one = 1, port = 0;
+
+	c = xcalloc(1, sizeof(*c));
+	c->c_worker = w;
+	c->c_cfg = cfg_ref(w->w_cfg);
+	c->c_sbx_index = -1;
+	if (net_addr_from_sockaddr(sa, &na) == 0) {
+		net_addr_format(&na, ip, sizeof(ip));
+		port = sa->sa_family == AF_INET ?
+		    ntohs(((const struct sockaddr_in *)sa)->sin_port) :
+		    ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+		snprintf(c->c_client, sizeof(c->c_client),
+		    na.na_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->c_bev = bufferevent_socket_new(w->w_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->c_bev == NULL) {
+		close(fd);
+		cfg_unref(c->c_cfg);
+		free(c);
+		worker_conn_gone();
+		return;
+	}
+	http_msg_init(&c->c_req, HTTP_REQUEST, c->c_cfg->c_limits.l_header_bytes);
+	http_msg_init(&c->c_resp, HTTP_RESPONSE, c->c_cfg->c_limits.l_header_bytes);
+	c->c_req.hm_on_body = request_body_cb;
+	c->c_req.hm_arg = c;
+	c->c_resp.hm_on_body = response_body_cb;
+	c->c_resp.hm_arg = c;
+	c->c_timer = evtimer_new(w->w_base, conn_timer_cb, c);
+	TAILQ_INSERT_TAIL(&w->w_conns, c, c_entry);
+	w->w_nconns++;
+	conn_touch(c);
+
+	bufferevent_setcb(c->c_bev, client_read_cb, client_write_cb,
+	    client_event_cb, c);
+	bufferevent_setwatermark(c->c_bev, EV_READ, 0, CONN_HIWAT);
+	bufferevent_enable(c->c_bev, EV_READ | EV_WRITE);
+	timer_head(c);
+
+	if (worker_conn_count() > c->c_cfg->c_limits.l_max_connections) {
+		req_begin(c);
+		conn_reply_error(c, 503, "overloaded",
+		    "gateway connection limit reached", 1);
+	}
+}
+
+void
+conn_free(struct conn *c)
+{
+	struct worker	*w = c->c_worker;
+
+	if (c->c_sbx_index >= 0)
+		__atomic_sub_fetch(&sbx_conns[c->c_sbx_index], 1,
+		    __ATOMIC_RELAXED);
+	if (c->c_dns != NULL)
+		dns_cancel(c->c_dns);
+	if (c->c_up != NULL)
+		upstream_free(c->c_up);
+	if (c->c_timer != NULL)
+		event_free(c->c_timer);
+	if (c->c_bev != NULL)
+		bufferevent_free(c->c_bev);
+	http_msg_fini(&c->c_req);
+	http_msg_fini(&c->c_resp);
+	req_clear(c);
+	TAILQ_REMOVE(&w->w_conns, c, c_entry);
+	w->w_nconns--;
+	cfg_unref(c->c_cfg);
+	free(c);
+	worker_conn_gone();
+	if (w->w_stopping && w->w_nconns == 0)
+		event_base_loopexit(w->w_base, NULL);
+}
+
+void
+conn_close(struct conn *c)
+{
+	if (c->c_closing)
+		return;
+	c->c_closing = 1;
+	if (c->c_r.r_active)
+		conn_audit(c);
+	if (c->c_depth == 0)
+		conn_free(c);
+	else {
+		/* stop callbacks until our caller unwinds */
+		bufferevent_disable(c->c_bev, EV_READ | EV_WRITE);
+		if (c->c_up != NULL)
+			bufferevent_disable(c->c_up->u_bev, EV_READ | EV_WRITE);
+		evtimer_del(c->c_timer);
+	}
+}
+
+static void
+close_when_flushed(struct conn *c)
+{
+	c->c_state = CONN_CLOSING;
+	bufferevent_disable(c->c_bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
+		conn_close(c);
+	else {
+		bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
+		timer_arm(c, 5000);
+	}
+}
+
+void
+conn_drain(struct conn *c)
+{
+	if (c->c_state == CONN_HEAD && !c->c_r.r_active &&
+	    c->c_req.hm_len == 0 && c->c_depth == 0)
+		conn_close(c);
+}
+
+/* Answer the current request from the gateway; see conn_reply.c. */
+static void
+deny(struct conn *c, int status, const char *code, const char *reason)
+{
+	/* a body we will not read makes the connection unusable */
+	int close = c->c_req.hm_framing != HTTP_BODY_NONE &&
+	    !(c->c_req.hm_framing == HTTP_BODY_LENGTH &&
+	    c->c_req.hm_content_length == 0);
+
+	conn_reply_error(c, status, code, reason, close || !c->c_r.r_keepalive);
+}
+
+/* Parse "http://host[:port]/path?query" into the request. 0 or -1. */
+static int
+parse_target(struct conn *c, const char *url, size_t len, const char **why)
+{
+	const char	*p = url, *end = url + len, *auth, *aend, *hend;
+	const char	*path, *q;
+	char		 host[256], norm[256];
+	size_t		 hlen;
+	long		 port = 80;
+	char		*pathbuf;
+
+	if (len > 7 && strncasecmp(p, "http://", 7) == 0)
+		p += 7;
+	else if (len > 8 && strncasecmp(p, "https://", 8) == 0) {
+		*why = "https:// targets need CONNECT";
+		return -1;
+	} else {
+		*why = "request target is not an absolute http:// URI";
+		return -1;
+	}
+	auth = p;
+	while (p < end && *p != '/' && *p != '?' && *p != '#')
+		p++;
+	aend = p;
+	if (memchr(auth, '@', (size_t)(aend - auth)) != NULL) {
+		*why = "userinfo in request target";
+		return -1;
+	}
+	if (memchr(url, '#', len) != NULL) {
+		*why = "fragment in request target";
+		return -1;
+	}
+	/* host, [v6] or name, then optional :port */
+	if (auth < aend && *auth == '[') {
+		hend = memchr(auth, ']', (size_t)(aend - auth));
+		if (hend == NULL) {
+			*why = "bad IPv6 literal";
+			return -1;
+		}
+		hend++;
+	} else {
+		hend = auth;
+		while (hend < aend && *hend != ':')
+			hend++;
+	}
+	hlen = (size_t)(hend - auth);
+	if (hlen == 0 || hlen >= sizeof(host)) {
+		*why = "bad host in request target";
+		return -1;
+	}
+	memcpy(host, auth, hlen);
+	host[hlen] = '\0';
+	if (hend < aend) {
+		char	 pbuf[8], *ep;
+		size_t	 plen = (size_t)(aend - hend - 1);
+
+		if (*hend != ':' || plen == 0 || plen > 5) {
+			*why = "bad port in request target";
+			return -1;
+		}
+		memcpy(pbuf, hend + 1, plen);
+		pbuf[plen] = '\0';
+		port = strtol(pbuf, &ep, 10);
+		if (*ep != '\0' || port < 1 || port > 65535 ||
+		    strspn(pbuf, "0123456789") != plen) {
+			*why = "bad port in request target";
+			return -1;
+		}
+	}
+	if (pol_host_normalize(host, norm, sizeof(norm)) == -1) {
+		*why = "bad host in request target";
+		return -1;
+	}
+	path = aend;
+	q = memchr(path, '?', (size_t)(end - path));
+	pathbuf = xmalloc(len + 2);
+	if (path == end || *path == '?') {
+		/* "http://h" or "http://h?q" : the path is "/" */
+		if (pol_path_normalize("/", 1, pathbuf, len + 2) == -1)
+			abort();
+	} else if (pol_path_normalize(path, (size_t)((q ? q : end) - path),
+	    pathbuf, len + 2) == -1) {
+		free(pathbuf);
+		*why = "path is not acceptable (encoded separator, NUL or "
+		    "climbs above /)";
+		return -1;
+	}
+	c->c_r.r_path = pathbuf;
+	if (q != NULL)
+		c->c_r.r_query = xstrndup(q + 1, (size_t)(end - q - 1));
+	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", norm);
+	c->c_r.r_port = (int)port;
+	return 0;
+}
+
+/* CONNECT authority-form "host:port". */
+static int
+parse_authority(struct conn *c, const char *url, size_t len, const char **why)
+{
+	char		 buf[300], norm[256], *colon, *ep;
+	long		 port;
+
+	if (len == 0 || len >= sizeof(buf)) {
+		*why = "bad CONNECT target";
+		return -1;
+	}
+	memcpy(buf, url, len);
+	buf[len] = '\0';
+	if ((colon = strrchr(buf, ':')) == NULL || colon[1] == '\0') {
+		*why = "CONNECT target needs host:port";
+		return -1;
+	}
+	*colon = '\0';
+	port = strtol(colon + 1, &ep, 10);
+	if (*ep != '\0' || port < 1 || port > 65535 ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+		*why = "bad port in CONNECT target";
+		return -1;
+	}
+	if (buf[0] == '[') {
+		size_t	blen = strlen(buf);
+
+		if (blen < 3 || buf[blen - 1] != ']') {
+			*why = "bad IPv6 literal";
+			return -1;
+		}
+	} else if (strchr(buf, ':') != NULL) {
+		*why = "IPv6 literal needs brackets";
+		return -1;
+	}
+	if (pol_host_normalize(buf, norm, sizeof(norm)) == -1) {
+		*why = "bad host in CONNECT target";
+		return -1;
+	}
+	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", norm);
+	c->c_r.r_port = (int)port;
+	return 0;
+}
+
+/*
+ * Who is asking: Proxy-Authorization Basic ID:TOKEN, else the listener's
+ * default sandbox. Returns 0, or -1 after answering 407.
+ */
+static int
+identify(struct conn *c)
+{
+	const struct cfg	*cfg = c->c_cfg;
+	const struct cfg_sandbox *s = NULL;
+	const char		*v, *colon;
+	char			 creds[512];
+	size_t			 vlen;
+	int			 i, n;
+
+	i = http_msg_find(&c->c_req, "proxy-authorization", 0);
+	if (i == -1) {
+		if (cfg->c_default_sandbox != NULL)
+			s = cfg_sandbox_find(cfg, cfg->c_default_sandbox);
+		if (s == NULL) {
+			deny(c, 407, "proxy_auth_required",
+			    "proxy credentials required");
+			return -1;
+		}
+	} else {
+		v = http_msg_str(&c->c_req, c->c_req.hm_hdrs[i].h_value);
+		vlen = c->c_req.hm_hdrs[i].h_value_len;
+		util_trim_ows(&v, &vlen);
+		if (vlen > 6 && strncasecmp(v, "basic ", 6) == 0) {
+			v += 6;
+			vlen -= 6;
+			util_trim_ows(&v, &vlen);
+			n = util_base64_decode(v, vlen, creds, sizeof(creds));
+		} else
+			n = -1;
+		if (n > 0 && (colon = memchr(creds, ':', (size_t)n)) != NULL) {
+			*(char *)colon = '\0';
+			s = cfg_sandbox_find(cfg, creds);
+			if (s != NULL && (s->s_token == NULL ||
+			    !util_secret_eq(colon + 1,
+			    (size_t)(n - (colon + 1 - creds)), s->s_token,
+			    s->s_token_len)))
+				s = NULL;
+		}
+		if (n > 0)
+			OPENSSL_cleanse(creds, (size_t)n);
+		if (s == NULL) {
+			deny(c, 407, "proxy_auth_required",
+			    "proxy credentials not valid");
+			return -1;
+		}
+	}
+	if (c->c_sandbox != s) {
+		int idx = (int)(s - cfg->c_sandboxes);
+
+		if (c->c_sbx_index >= 0)
+			__atomic_sub_fetch(&sbx_conns[c->c_sbx_index], 1,
+			    __ATOMIC_RELAXED);
+		c->c_sbx_index = -1;
+		c->c_sandbox = s;
+		if (idx >= 0 && idx < (int)(sizeof(sbx_conns) /
+		    sizeof(sbx_conns[0]))) {
+			c->c_sbx_index = idx;
+			if ((size_t)__atomic_add_fetch(&sbx_conns[idx], 1,
+			    __ATOMIC_RELAXED) >
+			    cfg->c_limits.l_max_connections_per_sandbox) {
+				deny(c, 503, "overloaded",
+				    "sandbox connection limit reached");
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static void
+dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
+    void *arg)
+{
+	struct conn	*c = arg;
+	char		 why[64], ip[INET6_ADDRSTRLEN], reason[512];
+	size_t		 i;
+
+	c->c_dns = NULL;
+	conn_enter(c);
+	if (err != NULL) {
+		snprintf(reason, sizeof(reason), "%s: %s", c->c_r.r_host, err);
+		conn_upstream_failed(c, 502, "upstream_unreachable", reason);
+		goto out;
+	}
+	/* every address is checked: one bad answer spoils the name */
+	for (i = 0; i < naddrs; i++) {
+		if (!net_guard_check(c->c_cfg->c_guard, &addrs[i], why,
+		    sizeof(why))) {
+			net_addr_format(&addrs[i], ip, sizeof(ip));
+			snprintf(reason, sizeof(reason),
+			    "destination %s resolves to %s in denied network %s",
+			    c->c_r.r_host, ip, why);
+			c->c_r.r_allowed = 0;
+			deny(c, 403, "denied", reason);
+			goto out;
+		}
+	}
+	if (naddrs > sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]))
+		naddrs = sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]);
+	memcpy(c->c_r.r_addrs, addrs, naddrs * sizeof(addrs[0]));
+	c->c_r.r_naddrs = naddrs;
+	c->c_r.r_next_addr = 0;
+	timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+	if (conn_upstream_connect(c) == -1)
+		conn_upstream_failed(c, 502, "upstream_unreachable",
+		    "cannot connect");
+out:
+	conn_leave(c);
+}
+
+static void
+upstream_key(struct conn *c, char *key, size_t keysz)
+{
+	snprintf(key, keysz, "%s:%d", c->c_r.r_host, c->c_r.r_port);
+}
+
+/* The request head is in: decide, then find an upstream. */
+static void
+on_request_head(struct conn *c)
+{
+	struct http_msg		*m = &c->c_req;
+	struct pol_request	 pr;
+	struct pol_result	 res;
+	const char		*why = NULL;
+	const char		*url = http_msg_str(m, m->hm_url);
+	char			 key[300];
+	int			 i;
+
+	snprintf(c->c_r.r_method, sizeof(c->c_r.r_method), "%s",
+	    http_msg_method(m));
+	c->c_r.r_keepalive = m->hm_keepalive && !c->c_worker->w_stopping;
+	c->c_r.r_connect = m->hm_method == HTTP_CONNECT;
+
+	if (c->c_r.r_connect) {
+		c->c_r.r_proto = "tunnel";
+		c->c_r.r_keepalive = 0;
+		if (parse_authority(c, url, m->hm_url_len, &why) == -1) {
+			conn_reply_error(c, 400, "bad_request", why, 1);
+			return;
+		}
+	} else if (parse_target(c, url, m->hm_url_len, &why) == -1) {
+		conn_reply_error(c, 400, "bad_request", why, 1);
+		return;
+	}
+	if (m->hm_method == HTTP_TRACE) {
+		deny(c, 501, "not_implemented", "method is not relayed");
+		return;
+	}
+	if (identify(c) == -1)
+		return;
+
+	pr.pr_host = c->c_r.r_host;
+	pr.pr_port = c->c_r.r_port;
+	pr.pr_method = c->c_r.r_method;
+	pr.pr_path = c->c_r.r_connect ? NULL : c->c_r.r_path;
+	if (c->c_sandbox->s_policy == NULL ||
+	    pol_evaluate(c->c_sandbox->s_policy, &pr, &res) != POL_ALLOW) {
+		deny(c, 403, "denied", c->c_sandbox->s_policy == NULL ?
+		    "sandbox has no policy" : res.pr_reason);
+		return;
+	}
+	snprintf(c->c_r.r_rule, sizeof(c->c_r.r_rule), "%s#%d",
+	    c->c_sandbox->s_policy->p_name, res.pr_rule);
+	c->c_r.r_allowed = 1;
+
+	if (!c->c_r.r_connect && (i = http_msg_find(m, "upgrade", 0)) != -1 &&
+	    http_msg_connection_has(m, "upgrade")) {
+		const char	*v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		size_t		 vlen = m->hm_hdrs[i].h_value_len;
+
+		util_trim_ows(&v, &vlen);
+		/* only WebSocket; other upgrades (h2c) are dropped */
+		if (util_strncaseeq(v, vlen, "websocket"))
+			c->c_r.r_upgrade = 1;
+	}
+
+	c->c_state = CONN_WAIT;
+	if (!c->c_r.r_connect && !c->c_r.r_upgrade) {
+		upstream_key(c, key, sizeof(key));
+		if ((c->c_up = upstream_pool_take(c->c_worker, key)) != NULL) {
+			conn_upstream_ready(c);
+			return;
+		}
+	}
+	timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+	c->c_dns = dns_resolve(c->c_worker->w_base, c->c_worker->w_dns,
+	    c->c_cfg, c->c_r.r_host, dns_done, c);
+}
+
+/* Serialize the request head for the upstream. */
+static void
+write_request_head(struct conn *c)
+{
+	struct http_msg	*m = &c->c_req;
+	struct evbuffer	*out = bufferevent_get_output(c->c_up->u_bev);
+	size_t		 before = evbuffer_get_length(out);
+	const char	*name, *v;
+	size_t		 nlen, vlen;
+	int		 i, v6 = strchr(c->c_r.r_host, ':') != NULL;
+
+	evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s%s%s",
+	    c->c_r.r_method, c->c_r.r_path, c->c_r.r_query ? "?" : "",
+	    c->c_r.r_query ? c->c_r.r_query : "", v6 ? "[" : "",
+	    c->c_r.r_host, v6 ? "]" : "");
+	if (c->c_r.r_port != 80)
+		evbuffer_add_printf(out, ":%d", c->c_r.r_port);
+	evbuffer_add(out, "\r\n", 2);
+	for (i = 0; i < m->hm_nhdrs; i++) {
+		name = http_msg_str(m, m->hm_hdrs[i].h_name);
+		nlen = m->hm_hdrs[i].h_name_len;
+		if (http_msg_is_hop(m, name, nlen) ||
+		    util_strncaseeq(name, nlen, "host") ||
+		    util_strncaseeq(name, nlen, "content-length") ||
+		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0))
+			continue;
+		v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		vlen = m->hm_hdrs[i].h_value_len;
+		util_trim_ows(&v, &vlen);
+		evbuffer_add(out, name, nlen);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, v, vlen);
+		evbuffer_add(out, "\r\n", 2);
+	}
+	if (c->c_r.r_upgrade)
+		evbuffer_add_printf(out,
+		    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+	c->c_r.r_up_chunked = 0;
+	if (m->hm_framing == HTTP_BODY_CHUNKED) {
+		evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
+		c->c_r.r_up_chunked = 1;
+	} else if (m->hm_framing == HTTP_BODY_LENGTH)
+		evbuffer_add_printf(out, "Content-Length: %llu\r\n",
+		    (unsigned long long)m->hm_content_length);
+	evbuffer_add(out, "\r\n", 2);
+	c->c_r.r_bytes_out += evbuffer_get_length(out) - before;
+}
+
+void
+conn_upstream_ready(struct conn *c)
+{
+	struct upstream	*u = c->c_up;
+
+	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
+	    upstream_event_cb, c);
+	bufferevent_setwatermark(u->u_bev, EV_READ, 0, CONN_HIWAT);
+	bufferevent_set_timeouts(u->u_bev, NULL, NULL);
+	bufferevent_enable(u->u_bev, EV_READ | EV_WRITE);
+	conn_touch(c);
+	if (c->c_r.r_connect) {
+		conn_tunnel_start(c);
+		return;
+	}
+	c->c_state = CONN_FORWARD;
+	http_msg_reset(&c->c_resp);
+	c->c_resp.hm_no_body = c->c_req.hm_method == HTTP_HEAD;
+	write_request_head(c);
+	/* the response head must come within upstream_timeout */
+	timer_arm(c, c->c_cfg->c_limits.l_upstream_timeout_ms);
+	http_msg_resume(&c->c_req);
+	conn_feed_request(c);
+}
+
+void
+conn_upstream_failed(struct conn *c, int status, const char *code,
+    const char *reason)
+{
+	if (c->c_up != NULL) {
+		upstream_free(c->c_up);
+		c->c_up = NULL;
+	}
+	if (c->c_r.r_resp_started) {
+		/* too late for an answer: cut the client off */
+		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s",
+		    reason);
+		conn_close(c);
+		return;
+	}
+	deny(c, status, code, reason);
+}
+
+/* Feed buffered client bytes to the request parser. */
+static void
+conn_feed_request(struct conn *c)
+{
+	/* nested calls (a reply inside the loop) leave the work to us */
+	if (c->c_in_feed)
+		return;
+	c->c_in_feed = 1;
+	conn_feed_request_loop(c);
+	c->c_in_feed = 0;
+}
+
+static void
+conn_feed_request_loop(struct conn *c)
+{
+	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
+	struct evbuffer_iovec	 v;
+	enum http_feed		 f;
+	size_t			 used;
+
+	while (!c->c_closing && evbuffer_get_length(in) > 0 &&
+	    (c->c_state == CONN_HEAD ||
+	    (c->c_state == CONN_FORWARD && !c->c_r.r_req_done))) {
+		if (c->c_up != NULL && evbuffer_get_length(
+		    bufferevent_get_output(c->c_up->u_bev)) >= CONN_HIWAT) {
+			/* upstream_write_cb resumes us */
+			bufferevent_disable(c->c_bev, EV_READ);
+			return;
+		}
+		if (c->c_state == CONN_HEAD && !c->c_r.r_active) {
+			req_begin(c);
+			/* the head deadline runs from its first byte */
+			timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
+		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
+		evbuffer_drain(in, used);
+		switch (f) {
+		case HTTP_FEED_MORE:
+			break;
+		case HTTP_FEED_HEAD:
+			on_request_head(c);
+			break;
+		case HTTP_FEED_DONE:
+			c->c_r.r_req_done = 1;
+			if (c->c_r.r_up_chunked && c->c_up != NULL) {
+				evbuffer_add(bufferevent_get_output(
+				    c->c_up->u_bev), "0\r\n\r\n", 5);
+				c->c_r.r_bytes_out += 5;
+			}
+			if (c->c_r.r_resp_done)
+				conn_request_finished(c);
+			break;
+		case HTTP_FEED_UPGRADE:
+			/* websocket request sent; the 101 decides */
+			c->c_r.r_req_done = 1;
+			c->c_r.r_keepalive = 0;
+			return;
+		case HTTP_FEED_ERROR:
+			if (!c->c_r.r_active)
+				req_begin(c);
+			conn_reply_error(c, c->c_req.hm_err_status,
+			    c->c_req.hm_err_status == 431 ? "headers_too_large" :
+			    c->c_req.hm_err_status == 414 ? "uri_too_long" :
+			    c->c_req.hm_err_status == 501 ? "not_implemented" :
+			    c->c_req.hm_err_status == 505 ?
+			    "version_not_supported" : "bad_request",
+			    c->c_req.hm_err_reason, 1);
+			return;
+		}
+	}
+}
+
+/* Response head from upstream -> client. */
+static void
+write_response_head(struct conn *c, int interim)
+{
+	struct http_msg	*m = &c->c_resp;
+	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
+	size_t		 before = evbuffer_get_length(out);
+	const char	*name, *v;
+	size_t		 nlen, vlen;
+	int		 i, http10 = c->c_req.hm_minor == 0;
+	int		 upgrade = m->hm_status == 101;
+
+	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", m->hm_status,
+	    (int)m->hm_reason_len, http_msg_str(m, m->hm_reason));
+	for (i = 0; i < m->hm_nhdrs; i++) {
+		name = http_msg_str(m, m->hm_hdrs[i].h_name);
+		nlen = m->hm_hdrs[i].h_name_len;
+		if (http_msg_is_hop(m, name, nlen) ||
+		    (util_strncaseeq(name, nlen, "content-length") &&
+		    m->hm_framing != HTTP_BODY_NONE))
+			continue;
+		v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		vlen = m->hm_hdrs[i].h_value_len;
+		util_trim_ows(&v, &vlen);
+		evbuffer_add(out, name, nlen);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, v, vlen);
+		evbuffer_add(out, "\r\n", 2);
+	}
+	if (!interim) {
+		evbuffer_add_printf(out, "X-Airlock-Request-Id: %s\r\n",
+		    c->c_r.r_id);
+		switch (m->hm_framing) {
+		case HTTP_BODY_LENGTH:
+			evbuffer_add_printf(out, "Content-Length: %llu\r\n",
+			    (unsigned long long)m->hm_content_length);
+			break;
+		case HTTP_BODY_CHUNKED:
+		case HTTP_BODY_EOF:
+			if (http10)
+				c->c_r.r_keepalive = 0;
+			else {
+				c->c_r.r_rechunk = 1;
+				evbuffer_add_printf(out,
+				    "Transfer-Encoding: chunked\r\n");
+			}
+			break;
+		case HTTP_BODY_NONE:
+			break;
+		}
+		if (upgrade)
+			evbuffer_add_printf(out,
+			    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+		else if (!c->c_r.r_keepalive || c->c_worker->w_stopping)
+			evbuffer_add_printf(out, "Connection: close\r\n");
+		else if (http10)
+			evbuffer_add_printf(out, "Connection: keep-alive\r\n");
+	}
+	evbuffer_add(out, "\r\n", 2);
+	c->c_r.r_bytes_in += evbuffer_get_length(out) - before;
+}
+
+static void
+conn_feed_response(struct conn *c)
+{
+	struct evbuffer		*in;
+	struct evbuffer_iovec	 v;
+	enum http_feed		 f;
+	size_t			 used;
+
+	if (c->c_up == NULL)
+		return;
+	in = bufferevent_get_input(c->c_up->u_bev);
+	while (!c->c_closing && c->c_up != NULL && !c->c_r.r_resp_done &&
+	    evbuffer_get_length(in) > 0) {
+		if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) >=
+		    CONN_HIWAT) {
+			/* client_write_cb resumes us */
+			bufferevent_disable(c->c_up->u_bev, EV_READ);
+			return;
+		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
+		evbuffer_drain(in, used);
+		switch (f) {
+		case HTTP_FEED_MORE:
+			break;
+		case HTTP_FEED_HEAD:
+			c->c_r.r_status = c->c_resp.hm_status;
+			write_response_head(c, 0);
+			c->c_r.r_resp_started = 1;
+			/* from here on only idleness is a timeout */
+			timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
+			http_msg_resume(&c->c_resp);
+			break;
+		case HTTP_FEED_DONE:
+			if (c->c_resp.hm_status >= 100 &&
+			    c->c_resp.hm_status < 200) {
+				/* interim (100 Continue): pass, keep waiting */
+				if (c->c_req.hm_minor >= 1)
+					write_response_head(c, 1);
+				http_msg_reset(&c->c_resp);
+				c->c_resp.hm_no_body =
+				    c->c_req.hm_method == HTTP_HEAD;
+				break;
+			}
+			if (!c->c_r.r_resp_started) {
+				c->c_r.r_status = c->c_resp.hm_status;
+				write_response_head(c, 0);
+				c->c_r.r_resp_started = 1;
+			}
+			if (c->c_r.r_rechunk) {
+				evbuffer_add(bufferevent_get_output(c->c_bev),
+				    "0\r\n\r\n", 5);
+				c->c_r.r_bytes_in += 5;
+			}
+			c->c_r.r_resp_done = 1;
+			conn_request_finished(c);
+			return;
+		case HTTP_FEED_UPGRADE:
+			c->c_r.r_status = c->c_resp.hm_status;
+			write_response_head(c, 0);
+			c->c_r.r_resp_started = 1;
+			if (c->c_resp.hm_status == 101 && c->c_r.r_upgrade) {
+				conn_tunnel_start(c);
+				return;
+			}
+			conn_upstream_failed(c, 502, "upstream_unreachable",
+			    "unexpected protocol switch");
+			return;
+		case HTTP_FEED_ERROR:
+			conn_upstream_failed(c, 502, "upstream_unreachable",
+			    c->c_resp.hm_err_reason);
+			return;
+		}
+	}
+}
+
+/* Both directions of the request are done (or the response is). */
+void
+conn_request_finished(struct conn *c)
+{
+	struct upstream	*u = c->c_up;
+	int		 reuse_up, reuse_client;
+
+	if (!c->c_r.r_resp_done)
+		return;
+	reuse_up = u != NULL && c->c_r.r_req_done &&
+	    c->c_resp.hm_keepalive && c->c_resp.hm_framing != HTTP_BODY_EOF &&
+	    evbuffer_get_length(bufferevent_get_input(u->u_bev)) == 0;
+	reuse_client = c->c_r.r_keepalive && c->c_r.r_req_done &&
+	    !c->c_worker->w_stopping;
+	conn_audit(c);
+	c->c_nreq++;
+	c->c_up = NULL;
+	if (u != NULL) {
+		if (reuse_up)
+			upstream_pool_put(c->c_worker, u);
+		else
+			upstream_free(u);
+	}
+	if (!reuse_client) {
+		close_when_flushed(c);
+		return;
+	}
+	req_clear(c);
+	http_msg_reset(&c->c_req);
+	c->c_state = CONN_HEAD;
+	bufferevent_enable(c->c_bev, EV_READ);
+	timer_head(c);
+	/* a pipelined request may already be waiting */
+	conn_feed_request(c);
+}
+
+static void
+client_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn	*c = arg;
+
+	conn_enter(c);
+	conn_touch(c);
+	if (c->c_state == CONN_TUNNEL)
+		conn_tunnel_start(c);	/* pumps */
+	else
+		conn_feed_request(c);
+	conn_leave(c);
+}
+
+static void
+client_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn	*c = arg;
+
+	conn_enter(c);
+	conn_touch(c);
+	if (c->c_state == CONN_CLOSING)
+		conn_close(c);
+	else if (c->c_state == CONN_TUNNEL) {
+		conn_tunnel_start(c);
+		conn_tunnel_check(c);
+	} else if (c->c_up != NULL) {
+		bufferevent_enable(c->c_up->u_bev, EV_READ);
+		conn_feed_response(c);
+	}
+	conn_leave(c);
+}
+
+static void
+client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn	*c = arg;
+
+	conn_enter(c);
+	if (c->c_r.r_active && c->c_r.r_reason[0] == '\0')
+		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		    "client closed the connection");
+	if (c->c_state == CONN_TUNNEL && (what & BEV_EVENT_EOF))
+		conn_tunnel_eof(c);	/* flush what the client sent */
+	else
+		conn_close(c);
+	conn_leave(c);
+}
+
+static void
+upstream_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn	*c = arg;
+
+	conn_enter(c);
+	conn_touch(c);
+	if (c->c_state == CONN_TUNNEL)
+		conn_tunnel_start(c);
+	else
+		conn_feed_response(c);
+	conn_leave(c);
+}
+
+static void
+upstream_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn	*c = arg;
+
+	conn_enter(c);
+	conn_touch(c);
+	if (c->c_state == CONN_TUNNEL) {
+		conn_tunnel_start(c);
+		conn_tunnel_check(c);
+	} else if (c->c_state == CONN_FORWARD && !c->c_r.r_req_done) {
+		bufferevent_enable(c->c_bev, EV_READ);
+		conn_feed_request(c);
+	}
+	conn_leave(c);
+}
+
+static void
+upstream_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn	*c = arg;
+	struct upstream	*u = c->c_up;
+
+	conn_enter(c);
+	if (what & BEV_EVENT_CONNECTED) {
+		/* handled by conn_upstream.c's own callback */
+		goto out;
+	}
+	if (c->c_state == CONN_TUNNEL) {
+		conn_tunnel_eof(c);
+		goto out;
+	}
+	if (what & BEV_EVENT_EOF) {
+		/* flush what is buffered, then see if it ends the body */
+		conn_feed_response(c);
+		if (c->c_closing || c->c_r.r_resp_done || c->c_up != u)
+			goto out;
+		if (c->c_resp.hm_head_done &&
+		    c->c_resp.hm_framing == HTTP_BODY_EOF &&
+		    http_msg_finish(&c->c_resp) == HTTP_FEED_DONE) {
+			if (c->c_r.r_rechunk) {
+				evbuffer_add(bufferevent_get_output(c->c_bev),
+				    "0\r\n\r\n", 5);
+				c->c_r.r_bytes_in += 5;
+			}
+			c->c_r.r_resp_done = 1;
+			c->c_resp.hm_keepalive = 0;
+			conn_request_finished(c);
+			goto out;
+		}
+		/* a pooled connection that was closed under us: retry once */
+		if (u->u_reused && !c->c_r.r_resp_started &&
+		    c->c_resp.hm_len == 0 && c->c_req.hm_framing ==
+		    HTTP_BODY_NONE && c->c_r.r_req_done && !c->c_r.r_retried) {
+			c->c_r.r_retried = 1;
+			upstream_free(u);
+			c->c_up = NULL;
+			c->c_r.r_req_done = 0;
+			c->c_state = CONN_WAIT;
+			timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+			c->c_dns = dns_resolve(c->c_worker->w_base,
+			    c->c_worker->w_dns, c->c_cfg, c->c_r.r_host,
+			    dns_done, c);
+			goto out;
+		}
+	}
+	conn_upstream_failed(c, 502, "upstream_unreachable",
+	    c->c_r.r_resp_started ? "upstream closed mid-response" :
+	    "upstream closed the connection before answering");
+out:
+	conn_leave(c);
+}
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn	*c = arg;
+	uint64_t	 now = util_now_ms(), idle;
+
+	conn_enter(c);
+	switch (c->c_state) {
+	case CONN_HEAD:
+		if (!c->c_r.r_active) {
+			conn_close(c);	/* idle keep-alive connection */
+			break;
+		}
+		conn_reply_error(c, 408, "request_timeout",
+		    "request head not received in time", 1);
+		break;
+	case CONN_WAIT:
+		conn_upstream_failed(c, 504, "upstream_timeout",
+		    "connecting to the upstream timed out");
+		break;
+	case CONN_FORWARD:
+	case CONN_TUNNEL:
+		if (c->c_state == CONN_FORWARD && !c->c_r.r_resp_started) {
+			conn_upstream_failed(c, 504, "upstream_timeout",
+			    "upstream did not answer in time");
+			break;
+		}
+		idle = c->c_cfg->c_limits.l_idle_timeout_ms;
+		if (now - c->c_active_ms < idle) {
+			timer_arm(c, idle - (now - c->c_active_ms));
+			break;
+		}
+		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		    "idle timeout");
+		conn_close(c);
+		break;
+	case CONN_CLOSING:
+		conn_close(c);
+		break;
+	}
+	conn_leave(c);
+}

@@ -1,0 +1,145 @@
+/*
+ * A client connection on the explicit proxy listener and the request it
+ * is serving. The pipeline per request:
+ *   read head (llhttp) -> target, identity, policy -> resolve + guard ->
+ *   upstream (pooled or new) -> stream request body / response back ->
+ *   audit -> next request (keep-alive) or close.
+ * conn_close() is the one way a connection ends.
+ */
+#ifndef AIRLOCK_CONN_H
+#define AIRLOCK_CONN_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include "dns/net_guard.h"
+#include "http/http_msg.h"
+
+struct worker;
+struct cfg;
+struct cfg_sandbox;
+struct bufferevent;
+
+/* Bytes queued towards one side before we stop reading the other. */
+#define CONN_HIWAT	(256 * 1024)
+
+enum conn_state {
+	CONN_HEAD = 0,		/* reading a request head */
+	CONN_WAIT,		/* resolving or connecting upstream */
+	CONN_FORWARD,		/* request and response streaming */
+	CONN_TUNNEL,		/* CONNECT / upgrade: raw bytes both ways */
+	CONN_CLOSING,		/* flushing the last bytes to the client */
+};
+
+/* An upstream connection, owned by a conn or parked in the worker pool. */
+struct upstream {
+	TAILQ_ENTRY(upstream)	 u_entry;
+	struct worker		*u_worker;
+	struct bufferevent	*u_bev;
+	char			 u_key[300];	/* "host:port" */
+	char			 u_addr[64];	/* "IP:PORT" connected to */
+	int			 u_reused;	/* came from the pool */
+};
+
+/* What the current request is; reset per request. */
+struct conn_req {
+	char		 r_id[32];
+	uint64_t	 r_start_ms;
+	uint64_t	 r_start_wall;
+	char		 r_method[24];
+	char		 r_host[256];	/* normalised */
+	int		 r_port;
+	char		*r_path;	/* normalised, no query */
+	char		*r_query;	/* raw, without '?', or NULL */
+	const char	*r_proto;	/* http | tunnel */
+	char		 r_rule[128];
+	char		 r_reason[512];
+	int		 r_status;
+	int		 r_allowed;
+	uint64_t	 r_bytes_in;	/* to the client */
+	uint64_t	 r_bytes_out;	/* to the upstream */
+	int		 r_keepalive;	/* client wants to keep the conn */
+	int		 r_connect;	/* CONNECT tunnel */
+	int		 r_upgrade;	/* websocket upgrade requested */
+	int		 r_req_done;
+	int		 r_resp_done;
+	int		 r_resp_started;/* head written to the client */
+	int		 r_rechunk;	/* chunk the body for the client */
+	int		 r_up_chunked;	/* chunk the body for the upstream */
+	int		 r_retried;
+	int		 r_active;	/* a request is in progress */
+	char		 r_upstream[64];/* "IP:PORT" connected to */
+	struct net_addr	 r_addrs[8];
+	size_t		 r_naddrs;
+	size_t		 r_next_addr;
+};
+
+struct conn {
+	TAILQ_ENTRY(conn)	 c_entry;
+	struct worker		*c_worker;
+	struct cfg		*c_cfg;		/* reference */
+	struct bufferevent	*c_bev;
+	char			 c_client[64];	/* "IP:PORT" */
+	enum conn_state		 c_state;
+	struct http_msg		 c_req;
+	struct http_msg		 c_resp;
+	struct upstream		*c_up;
+	struct dns_req		*c_dns;
+	struct event		*c_timer;
+	uint64_t		 c_deadline_ms;	/* for the idle timer */
+	uint64_t		 c_active_ms;	/* last byte either way */
+	const struct cfg_sandbox *c_sandbox;
+	int			 c_sbx_index;	/* counted sandbox, or -1 */
+	int			 c_depth;	/* inside our callbacks */
+	int			 c_in_feed;	/* inside the request loop */
+	int			 c_tunnel_eof;	/* a tunnel side ended */
+	int			 c_closing;
+	int			 c_nreq;	/* requests served */
+	struct conn_req		 c_r;
+};
+
+/* Take ownership of an accepted socket. */
+void	conn_accept(struct worker *, int fd, const struct sockaddr *,
+	    int socklen);
+/* End the connection (idempotent; deferred inside callbacks). */
+void	conn_close(struct conn *);
+/* Worker draining: close if idle between requests. */
+void	conn_drain(struct conn *);
+/* Free without audit (worker teardown). */
+void	conn_free(struct conn *);
+
+/* conn_reply.c */
+/*
+ * Answer the current request from the gateway itself with SPEC's JSON
+ * error body; <close> ends the connection after it is flushed.
+ */
+void	conn_reply_error(struct conn *, int status, const char *code,
+	    const char *reason, int close);
+const char *conn_status_text(int status);
+void	conn_audit(struct conn *);
+
+/* conn_upstream.c */
+void	upstream_pool_put(struct worker *, struct upstream *);
+struct upstream *upstream_pool_take(struct worker *, const char *key);
+void	upstream_free(struct upstream *);
+void	upstream_pool_flush(struct worker *);
+/* Connect to c->c_r.r_addrs[r_next_addr]; results come to conn. */
+int	conn_upstream_connect(struct conn *);
+
+/* conn.c internals shared with the other conn_*.c files */
+void	conn_upstream_ready(struct conn *);
+void	conn_upstream_failed(struct conn *, int status, const char *code,
+	    const char *reason);
+void	conn_enter(struct conn *);
+/* After a gateway reply: next request (keep-alive) or close. */
+void	conn_request_finished(struct conn *);
+void	conn_leave(struct conn *);
+void	conn_touch(struct conn *);
+
+/* conn_tunnel.c */
+void	conn_tunnel_start(struct conn *);
+void	conn_tunnel_eof(struct conn *);
+void	conn_tunnel_check(struct conn *);
+
+#endif

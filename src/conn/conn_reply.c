@@ -1,0 +1,125 @@
+/* Answers the gateway gives itself, and the audit record of a request. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <json-c/json.h>
+
+#include "audit/aud.h"
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+#include "conn/worker.h"
+#include "dns/dns.h"
+#include "util/util.h"
+
+const char *
+conn_status_text(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 402: return "Payment Required";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 407: return "Proxy Authentication Required";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Error";
+	}
+}
+
+void
+conn_reply_error(struct conn *c, int status, const char *code,
+    const char *reason, int close)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
+	json_object	*o;
+	const char	*body;
+	size_t		 blen, before = evbuffer_get_length(out);
+
+	if (c->c_dns != NULL) {
+		dns_cancel(c->c_dns);
+		c->c_dns = NULL;
+	}
+	if (c->c_up != NULL) {
+		upstream_free(c->c_up);
+		c->c_up = NULL;
+	}
+	c->c_r.r_status = status;
+	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
+	if (c->c_r.r_resp_started) {
+		/* part of a response went out already: only a cut is honest */
+		conn_close(c);
+		return;
+	}
+
+	o = json_object_new_object();
+	json_object_object_add(o, "error", json_object_new_string(code));
+	json_object_object_add(o, "reason", json_object_new_string(reason));
+	json_object_object_add(o, "request_id",
+	    json_object_new_string(c->c_r.r_id));
+	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	blen = strlen(body);
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n"
+	    "X-Airlock-Request-Id: %s\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "%s%s\r\n",
+	    status, conn_status_text(status), blen + 1, c->c_r.r_id,
+	    status == 407 ? "Proxy-Authenticate: Basic realm=\"airlock\"\r\n" :
+	    "", close ? "Connection: close\r\n" : "");
+	evbuffer_add(out, body, blen);
+	evbuffer_add(out, "\n", 1);
+	json_object_put(o);
+	c->c_r.r_bytes_in += evbuffer_get_length(out) - before;
+	c->c_r.r_resp_started = 1;
+	c->c_r.r_resp_done = 1;
+	c->c_r.r_req_done = !close;
+	c->c_r.r_keepalive = c->c_r.r_keepalive && !close;
+	conn_request_finished(c);
+}
+
+void
+conn_audit(struct conn *c)
+{
+	struct aud_rec	 r;
+	struct conn_req	*q = &c->c_r;
+
+	if (!q->r_active)
+		return;
+	q->r_active = 0;
+	memset(&r, 0, sizeof(r));
+	r.ar_start_wall_ms = q->r_start_wall;
+	r.ar_id = q->r_id;
+	r.ar_sandbox = c->c_sandbox ? c->c_sandbox->s_id : NULL;
+	r.ar_client = c->c_client;
+	r.ar_mode = "explicit";
+	r.ar_proto = q->r_proto;
+	r.ar_method = q->r_method[0] ? q->r_method : NULL;
+	r.ar_host = q->r_host[0] ? q->r_host : NULL;
+	r.ar_port = q->r_port;
+	r.ar_path = q->r_connect ? NULL : q->r_path;
+	r.ar_status = q->r_status;
+	r.ar_decision = q->r_allowed ? "allow" : "deny";
+	r.ar_reason = q->r_reason[0] ? q->r_reason : NULL;
+	r.ar_rule = q->r_rule[0] ? q->r_rule : NULL;
+	r.ar_bytes_in = (int64_t)q->r_bytes_in;
+	r.ar_bytes_out = (int64_t)q->r_bytes_out;
+	r.ar_duration_ms = (int64_t)(util_now_ms() - q->r_start_ms);
+	r.ar_upstream = q->r_upstream[0] ? q->r_upstream : NULL;
+	r.ar_tls = q->r_connect ? NULL : "none";
+	aud_submit(&r);
+}

@@ -1,0 +1,80 @@
+/*
+ * Raw byte pump for CONNECT tunnels and upgraded (WebSocket) connections:
+ * each side's input goes to the other side's output, and a side stops
+ * reading while the other has CONN_HIWAT bytes waiting.
+ */
+#include "config.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+
+static void
+pump(struct bufferevent *from, struct bufferevent *to, uint64_t *count)
+{
+	struct evbuffer	*in = bufferevent_get_input(from);
+	struct evbuffer	*out = bufferevent_get_output(to);
+	size_t		 n = evbuffer_get_length(in);
+
+	if (n > 0) {
+		*count += n;
+		evbuffer_add_buffer(out, in);
+	}
+	if (evbuffer_get_length(out) >= CONN_HIWAT)
+		bufferevent_disable(from, EV_READ);
+	else
+		bufferevent_enable(from, EV_READ);
+}
+
+/* Start the tunnel, or move whatever is waiting (idempotent). */
+void
+conn_tunnel_start(struct conn *c)
+{
+	struct evbuffer	*out;
+
+	if (c->c_up == NULL || c->c_tunnel_eof)
+		return;
+	if (c->c_state != CONN_TUNNEL) {
+		c->c_state = CONN_TUNNEL;
+		c->c_r.r_resp_started = 1;
+		if (c->c_r.r_connect) {
+			out = bufferevent_get_output(c->c_bev);
+			evbuffer_add_printf(out,
+			    "HTTP/1.1 200 Connection established\r\n\r\n");
+			c->c_r.r_status = 200;
+		}
+		bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
+		bufferevent_setwatermark(c->c_up->u_bev, EV_WRITE, 0, 0);
+	}
+	pump(c->c_bev, c->c_up->u_bev, &c->c_r.r_bytes_out);
+	pump(c->c_up->u_bev, c->c_bev, &c->c_r.r_bytes_in);
+}
+
+/*
+ * One side of a tunnel ended (EOF or error): hand the other side what is
+ * still buffered, then close once it is written.
+ */
+void
+conn_tunnel_eof(struct conn *c)
+{
+	conn_tunnel_start(c);
+	c->c_tunnel_eof = 1;
+	bufferevent_disable(c->c_bev, EV_READ);
+	if (c->c_up != NULL)
+		bufferevent_disable(c->c_up->u_bev, EV_READ);
+	conn_tunnel_check(c);
+}
+
+void
+conn_tunnel_check(struct conn *c)
+{
+	if (!c->c_tunnel_eof)
+		return;
+	if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0 &&
+	    (c->c_up == NULL ||
+	    evbuffer_get_length(bufferevent_get_output(c->c_up->u_bev)) == 0))
+		conn_close(c);
+}

@@ -1,0 +1,185 @@
+/*
+ * Upstream connections: connect to a checked address (never a fresh
+ * lookup), and a per-worker pool of idle keep-alive connections keyed by
+ * "host:port".
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+#include "conn/worker.h"
+#include "util/log.h"
+#include "util/util.h"
+
+#define POOL_MAX	256	/* idle upstream connections per worker */
+
+void
+upstream_free(struct upstream *u)
+{
+	if (u == NULL)
+		return;
+	if (u->u_bev != NULL)
+		bufferevent_free(u->u_bev);
+	free(u);
+}
+
+static void
+pool_remove(struct upstream *u)
+{
+	TAILQ_REMOVE(&u->u_worker->w_idle, u, u_entry);
+	u->u_worker->w_nidle--;
+}
+
+/* Anything from an idle upstream (data, EOF, timeout) retires it. */
+static void
+pool_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct upstream	*u = arg;
+
+	pool_remove(u);
+	upstream_free(u);
+}
+
+static void
+pool_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	pool_read_cb(bev, arg);
+}
+
+void
+upstream_pool_put(struct worker *w, struct upstream *u)
+{
+	struct timeval	tv;
+	uint64_t	ms = w->w_cfg->c_limits.l_idle_timeout_ms;
+
+	if (w->w_stopping || w->w_nidle >= POOL_MAX) {
+		upstream_free(u);
+		return;
+	}
+	u->u_worker = w;
+	bufferevent_setcb(u->u_bev, pool_read_cb, NULL, pool_event_cb, u);
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	bufferevent_set_timeouts(u->u_bev, &tv, NULL);
+	bufferevent_enable(u->u_bev, EV_READ);
+	TAILQ_INSERT_HEAD(&w->w_idle, u, u_entry);
+	w->w_nidle++;
+}
+
+struct upstream *
+upstream_pool_take(struct worker *w, const char *key)
+{
+	struct upstream	*u;
+
+	TAILQ_FOREACH(u, &w->w_idle, u_entry) {
+		if (strcmp(u->u_key, key) != 0)
+			continue;
+		pool_remove(u);
+		bufferevent_disable(u->u_bev, EV_READ);
+		bufferevent_set_timeouts(u->u_bev, NULL, NULL);
+		u->u_reused = 1;
+		return u;
+	}
+	return NULL;
+}
+
+void
+upstream_pool_flush(struct worker *w)
+{
+	struct upstream	*u;
+
+	while ((u = TAILQ_FIRST(&w->w_idle)) != NULL) {
+		pool_remove(u);
+		upstream_free(u);
+	}
+}
+
+static void
+connect_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn	*c = arg;
+	char		 reason[160];
+	int		 err = EVUTIL_SOCKET_ERROR(), one = 1;
+
+	conn_enter(c);
+	if (what & BEV_EVENT_CONNECTED) {
+		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
+		    &one, sizeof(one));
+		snprintf(c->c_r.r_upstream, sizeof(c->c_r.r_upstream), "%s",
+		    c->c_up->u_addr);
+		conn_upstream_ready(c);
+		goto out;
+	}
+	snprintf(reason, sizeof(reason), "connect to %s: %s",
+	    c->c_up->u_addr, err ? strerror(err) : "failed");
+	upstream_free(c->c_up);
+	c->c_up = NULL;
+	if (c->c_r.r_next_addr < c->c_r.r_naddrs &&
+	    conn_upstream_connect(c) == 0)
+		goto out;
+	conn_upstream_failed(c, 502, "upstream_unreachable", reason);
+out:
+	conn_leave(c);
+}
+
+int
+conn_upstream_connect(struct conn *c)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	struct upstream		*u;
+	const struct net_addr	*a;
+	char			 ip[INET6_ADDRSTRLEN];
+	socklen_t		 len;
+
+	while (c->c_r.r_next_addr < c->c_r.r_naddrs) {
+		a = &c->c_r.r_addrs[c->c_r.r_next_addr++];
+		memset(&ss, 0, sizeof(ss));
+		if (a->na_family == AF_INET) {
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons((uint16_t)c->c_r.r_port);
+			memcpy(&sin->sin_addr, a->na_bytes, 4);
+			len = sizeof(*sin);
+		} else {
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons((uint16_t)c->c_r.r_port);
+			memcpy(&sin6->sin6_addr, a->na_bytes, 16);
+			len = sizeof(*sin6);
+		}
+		u = xcalloc(1, sizeof(*u));
+		u->u_worker = c->c_worker;
+		snprintf(u->u_key, sizeof(u->u_key), "%s:%d", c->c_r.r_host,
+		    c->c_r.r_port);
+		net_addr_format(a, ip, sizeof(ip));
+		snprintf(u->u_addr, sizeof(u->u_addr),
+		    a->na_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
+		    c->c_r.r_port);
+		u->u_bev = bufferevent_socket_new(c->c_worker->w_base, -1,
+		    BEV_OPT_CLOSE_ON_FREE);
+		if (u->u_bev == NULL) {
+			free(u);
+			return -1;
+		}
+		c->c_up = u;
+		bufferevent_setcb(u->u_bev, NULL, NULL, connect_event_cb, c);
+		if (bufferevent_socket_connect(u->u_bev, (struct sockaddr *)&ss,
+		    (int)len) == 0)
+			return 0;
+		c->c_up = NULL;
+		upstream_free(u);
+	}
+	return -1;
+}

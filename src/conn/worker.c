@@ -1,0 +1,263 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+#include "conn/worker.h"
+#include "dns/dns.h"
+#include "util/log.h"
+#include "util/util.h"
+
+static struct worker	*workers;
+static int		 nworkers;
+static size_t		 conns_total;	/* atomic */
+static char		 boot_id[9];
+
+size_t
+worker_conn_count(void)
+{
+	return __atomic_load_n(&conns_total, __ATOMIC_RELAXED);
+}
+
+void
+worker_conn_gone(void)
+{
+	__atomic_sub_fetch(&conns_total, 1, __ATOMIC_RELAXED);
+}
+
+void
+worker_request_id(struct worker *w, char *out, size_t outsz)
+{
+	snprintf(out, outsz, "%s%02x%014llx", boot_id, w->w_id & 0xff,
+	    (unsigned long long)++w->w_seq);
+}
+
+static void
+accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int socklen, void *arg)
+{
+	struct worker	*w = arg;
+
+	__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
+	conn_accept(w, fd, sa, socklen);
+}
+
+static void
+accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	/* EMFILE and friends: the listener retries on the next event */
+	log_warn("accept");
+}
+
+static void
+grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker	*w = arg;
+
+	log_info("worker %d: shutdown grace over, %zu connections cut",
+	    w->w_id, w->w_nconns);
+	event_base_loopbreak(w->w_base);
+}
+
+static void
+stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker	*w = arg;
+	struct conn	*c, *next;
+	struct timeval	 tv;
+	size_t		 i;
+	uint64_t	 ms = w->w_cfg->c_limits.l_shutdown_grace_ms;
+
+	w->w_stopping = 1;
+	for (i = 0; i < w->w_nlisteners; i++)
+		evconnlistener_free(w->w_listeners[i]);
+	w->w_nlisteners = 0;
+	upstream_pool_flush(w);
+	for (c = TAILQ_FIRST(&w->w_conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, c_entry);
+		conn_drain(c);
+	}
+	if (w->w_nconns == 0) {
+		event_base_loopexit(w->w_base, NULL);
+		return;
+	}
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	w->w_grace_ev = evtimer_new(w->w_base, grace_cb, w);
+	evtimer_add(w->w_grace_ev, &tv);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker	*w = arg;
+	struct conn	*c;
+
+	event_base_dispatch(w->w_base);
+	while ((c = TAILQ_FIRST(&w->w_conns)) != NULL)
+		conn_free(c);
+	upstream_pool_flush(w);
+	return NULL;
+}
+
+static void
+worker_free(struct worker *w)
+{
+	size_t	i;
+
+	for (i = 0; i < w->w_nlisteners; i++)
+		evconnlistener_free(w->w_listeners[i]);
+	free(w->w_listeners);
+	if (w->w_grace_ev != NULL)
+		event_free(w->w_grace_ev);
+	if (w->w_stop_ev != NULL)
+		event_free(w->w_stop_ev);
+	dns_base_free(w->w_dns);
+	if (w->w_base != NULL)
+		event_base_free(w->w_base);
+	cfg_unref(w->w_cfg);
+}
+
+/* One SO_REUSEPORT socket per worker and address; errors are fatal. */
+static int
+listen_socket(const char *addr)
+{
+	struct sockaddr_storage	ss;
+	int			len = sizeof(ss), fd, one = 1;
+
+	if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &len) != 0)
+		fatalx("listen address %s: cannot parse", addr);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd == -1)
+		fatal("socket for %s", addr);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == -1)
+		fatal("SO_REUSEPORT on %s", addr);
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, (socklen_t)len) == -1)
+		fatal("bind %s", addr);
+	if (listen(fd, 1024) == -1)
+		fatal("listen %s", addr);
+	return fd;
+}
+
+int
+workers_start(struct cfg *cfg)
+{
+	sigset_t	 all, old;
+	struct worker	*w;
+	size_t		 i;
+	int		 n, fd;
+
+	util_random_hex(boot_id, 4);
+	n = cfg->c_workers > 0 ? cfg->c_workers :
+	    (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	nworkers = n;
+	workers = xcalloc((size_t)n, sizeof(*workers));
+	for (w = workers; w < workers + n; w++) {
+		w->w_id = (int)(w - workers);
+		w->w_cfg = cfg_ref(cfg);
+		TAILQ_INIT(&w->w_conns);
+		TAILQ_INIT(&w->w_idle);
+		if ((w->w_base = event_base_new()) == NULL)
+			fatalx("event_base_new failed");
+		w->w_dns = dns_base_new(w->w_base, cfg);
+		w->w_stop_ev = event_new(w->w_base, -1, 0, stop_cb, w);
+		w->w_listeners = xcalloc(cfg->c_nlisten_proxy,
+		    sizeof(*w->w_listeners));
+		for (i = 0; i < cfg->c_nlisten_proxy; i++) {
+			fd = listen_socket(cfg->c_listen_proxy[i]);
+			w->w_listeners[i] = evconnlistener_new(w->w_base,
+			    accept_cb, w, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+			if (w->w_listeners[i] == NULL)
+				fatalx("evconnlistener_new failed");
+			evconnlistener_set_error_cb(w->w_listeners[i],
+			    accept_error_cb);
+			w->w_nlisteners++;
+		}
+	}
+	/* signals belong to the main thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (w = workers; w < workers + n; w++)
+		if (pthread_create(&w->w_thread, NULL, worker_main, w) != 0)
+			fatalx("pthread_create failed");
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (i = 0; i < cfg->c_nlisten_proxy; i++)
+		log_info("explicit proxy listening on %s (%d workers)",
+		    cfg->c_listen_proxy[i], n);
+	return 0;
+}
+
+void
+workers_stop(void)
+{
+	int	i;
+
+	for (i = 0; i < nworkers; i++)
+		event_active(workers[i].w_stop_ev, EV_READ, 0);
+}
+
+static void
+reload_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker	*w = arg;
+	struct cfg	*next = w->w_next_cfg;
+
+	/* connections keep the config they started with */
+	w->w_next_cfg = NULL;
+	cfg_unref(w->w_cfg);
+	w->w_cfg = next;
+	event_free(w->w_reload_ev);
+	w->w_reload_ev = NULL;
+}
+
+void
+workers_reload(struct cfg *cfg)
+{
+	struct worker	*w;
+
+	for (w = workers; w < workers + nworkers; w++) {
+		if (w->w_reload_ev != NULL)
+			continue;	/* previous swap still pending */
+		w->w_next_cfg = cfg_ref(cfg);
+		w->w_reload_ev = event_new(w->w_base, -1, 0, reload_cb, w);
+		event_active(w->w_reload_ev, EV_READ, 0);
+	}
+}
+
+void
+workers_join(void)
+{
+	int	i;
+
+	for (i = 0; i < nworkers; i++) {
+		pthread_join(workers[i].w_thread, NULL);
+		if (workers[i].w_reload_ev != NULL) {
+			event_free(workers[i].w_reload_ev);
+			cfg_unref(workers[i].w_next_cfg);
+		}
+		worker_free(&workers[i]);
+	}
+	free(workers);
+	workers = NULL;
+	nworkers = 0;
+}

@@ -1,0 +1,52 @@
+/*
+ * Workers: one thread per core, each with its own event_base, evdns base,
+ * SO_REUSEPORT listening sockets, connections and idle upstream pool, so
+ * nothing on the data path takes a lock.
+ */
+#ifndef AIRLOCK_WORKER_H
+#define AIRLOCK_WORKER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+struct cfg;
+struct conn;
+struct upstream;
+
+struct worker {
+	int			  w_id;
+	pthread_t		  w_thread;
+	struct event_base	 *w_base;
+	struct evdns_base	 *w_dns;
+	struct evconnlistener	**w_listeners;
+	size_t			  w_nlisteners;
+	struct event		 *w_stop_ev;	/* main asks us to drain */
+	struct event		 *w_grace_ev;	/* drain deadline */
+	struct cfg		 *w_cfg;	/* reference */
+	TAILQ_HEAD(, conn)	  w_conns;
+	size_t			  w_nconns;
+	TAILQ_HEAD(, upstream)	  w_idle;	/* pooled upstream conns */
+	size_t			  w_nidle;
+	uint64_t		  w_seq;	/* request ids */
+	int			  w_stopping;
+	struct event		 *w_reload_ev;	/* main hands a new config */
+	struct cfg		 *w_next_cfg;
+};
+
+/* Bind every listener of <cfg> once per worker, start the threads. */
+int	workers_start(struct cfg *);
+/* Stop accepting; workers exit when drained or after shutdown_grace. */
+void	workers_stop(void);
+void	workers_join(void);
+/* SIGHUP: new connections use <cfg> (each worker takes a reference). */
+void	workers_reload(struct cfg *);
+void	worker_conn_gone(void);
+
+/* Global connection count against limits.max_connections. */
+size_t	worker_conn_count(void);
+/* Unique request id, 24 hex digits. */
+void	worker_request_id(struct worker *, char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,468 @@
+/*
+ * llhttp glue. llhttp is built with LLHTTP_STRICT_MODE and no lenient flag
+ * is ever set; on top of it we refuse what llhttp tolerates but a proxy
+ * must not relay: duplicate Content-Length, Content-Length together with
+ * Transfer-Encoding, transfer codings other than plain "chunked", control
+ * bytes in values, several Host headers.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/http_msg.h"
+#include "util/util.h"
+
+static llhttp_settings_t	http_settings;
+static int			http_settings_ready;
+
+static struct http_msg *
+msg_of(llhttp_t *p)
+{
+	return (struct http_msg *)p->data;
+}
+
+static int
+msg_fail(struct http_msg *m, int status, const char *reason)
+{
+	if (m->hm_err_status == 0) {
+		m->hm_err_status = status;
+		snprintf(m->hm_err_reason, sizeof(m->hm_err_reason), "%s",
+		    reason);
+	}
+	return HPE_USER;
+}
+
+/* Append to the head arena; bounded by hm_max. */
+static int
+msg_append(struct http_msg *m, const char *at, size_t len)
+{
+	size_t	ncap;
+
+	if (m->hm_len + len > m->hm_max)
+		return -1;
+	if (m->hm_len + len > m->hm_cap) {
+		ncap = m->hm_cap ? m->hm_cap : 1024;
+		while (ncap < m->hm_len + len)
+			ncap *= 2;
+		if (ncap > m->hm_max)
+			ncap = m->hm_max;
+		m->hm_buf = xrealloc(m->hm_buf, ncap);
+		m->hm_cap = ncap;
+	}
+	memcpy(m->hm_buf + m->hm_len, at, len);
+	m->hm_len += len;
+	return 0;
+}
+
+static int
+on_url(llhttp_t *p, const char *at, size_t len)
+{
+	struct http_msg	*m = msg_of(p);
+
+	if (m->hm_last != 1) {
+		m->hm_url = (uint32_t)m->hm_len;
+		m->hm_last = 1;
+	}
+	if (m->hm_url_len + len > HTTP_MAX_URI)
+		return msg_fail(m, 414, "request target too long");
+	if (msg_append(m, at, len) == -1)
+		return msg_fail(m, 431, "request head too large");
+	m->hm_url_len += (uint32_t)len;
+	return 0;
+}
+
+static int
+on_status(llhttp_t *p, const char *at, size_t len)
+{
+	struct http_msg	*m = msg_of(p);
+
+	if (m->hm_last != 4) {
+		m->hm_reason = (uint32_t)m->hm_len;
+		m->hm_last = 4;
+	}
+	if (msg_append(m, at, len) == -1)
+		return msg_fail(m, 502, "response head too large");
+	m->hm_reason_len += (uint32_t)len;
+	return 0;
+}
+
+static int
+head_too_large(struct http_msg *m)
+{
+	return msg_fail(m, m->hm_type == HTTP_REQUEST ? 431 : 502,
+	    m->hm_type == HTTP_REQUEST ? "request head too large" :
+	    "response head too large");
+}
+
+static int
+on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+	struct http_msg		*m = msg_of(p);
+	struct http_header	*h;
+
+	if (m->hm_last != 2) {
+		if (m->hm_nhdrs == HTTP_MAX_HEADERS)
+			return head_too_large(m);
+		h = &m->hm_hdrs[m->hm_nhdrs++];
+		memset(h, 0, sizeof(*h));
+		h->h_name = (uint32_t)m->hm_len;
+		m->hm_last = 2;
+	}
+	h = &m->hm_hdrs[m->hm_nhdrs - 1];
+	if (msg_append(m, at, len) == -1)
+		return head_too_large(m);
+	h->h_name_len += (uint32_t)len;
+	return 0;
+}
+
+static int
+on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+	struct http_msg		*m = msg_of(p);
+	struct http_header	*h = &m->hm_hdrs[m->hm_nhdrs - 1];
+	size_t			 i;
+
+	if (m->hm_last != 3) {
+		h->h_value = (uint32_t)m->hm_len;
+		m->hm_last = 3;
+	}
+	/* llhttp rejects these in strict mode; keep the guarantee here */
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)at[i];
+		if (c == '\r' || c == '\n' || c == '\0' ||
+		    (c < 0x20 && c != '\t') || c == 0x7f)
+			return msg_fail(m, m->hm_type == HTTP_REQUEST ? 400 :
+			    502, "control character in header value");
+	}
+	if (msg_append(m, at, len) == -1)
+		return head_too_large(m);
+	h->h_value_len += (uint32_t)len;
+	return 0;
+}
+
+static void
+hdr_value(const struct http_msg *m, int i, const char **v, size_t *len)
+{
+	*v = m->hm_buf + m->hm_hdrs[i].h_value;
+	*len = m->hm_hdrs[i].h_value_len;
+	util_trim_ows(v, len);
+}
+
+/* Checks the head as a whole; returns 0 or an llhttp error. */
+static int
+msg_check_head(struct http_msg *m)
+{
+	int		 ncl, nte, i, req = m->hm_type == HTTP_REQUEST;
+	int		 bad = req ? 400 : 502;
+	const char	*v;
+	size_t		 vlen;
+
+	ncl = http_msg_count(m, "content-length");
+	nte = http_msg_count(m, "transfer-encoding");
+	if (ncl > 1)
+		return msg_fail(m, bad, "duplicate Content-Length");
+	if (ncl > 0 && nte > 0)
+		return msg_fail(m, bad,
+		    "both Content-Length and Transfer-Encoding");
+	if (nte > 1)
+		return msg_fail(m, bad, "more than one Transfer-Encoding");
+	if (nte == 1) {
+		i = http_msg_find(m, "transfer-encoding", 0);
+		hdr_value(m, i, &v, &vlen);
+		if (!util_strncaseeq(v, vlen, "chunked"))
+			return msg_fail(m, req ? 501 : 502,
+			    "unsupported transfer coding");
+	}
+	if (req && http_msg_count(m, "host") > 1)
+		return msg_fail(m, 400, "more than one Host header");
+	if (m->hm_parser.http_major != 1)
+		return msg_fail(m, req ? 505 : 502, "HTTP version not supported");
+	return 0;
+}
+
+static int
+on_headers_complete(llhttp_t *p)
+{
+	struct http_msg	*m = msg_of(p);
+	int		 rc;
+
+	m->hm_method = p->method;
+	m->hm_status = p->status_code;
+	m->hm_major = p->http_major;
+	m->hm_minor = p->http_minor;
+	m->hm_keepalive = llhttp_should_keep_alive(p);
+	m->hm_head_done = 1;
+	m->hm_last = 0;
+	if ((rc = msg_check_head(m)) != 0)
+		return rc;
+
+	if (m->hm_type == HTTP_RESPONSE && (m->hm_no_body ||
+	    (m->hm_status >= 100 && m->hm_status < 200) ||
+	    m->hm_status == 204 || m->hm_status == 304)) {
+		m->hm_framing = HTTP_BODY_NONE;
+		return m->hm_status == 101 ? 2 : 1;
+	}
+	if (p->flags & F_CHUNKED)
+		m->hm_framing = HTTP_BODY_CHUNKED;
+	else if (p->flags & F_CONTENT_LENGTH) {
+		m->hm_framing = HTTP_BODY_LENGTH;
+		m->hm_content_length = p->content_length;
+	} else if (m->hm_type == HTTP_RESPONSE)
+		m->hm_framing = HTTP_BODY_EOF;
+	else
+		m->hm_framing = HTTP_BODY_NONE;
+	/* stop so the owner can act on the head before any body byte */
+	return HPE_PAUSED;
+}
+
+static int
+on_body(llhttp_t *p, const char *at, size_t len)
+{
+	struct http_msg	*m = msg_of(p);
+
+	m->hm_body_bytes += len;
+	if (m->hm_on_body != NULL)
+		m->hm_on_body(m->hm_arg, at, len);
+	return 0;
+}
+
+static int
+on_message_complete(llhttp_t *p)
+{
+	struct http_msg	*m = msg_of(p);
+
+	m->hm_complete = 1;
+	/* an upgrade carries on as a tunnel: let llhttp say so */
+	if (p->upgrade)
+		return 0;
+	return HPE_PAUSED;
+}
+
+static void
+settings_ready(void)
+{
+	if (http_settings_ready)
+		return;
+	llhttp_settings_init(&http_settings);
+	http_settings.on_url = on_url;
+	http_settings.on_status = on_status;
+	http_settings.on_header_field = on_header_field;
+	http_settings.on_header_value = on_header_value;
+	http_settings.on_headers_complete = on_headers_complete;
+	http_settings.on_body = on_body;
+	http_settings.on_message_complete = on_message_complete;
+	http_settings_ready = 1;
+}
+
+static void
+msg_clear(struct http_msg *m)
+{
+	m->hm_len = 0;
+	m->hm_head_bytes = 0;
+	m->hm_url = m->hm_url_len = 0;
+	m->hm_reason = m->hm_reason_len = 0;
+	m->hm_nhdrs = 0;
+	m->hm_last = 0;
+	m->hm_method = 0;
+	m->hm_status = 0;
+	m->hm_keepalive = 0;
+	m->hm_framing = HTTP_BODY_NONE;
+	m->hm_content_length = 0;
+	m->hm_head_done = 0;
+	m->hm_complete = 0;
+	m->hm_no_body = 0;
+	m->hm_err_status = 0;
+	m->hm_err_reason[0] = '\0';
+	m->hm_body_bytes = 0;
+}
+
+void
+http_msg_init(struct http_msg *m, int type, size_t max)
+{
+	/* called once per thread before any parse; the race is benign as
+	 * every thread writes the same values, but do it eagerly anyway */
+	settings_ready();
+	memset(m, 0, sizeof(*m));
+	m->hm_type = type;
+	m->hm_max = max;
+	llhttp_init(&m->hm_parser, (llhttp_type_t)type, &http_settings);
+	m->hm_parser.data = m;
+}
+
+void
+http_msg_fini(struct http_msg *m)
+{
+	free(m->hm_buf);
+	m->hm_buf = NULL;
+	m->hm_cap = m->hm_len = 0;
+}
+
+void
+http_msg_reset(struct http_msg *m)
+{
+	msg_clear(m);
+	llhttp_init(&m->hm_parser, (llhttp_type_t)m->hm_type, &http_settings);
+	m->hm_parser.data = m;
+}
+
+void
+http_msg_resume(struct http_msg *m)
+{
+	if (llhttp_get_errno(&m->hm_parser) == HPE_PAUSED)
+		llhttp_resume(&m->hm_parser);
+}
+
+static enum http_feed
+msg_error(struct http_msg *m, llhttp_errno_t err)
+{
+	if (m->hm_err_status == 0) {
+		int req = m->hm_type == HTTP_REQUEST;
+
+		switch (err) {
+		case HPE_INVALID_METHOD:
+			m->hm_err_status = req ? 501 : 502;
+			break;
+		case HPE_INVALID_VERSION:
+			m->hm_err_status = req ? 505 : 502;
+			break;
+		default:
+			m->hm_err_status = req ? 400 : 502;
+			break;
+		}
+		snprintf(m->hm_err_reason, sizeof(m->hm_err_reason),
+		    "malformed %s: %s", req ? "request" : "response",
+		    llhttp_get_error_reason(&m->hm_parser) ?
+		    llhttp_get_error_reason(&m->hm_parser) : llhttp_errno_name(err));
+	}
+	return HTTP_FEED_ERROR;
+}
+
+enum http_feed
+http_msg_feed(struct http_msg *m, const char *data, size_t len,
+    size_t *consumed)
+{
+	llhttp_errno_t	 err;
+	const char	*pos;
+	size_t		 used;
+	int		 in_head = !m->hm_head_done;
+
+	*consumed = 0;
+	if (m->hm_err_status != 0)
+		return HTTP_FEED_ERROR;
+	err = llhttp_execute(&m->hm_parser, data, len);
+	if (err == HPE_OK)
+		used = len;
+	else {
+		pos = llhttp_get_error_pos(&m->hm_parser);
+		used = pos != NULL && pos >= data ? (size_t)(pos - data) : 0;
+	}
+	*consumed = used;
+	/* a head completed in this call is bounded by the arena instead */
+	if (in_head && !m->hm_head_done) {
+		m->hm_head_bytes += used;
+		if (m->hm_head_bytes > m->hm_max && m->hm_err_status == 0)
+			return msg_error(m, (llhttp_errno_t)head_too_large(m));
+	}
+	switch (err) {
+	case HPE_OK:
+		return HTTP_FEED_MORE;
+	case HPE_PAUSED:
+		return m->hm_complete ? HTTP_FEED_DONE : HTTP_FEED_HEAD;
+	case HPE_PAUSED_UPGRADE:
+		return HTTP_FEED_UPGRADE;
+	default:
+		return msg_error(m, err);
+	}
+}
+
+enum http_feed
+http_msg_finish(struct http_msg *m)
+{
+	llhttp_errno_t	err;
+
+	err = llhttp_finish(&m->hm_parser);
+	if (err == HPE_OK || err == HPE_PAUSED)
+		return m->hm_complete ? HTTP_FEED_DONE : HTTP_FEED_MORE;
+	return msg_error(m, err);
+}
+
+const char *
+http_msg_method(const struct http_msg *m)
+{
+	return llhttp_method_name((llhttp_method_t)m->hm_method);
+}
+
+int
+http_msg_find(const struct http_msg *m, const char *name, int from)
+{
+	int	i;
+
+	for (i = from; i < m->hm_nhdrs; i++)
+		if (util_strncaseeq(m->hm_buf + m->hm_hdrs[i].h_name,
+		    m->hm_hdrs[i].h_name_len, name))
+			return i;
+	return -1;
+}
+
+int
+http_msg_count(const struct http_msg *m, const char *name)
+{
+	int	i, n = 0;
+
+	for (i = 0; (i = http_msg_find(m, name, i)) != -1; i++)
+		n++;
+	return n;
+}
+
+int
+http_msg_connection_has(const struct http_msg *m, const char *token)
+{
+	const char	*v, *tok;
+	size_t		 vlen, toklen;
+	int		 i;
+
+	for (i = 0; (i = http_msg_find(m, "connection", i)) != -1; i++) {
+		v = m->hm_buf + m->hm_hdrs[i].h_value;
+		vlen = m->hm_hdrs[i].h_value_len;
+		while (vlen > 0) {
+			tok = v;
+			while (vlen > 0 && *v != ',') {
+				v++;
+				vlen--;
+			}
+			toklen = (size_t)(v - tok);
+			util_trim_ows(&tok, &toklen);
+			if (util_strncaseeq(tok, toklen, token))
+				return 1;
+			if (vlen > 0) {
+				v++;
+				vlen--;
+			}
+		}
+	}
+	return 0;
+}
+
+int
+http_msg_is_hop(const struct http_msg *m, const char *name, size_t len)
+{
+	static const char *const hop[] = {
+		"connection", "keep-alive", "proxy-authenticate",
+		"proxy-authorization", "proxy-connection", "te", "trailer",
+		"transfer-encoding", "upgrade",
+	};
+	char	tmp[64];
+	size_t	i;
+
+	for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+		if (util_strncaseeq(name, len, hop[i]))
+			return 1;
+	if (len >= sizeof(tmp))
+		return 0;
+	memcpy(tmp, name, len);
+	tmp[len] = '\0';
+	return http_msg_connection_has(m, tmp);
+}

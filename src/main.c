@@ -1,0 +1,255 @@
+/*
+ * airlockd: load the config, prepare state, start the audit writer and the
+ * workers, then wait for signals in the main thread.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <openssl/crypto.h>
+
+#include "audit/aud.h"
+#include "cfg/cfg.h"
+#include "conn/worker.h"
+#include "util/log.h"
+#include "util/util.h"
+
+static struct cfg	*current_cfg;
+static const char	*cfg_path;
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: airlockd -c FILE [-t] [-v]\n"
+	    "       airlockd --version | --help\n"
+	    "  -c FILE   configuration file (YAML)\n"
+	    "  -t        check the configuration, print problems, exit\n"
+	    "  -v        verbose logging\n");
+}
+
+static int
+mkdir_p(const char *path, mode_t mode)
+{
+	char	 tmp[4096], *p;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -1;
+	for (p = tmp + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/*
+ * A sandbox without a token source gets one generated once and kept in
+ * state_dir/tokens/<id> (0600), so it survives restarts and an operator
+ * can hand it out. Never logged.
+ */
+static int
+prepare_tokens(struct cfg *cfg)
+{
+	char	 dir[4096], path[4200], tok[65], buf[256];
+	size_t	 i;
+	ssize_t	 n;
+	int	 fd;
+
+	snprintf(dir, sizeof(dir), "%s/tokens", cfg->c_state_dir);
+	for (i = 0; i < cfg->c_nsandboxes; i++) {
+		struct cfg_sandbox *s = &cfg->c_sandboxes[i];
+
+		if (s->s_token != NULL)
+			continue;
+		if (mkdir_p(dir, 0700) == -1) {
+			log_warn("state: %s", dir);
+			return -1;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, s->s_id);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+				n--;
+			if (n > 0) {
+				s->s_token = xstrndup(buf, (size_t)n);
+				s->s_token_len = (size_t)n;
+				OPENSSL_cleanse(buf, sizeof(buf));
+				continue;
+			}
+		}
+		util_random_hex(tok, 24);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd == -1 || write(fd, tok, strlen(tok)) !=
+		    (ssize_t)strlen(tok)) {
+			log_warn("state: %s", path);
+			if (fd != -1)
+				close(fd);
+			return -1;
+		}
+		close(fd);
+		s->s_token = xstrdup(tok);
+		s->s_token_len = strlen(tok);
+		s->s_token_generated = 1;
+		OPENSSL_cleanse(tok, sizeof(tok));
+		log_info("sandbox %s: generated a proxy token in %s", s->s_id,
+		    path);
+	}
+	return 0;
+}
+
+static struct cfg *
+load_config(const char *path)
+{
+	struct cfg	*cfg;
+	int		 nerr = 0;
+
+	cfg = cfg_load(path, stderr, &nerr);
+	if (cfg == NULL)
+		return NULL;
+	if (mkdir_p(cfg->c_state_dir, 0700) == -1) {
+		log_warn("state_dir %s", cfg->c_state_dir);
+		cfg_unref(cfg);
+		return NULL;
+	}
+	if (prepare_tokens(cfg) == -1) {
+		cfg_unref(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+static void
+on_stop(evutil_socket_t sig, short what, void *arg)
+{
+	struct event_base	*base = arg;
+
+	log_info("signal %d: draining and stopping", (int)sig);
+	workers_stop();
+	event_base_loopexit(base, NULL);
+}
+
+static void
+on_usr1(evutil_socket_t sig, short what, void *arg)
+{
+	aud_reopen();
+}
+
+static void
+on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	struct cfg	*next;
+
+	log_info("SIGHUP: reloading %s", cfg_path);
+	if ((next = load_config(cfg_path)) == NULL) {
+		log_warnx("reload failed; the running configuration stays");
+		return;
+	}
+	workers_reload(next);
+	cfg_unref(current_cfg);
+	current_cfg = next;
+	log_info("reload done");
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct event_base	*base;
+	struct event		*ev_term, *ev_int, *ev_usr1, *ev_hup;
+	int			 ch, check = 0, verbose = 0, nerr = 0;
+
+	while ((ch = getopt_long(argc, argv, "c:tvh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			cfg_path = optarg;
+			break;
+		case 't':
+			check = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'V':
+			printf("airlockd %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (cfg_path == NULL || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	log_init(verbose);
+
+	if (check) {
+		struct cfg *cfg = cfg_load(cfg_path, stderr, &nerr);
+
+		if (cfg == NULL) {
+			fprintf(stderr, "%s: %d problem%s\n", cfg_path, nerr,
+			    nerr == 1 ? "" : "s");
+			return 1;
+		}
+		cfg_unref(cfg);
+		printf("%s: configuration OK\n", cfg_path);
+		return 0;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	if (evthread_use_pthreads() != 0)
+		fatalx("evthread_use_pthreads failed");
+	if ((current_cfg = load_config(cfg_path)) == NULL)
+		return 1;
+	if (aud_start(current_cfg) == -1)
+		fatalx("audit: cannot start");
+	workers_start(current_cfg);
+
+	if ((base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	ev_term = evsignal_new(base, SIGTERM, on_stop, base);
+	ev_int = evsignal_new(base, SIGINT, on_stop, base);
+	ev_usr1 = evsignal_new(base, SIGUSR1, on_usr1, NULL);
+	ev_hup = evsignal_new(base, SIGHUP, on_hup, NULL);
+	evsignal_add(ev_term, NULL);
+	evsignal_add(ev_int, NULL);
+	evsignal_add(ev_usr1, NULL);
+	evsignal_add(ev_hup, NULL);
+	log_info("airlockd %s ready (config %s)", PACKAGE_VERSION, cfg_path);
+
+	event_base_dispatch(base);
+
+	workers_join();
+	aud_stop();
+	event_free(ev_term);
+	event_free(ev_int);
+	event_free(ev_usr1);
+	event_free(ev_hup);
+	event_base_free(base);
+	cfg_unref(current_cfg);
+	log_info("stopped");
+	return 0;
+}

@@ -1,0 +1,167 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
+#include "util/log.h"
+#include "util/util.h"
+
+void *
+xmalloc(size_t n)
+{
+	void	*p;
+
+	if ((p = malloc(n == 0 ? 1 : n)) == NULL)
+		fatal("malloc");
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t sz)
+{
+	void	*p;
+
+	if ((p = calloc(n == 0 ? 1 : n, sz == 0 ? 1 : sz)) == NULL)
+		fatal("calloc");
+	return p;
+}
+
+void *
+xrealloc(void *p, size_t n)
+{
+	if ((p = realloc(p, n == 0 ? 1 : n)) == NULL)
+		fatal("realloc");
+	return p;
+}
+
+char *
+xstrdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		fatal("strdup");
+	return p;
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+	char	*p;
+
+	if ((p = strndup(s, n)) == NULL)
+		fatal("strndup");
+	return p;
+}
+
+uint64_t
+util_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t
+util_wall_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+util_rfc3339_ms(uint64_t wall_ms, char *buf, size_t bufsz)
+{
+	time_t		t = (time_t)(wall_ms / 1000);
+	struct tm	tm;
+	char		tmp[32];
+
+	gmtime_r(&t, &tm);
+	strftime(tmp, sizeof(tmp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, bufsz, "%s.%03uZ", tmp, (unsigned)(wall_ms % 1000));
+}
+
+int
+util_base64_decode(const char *in, size_t inlen, char *out, size_t outsz)
+{
+	unsigned char	*tmp;
+	int		 n, pad = 0;
+
+	if (inlen == 0 || inlen % 4 != 0 || inlen / 4 * 3 + 1 > outsz ||
+	    inlen > 4096)
+		return -1;
+	tmp = xmalloc(inlen / 4 * 3 + 1);
+	n = EVP_DecodeBlock(tmp, (const unsigned char *)in, (int)inlen);
+	if (n < 0) {
+		free(tmp);
+		return -1;
+	}
+	/* EVP_DecodeBlock counts padding as zero bytes: take them off */
+	if (in[inlen - 1] == '=')
+		pad++;
+	if (in[inlen - 2] == '=')
+		pad++;
+	n -= pad;
+	memcpy(out, tmp, (size_t)n);
+	out[n] = '\0';
+	OPENSSL_cleanse(tmp, inlen / 4 * 3 + 1);
+	free(tmp);
+	return n;
+}
+
+void
+util_random_hex(char *out, size_t len)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	unsigned char		 b[64];
+	size_t			 i;
+
+	if (len > sizeof(b))
+		len = sizeof(b);
+	if (RAND_bytes(b, (int)len) != 1)
+		fatalx("RAND_bytes failed");
+	for (i = 0; i < len; i++) {
+		out[2 * i] = hex[b[i] >> 4];
+		out[2 * i + 1] = hex[b[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+int
+util_strncaseeq(const char *s, size_t len, const char *lit)
+{
+	return strlen(lit) == len && strncasecmp(s, lit, len) == 0;
+}
+
+void
+util_trim_ows(const char **s, size_t *len)
+{
+	while (*len > 0 && (**s == ' ' || **s == '\t')) {
+		(*s)++;
+		(*len)--;
+	}
+	while (*len > 0 && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t'))
+		(*len)--;
+}
+
+int
+util_secret_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+	unsigned char	da[SHA256_DIGEST_LENGTH], db[SHA256_DIGEST_LENGTH];
+
+	/* hash first so the comparison time does not depend on lengths */
+	SHA256((const unsigned char *)a, alen, da);
+	SHA256((const unsigned char *)b, blen, db);
+	return CRYPTO_memcmp(da, db, sizeof(da)) == 0 && alen == blen;
+}

@@ -1,0 +1,40 @@
+/* Small helpers shared by every plane. */
+#ifndef AIRLOCK_UTIL_H
+#define AIRLOCK_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void	*xmalloc(size_t);
+void	*xcalloc(size_t, size_t);
+void	*xrealloc(void *, size_t);
+char	*xstrdup(const char *);
+char	*xstrndup(const char *, size_t);
+
+/* Monotonic and wall clocks in milliseconds. */
+uint64_t util_now_ms(void);
+uint64_t util_wall_ms(void);
+
+/* RFC 3339 UTC with milliseconds: "2026-11-29T09:20:35.123Z". */
+void	util_rfc3339_ms(uint64_t wall_ms, char *buf, size_t bufsz);
+
+/*
+ * Decode standard base64 (with padding) into <out> (at most <outsz>-1
+ * bytes, NUL-terminated). Returns the decoded length or -1.
+ */
+int	util_base64_decode(const char *in, size_t inlen, char *out,
+	    size_t outsz);
+
+/* Lowercase hex of <len> random bytes into <out> (2*len+1). */
+void	util_random_hex(char *out, size_t len);
+
+/* ASCII case-insensitive compare of a (ptr,len) with a C string. */
+int	util_strncaseeq(const char *s, size_t len, const char *lit);
+
+/* Trim spaces and tabs at both ends of (ptr,len) in place. */
+void	util_trim_ows(const char **s, size_t *len);
+
+/* Constant-time equality of two secrets of any length. */
+int	util_secret_eq(const char *a, size_t alen, const char *b, size_t blen);
+
+#endif

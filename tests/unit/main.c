@@ -1,0 +1,22 @@
+/* Runs every Check suite; exit status for automake's test driver. */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "unit.h"
+
+int
+main(void)
+{
+	SRunner	*sr;
+	int	 failed;
+
+	sr = srunner_create(suite_cfg());
+	srunner_add_suite(sr, suite_pol());
+	srunner_add_suite(sr, suite_net_guard());
+	srunner_add_suite(sr, suite_http());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

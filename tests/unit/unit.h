@@ -1,0 +1,12 @@
+#ifndef AIRLOCK_UNIT_H
+#define AIRLOCK_UNIT_H
+
+#include <check.h>
+
+/* One suite per module; tests/unit/main.c runs them all. */
+Suite	*suite_cfg(void);
+Suite	*suite_pol(void);
+Suite	*suite_net_guard(void);
+Suite	*suite_http(void);
+
+#endif
