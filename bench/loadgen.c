@@ -99,6 +99,8 @@ static double duration;		/* -d seconds, 0 with -n */
 static struct timeval rtimeout = { 30, 0 };
 static pthread_barrier_t barrier;
 static uint64_t t_start;
+static volatile int stopping;	/* set by main on SIGINT/SIGTERM */
+static volatile int nrunning;	/* threads still in their loop */
 
 static void	lc_start(struct lg_conn *);
 static void	lc_readcb(struct bufferevent *, void *);
@@ -599,15 +601,29 @@ stop_cb(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(t->t_base);
 }
 
+/* Bases are not locked, so threads poll for a stop from main. */
+static void
+tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lg_thread *t = arg;
+
+	if (__atomic_load_n(&stopping, __ATOMIC_RELAXED))
+		event_base_loopbreak(t->t_base);
+}
+
 static void *
 thread_main(void *arg)
 {
 	struct lg_thread *t = arg;
-	struct event *stop = NULL;
-	struct timeval tv;
+	struct event *stop = NULL, *tick;
+	struct timeval tv, tick_tv = { 0, 50000 };
 	int i;
 
 	pthread_barrier_wait(&barrier);
+	tick = event_new(t->t_base, -1, EV_PERSIST, tick_cb, t);
+	if (tick == NULL)
+		die("event_new failed");
+	event_add(tick, &tick_tv);
 	if (duration > 0) {
 		tv.tv_sec = (time_t)duration;
 		tv.tv_usec = (suseconds_t)((duration - (double)tv.tv_sec) * 1e6);
@@ -627,6 +643,8 @@ thread_main(void *arg)
 		lc_drop(&t->t_conns[i]);
 	if (stop != NULL)
 		event_free(stop);
+	event_free(tick);
+	__atomic_sub_fetch(&nrunning, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -665,6 +683,8 @@ main(int argc, char *argv[])
 	size_t nlat = 0;
 	double secs, rps, mbps;
 	int ch, nconns = 1, nthreads = 1, i, j;
+	struct timespec poll_ts = { 0, 100000000 };
+	sigset_t sigs;
 	char *e;
 
 	while ((ch = getopt(argc, argv, "A:c:d:hkKn:o:t:T:u:x:")) != -1) {
@@ -746,12 +766,24 @@ main(int argc, char *argv[])
 	}
 	if (pthread_barrier_init(&barrier, NULL, nthreads + 1) != 0)
 		die("pthread_barrier_init failed");
+	/*
+	 * SIGINT/SIGTERM end the run early but still report: the workers
+	 * inherit the blocked mask and main collects the signal.
+	 */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	nrunning = nthreads;
 	for (i = 0; i < nthreads; i++)
 		if (pthread_create(&threads[i].t_tid, NULL, thread_main,
 		    &threads[i]) != 0)
 			die("pthread_create failed");
 	t_start = now_ns();
 	pthread_barrier_wait(&barrier);
+	while (__atomic_load_n(&nrunning, __ATOMIC_ACQUIRE) > 0)
+		if (sigtimedwait(&sigs, NULL, &poll_ts) > 0)
+			__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < nthreads; i++) {
 		t = &threads[i];
 		pthread_join(t->t_tid, NULL);

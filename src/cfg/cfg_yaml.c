@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include <yaml.h>
 
@@ -71,19 +70,32 @@ cfg_err_file(struct cfg_parse *cp, const char *fmt, ...)
 }
 
 static void
-cfg_yaml_error(struct cfg_parse *cp, const yaml_parser_t *yp)
+cfg_yaml_error(struct cfg_parse *cp, const yaml_parser_t *yp,
+    const char *buf, size_t len)
 {
-	const yaml_mark_t	*m;
-	const char		*problem;
+	yaml_mark_t	 m;
+	const char	*problem;
+	size_t		 i;
 
 	problem = yp->problem != NULL ? yp->problem : "syntax error";
-	/* Reader errors (bad encoding) only know where the reader is. */
-	m = yp->error == YAML_READER_ERROR ? &yp->mark : &yp->problem_mark;
+	m = yp->problem_mark;
+	if (yp->error == YAML_READER_ERROR) {
+		/* The reader only knows the byte offset: count lines. */
+		memset(&m, 0, sizeof(m));
+		for (i = 0; i < yp->problem_offset && i < len; i++) {
+			if (buf[i] == '\n') {
+				m.line++;
+				m.column = 0;
+			} else
+				m.column++;
+		}
+	}
 	if (yp->context != NULL)
-		cfg_err_mark(cp, m, "YAML syntax error: %s %s", problem,
-		    yp->context);
+		cfg_err_mark(cp, &m, "YAML syntax error: %s %s started at "
+		    "%zu:%zu", problem, yp->context,
+		    yp->context_mark.line + 1, yp->context_mark.column + 1);
 	else
-		cfg_err_mark(cp, m, "YAML syntax error: %s", problem);
+		cfg_err_mark(cp, &m, "YAML syntax error: %s", problem);
 }
 
 /*
@@ -103,7 +115,7 @@ cfg_doc_load(struct cfg_parse *cp, const char *buf, size_t len)
 	}
 	yaml_parser_set_input_string(&yp, (const unsigned char *)buf, len);
 	if (!yaml_parser_load(&yp, &cp->cp_doc)) {
-		cfg_yaml_error(cp, &yp);
+		cfg_yaml_error(cp, &yp, buf, len);
 		yaml_parser_delete(&yp);
 		return NULL;
 	}
@@ -112,7 +124,7 @@ cfg_doc_load(struct cfg_parse *cp, const char *buf, size_t len)
 	if (root != NULL) {
 		/* A second document would be silently ignored otherwise. */
 		if (!yaml_parser_load(&yp, &next))
-			cfg_yaml_error(cp, &yp);
+			cfg_yaml_error(cp, &yp, buf, len);
 		else {
 			if ((extra = yaml_document_get_root_node(&next)) !=
 			    NULL)
@@ -415,9 +427,15 @@ cfg_set_count(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 		return;
 	max = k->k_max != 0 ? k->k_max : SIZE_MAX;
 	if (cfg_parse_uint(s, max, &n) == -1 || n < k->k_min) {
-		cfg_err(cp, v, "\"%s\" must be a whole number from %llu to "
-		    "%llu, not \"%s\"", k->k_name,
-		    (unsigned long long)k->k_min, (unsigned long long)max, s);
+		if (k->k_max != 0)
+			cfg_err(cp, v, "\"%s\" must be a whole number from "
+			    "%llu to %llu, not \"%s\"", k->k_name,
+			    (unsigned long long)k->k_min,
+			    (unsigned long long)max, s);
+		else
+			cfg_err(cp, v, "\"%s\" must be a whole number of at "
+			    "least %llu, not \"%s\"", k->k_name,
+			    (unsigned long long)k->k_min, s);
 		return;
 	}
 	sz = (size_t)n;

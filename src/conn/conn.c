@@ -103,6 +103,18 @@ req_begin(struct conn *c)
 	worker_request_id(c->c_worker, c->c_r.r_id, sizeof(c->c_r.r_id));
 }
 
+/*
+ * After its head, a message without body bytes still needs one (empty)
+ * feed for llhttp to complete it.
+ */
+static int
+msg_empty_body_left(const struct http_msg *m)
+{
+	return m->hm_head_done && !m->hm_complete &&
+	    (m->hm_framing == HTTP_BODY_NONE ||
+	    (m->hm_framing == HTTP_BODY_LENGTH && m->hm_content_length == 0));
+}
+
 static void
 request_body_cb(void *arg, const char *p, size_t len)
 {
@@ -681,8 +693,8 @@ conn_upstream_ready(struct conn *c)
 	http_msg_reset(&c->c_resp);
 	c->c_resp.hm_no_body = c->c_req.hm_method == HTTP_HEAD;
 	write_request_head(c);
-	/* the response head must come within upstream_timeout */
-	timer_arm(c, c->c_cfg->c_limits.l_upstream_timeout_ms);
+	/* upstream_timeout runs once the request is sent; before, idleness */
+	timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
 	http_msg_resume(&c->c_req);
 	conn_feed_request(c);
 }
@@ -715,6 +727,14 @@ conn_feed_request(struct conn *c)
 	c->c_in_feed = 1;
 	conn_feed_request_loop(c);
 	c->c_in_feed = 0;
+	if (c->c_client_eof && !c->c_closing && c->c_state == CONN_FORWARD &&
+	    !c->c_r.r_req_done && evbuffer_get_length(
+	    bufferevent_get_input(c->c_bev)) == 0) {
+		/* the client half-closed before its body was complete */
+		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		    "client closed mid-request");
+		conn_close(c);
+	}
 }
 
 static void
@@ -725,9 +745,10 @@ conn_feed_request_loop(struct conn *c)
 	enum http_feed		 f;
 	size_t			 used;
 
-	while (!c->c_closing && evbuffer_get_length(in) > 0 &&
-	    (c->c_state == CONN_HEAD ||
-	    (c->c_state == CONN_FORWARD && !c->c_r.r_req_done))) {
+	while (!c->c_closing && (c->c_state == CONN_HEAD ||
+	    (c->c_state == CONN_FORWARD && !c->c_r.r_req_done)) &&
+	    (evbuffer_get_length(in) > 0 || (c->c_state == CONN_FORWARD &&
+	    msg_empty_body_left(&c->c_req)))) {
 		if (c->c_up != NULL && evbuffer_get_length(
 		    bufferevent_get_output(c->c_up->u_bev)) >= CONN_HIWAT) {
 			/* upstream_write_cb resumes us */
@@ -739,8 +760,10 @@ conn_feed_request_loop(struct conn *c)
 			/* the head deadline runs from its first byte */
 			timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
 		}
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
-			break;
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
+			v.iov_base = (void *)"";
+			v.iov_len = 0;
+		}
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
 		switch (f) {
@@ -751,6 +774,9 @@ conn_feed_request_loop(struct conn *c)
 			break;
 		case HTTP_FEED_DONE:
 			c->c_r.r_req_done = 1;
+			if (!c->c_r.r_resp_started)
+				timer_arm(c,
+				    c->c_cfg->c_limits.l_upstream_timeout_ms);
 			if (c->c_r.r_up_chunked && c->c_up != NULL) {
 				evbuffer_add(bufferevent_get_output(
 				    c->c_up->u_bev), "0\r\n\r\n", 5);
@@ -853,15 +879,17 @@ conn_feed_response(struct conn *c)
 		return;
 	in = bufferevent_get_input(c->c_up->u_bev);
 	while (!c->c_closing && c->c_up != NULL && !c->c_r.r_resp_done &&
-	    evbuffer_get_length(in) > 0) {
+	    (evbuffer_get_length(in) > 0 || msg_empty_body_left(&c->c_resp))) {
 		if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) >=
 		    CONN_HIWAT) {
 			/* client_write_cb resumes us */
 			bufferevent_disable(c->c_up->u_bev, EV_READ);
 			return;
 		}
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
-			break;
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
+			v.iov_base = (void *)"";
+			v.iov_len = 0;
+		}
 		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
 		switch (f) {
@@ -998,7 +1026,16 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 		    "client closed the connection");
 	if (c->c_state == CONN_TUNNEL && (what & BEV_EVENT_EOF))
 		conn_tunnel_eof(c);	/* flush what the client sent */
-	else
+	else if ((what & BEV_EVENT_EOF) && c->c_r.r_active &&
+	    (c->c_state == CONN_WAIT || c->c_state == CONN_FORWARD) &&
+	    !c->c_closing) {
+		/* half-close: the request may be whole; answer, then close */
+		c->c_client_eof = 1;
+		c->c_r.r_keepalive = 0;
+		c->c_r.r_reason[0] = '\0';
+		if (c->c_state == CONN_FORWARD && !c->c_r.r_req_done)
+			conn_feed_request(c);
+	} else
 		conn_close(c);
 	conn_leave(c);
 }
@@ -1112,7 +1149,8 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case CONN_FORWARD:
 	case CONN_TUNNEL:
-		if (c->c_state == CONN_FORWARD && !c->c_r.r_resp_started) {
+		if (c->c_state == CONN_FORWARD && !c->c_r.r_resp_started &&
+		    c->c_r.r_req_done) {
 			conn_upstream_failed(c, 504, "upstream_timeout",
 			    "upstream did not answer in time");
 			break;

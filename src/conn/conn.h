@@ -94,6 +94,7 @@ struct conn {
 	int			 c_depth;	/* inside our callbacks */
 	int			 c_in_feed;	/* inside the request loop */
 	int			 c_tunnel_eof;	/* a tunnel side ended */
+	int			 c_client_eof;	/* client half-closed */
 	int			 c_closing;
 	int			 c_nreq;	/* requests served */
 	struct conn_req		 c_r;

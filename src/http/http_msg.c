@@ -125,6 +125,15 @@ on_header_value(llhttp_t *p, const char *at, size_t len)
 	struct http_header	*h = &m->hm_hdrs[m->hm_nhdrs - 1];
 	size_t			 i;
 
+	/*
+	 * llhttp hands an obs-fold continuation over as more value. A real
+	 * continuation only happens across a buffer boundary: the last piece
+	 * ended at the end of the previous buffer and this one starts ours.
+	 */
+	if (m->hm_last == 3 && (!m->hm_value_at_end || at != m->hm_feed_start))
+		return msg_fail(m, m->hm_type == HTTP_REQUEST ? 400 : 502,
+		    "obsolete line folding in header");
+	m->hm_value_at_end = at + len == m->hm_feed_end;
 	if (m->hm_last != 3) {
 		h->h_value = (uint32_t)m->hm_len;
 		m->hm_last = 3;
@@ -176,6 +185,9 @@ msg_check_head(struct http_msg *m)
 			return msg_fail(m, req ? 501 : 502,
 			    "unsupported transfer coding");
 	}
+	for (i = 0; i < m->hm_nhdrs; i++)
+		if (m->hm_hdrs[i].h_name_len == 0)
+			return msg_fail(m, bad, "empty header name");
 	if (req && http_msg_count(m, "host") > 1)
 		return msg_fail(m, 400, "more than one Host header");
 	if (m->hm_parser.http_major != 1)
@@ -326,7 +338,11 @@ msg_error(struct http_msg *m, llhttp_errno_t err)
 			m->hm_err_status = req ? 501 : 502;
 			break;
 		case HPE_INVALID_VERSION:
-			m->hm_err_status = req ? 505 : 502;
+			/* a version we do not speak, not a garbled line */
+			m->hm_err_status = req && llhttp_get_error_reason(
+			    &m->hm_parser) != NULL && strstr(
+			    llhttp_get_error_reason(&m->hm_parser),
+			    "Invalid HTTP version") != NULL ? 505 : req ? 400 : 502;
 			break;
 		default:
 			m->hm_err_status = req ? 400 : 502;
@@ -352,6 +368,8 @@ http_msg_feed(struct http_msg *m, const char *data, size_t len,
 	*consumed = 0;
 	if (m->hm_err_status != 0)
 		return HTTP_FEED_ERROR;
+	m->hm_feed_start = data;
+	m->hm_feed_end = data + len;
 	err = llhttp_execute(&m->hm_parser, data, len);
 	if (err == HPE_OK)
 		used = len;

@@ -56,6 +56,9 @@ struct http_msg {
 	int		 hm_nhdrs;
 	int		 hm_last;	/* 0 none, 1 url, 2 field, 3 value,
 					   4 reason */
+	const char	*hm_feed_start;	/* buffer of the current feed */
+	const char	*hm_feed_end;
+	int		 hm_value_at_end; /* last value piece ended it */
 
 	int		 hm_method;	/* llhttp_method_t */
 	int		 hm_status;	/* response status */

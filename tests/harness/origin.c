@@ -12,7 +12,26 @@
  * The parser is deliberately strict (CRLF only, no obs-fold, no CL+TE, no
  * unknown transfer codings, exactly one Host): anything a lenient backend
  * might read two ways is refused with 400 and logged, so a test can see
- * what the proxy let through. See usage() for the routes.
+ * what the proxy let through.
+ *
+ * Routes (any method; HEAD gets the head only; the request body is always
+ * read to its end first, after "100 Continue" when asked for):
+ *   /size/N        200, Content-Length N, 'a'..'z' repeating
+ *   /chunked/N     the same body, chunked (chunks of at most 16 KiB)
+ *   /close/N       the same body, no length, Connection: close
+ *   /echo          body = the raw request head; X-Body-Bytes: body size
+ *   /upload        {"bytes":N,"sum":S}, S = 64-bit FNV-1a of the body
+ *   /status/CODE   that status (200..599), {"status":CODE}
+ *   /json/N        a JSON object of exactly N bytes
+ *   /delay/MS      "ok" after MS milliseconds
+ *   /stall         Content-Length 100, 10 bytes, then silence
+ *   /reset         Content-Length 1000000, 10 bytes, then RST
+ *   /stats         {"connections":C,"requests":R} since start
+ *   /ws            with Upgrade: websocket: 101, then echoes every byte
+ *   /sse?n=N&ms=M  N events "data: {"i":K}" M ms apart, chunked
+ *   anything else  404; a malformed request: 400 and close
+ * Every response names X-Origin-Conn (connection number since start) and
+ * X-Origin-Request (request number on that connection).
  */
 #include "config.h"
 

@@ -1,0 +1,1031 @@
+/*
+ * Configuration loader: every error is reported at FILE:LINE:COL, all of
+ * them in one pass; defaults and parsed values are as SPEC says.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "cfg/cfg.h"
+#include "dns/net_guard.h"
+#include "unit.h"
+
+/* Load <yaml> as "t.yaml"; *out gets everything printed (caller frees). */
+static struct cfg *
+load(const char *yaml, char **out, int *nerr)
+{
+	struct cfg	*c;
+	FILE		*f;
+	size_t		 sz;
+
+	*out = NULL;
+	f = open_memstream(out, &sz);
+	ck_assert_ptr_nonnull(f);
+	c = cfg_load_buffer("t.yaml", yaml, strlen(yaml), f, nerr);
+	fclose(f);
+	return c;
+}
+
+static int
+count_lines(const char *s)
+{
+	int	n = 0;
+
+	for (; *s != '\0'; s++)
+		if (*s == '\n')
+			n++;
+	return n;
+}
+
+/* Does some line of <out> start with <where> and contain <msg>? */
+static int
+has_error(const char *out, const char *where, const char *msg)
+{
+	const char	*line, *nl;
+	size_t		 wl = strlen(where);
+
+	for (line = out; *line != '\0'; line = nl + 1) {
+		if ((nl = strchr(line, '\n')) == NULL)
+			return 0;
+		if (strncmp(line, where, wl) == 0 &&
+		    memmem(line, (size_t)(nl - line), msg, strlen(msg)) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+#define POL	"policies:\n  - name: p\n    rules:\n      - host: a.com\n"
+#define SBX	"policies:\n  - name: p\nsandboxes:\n  - id: s\n" \
+		"    policy: p\n"
+
+struct err_case {
+	const char	*ec_yaml;
+	const char	*ec_where;	/* exact "FILE:LINE:COL: " prefix */
+	const char	*ec_msg;	/* substring of the message */
+};
+
+static const struct err_case err_cases[] = {
+	/* unknown keys, with and without a suggestion */
+	{ POL "        metods: [GET]\n", "t.yaml:5:9: ",
+	    "unknown key \"metods\" in rule (did you mean \"methods\"?)" },
+	{ "frobnicate: 1\n", "t.yaml:1:1: ",
+	    "unknown key \"frobnicate\" at the top level" },
+	{ "lisen:\n  proxy: \"127.0.0.1:1\"\n", "t.yaml:1:1: ",
+	    "unknown key \"lisen\" at the top level (did you mean "
+	    "\"listen\"?)" },
+	/* SPEC keys of later features */
+	{ "secrets: []\n", "t.yaml:1:1: ",
+	    "key \"secrets\" is not supported yet" },
+	{ "listen:\n  transparent: \"10.0.0.1:3129\"\n", "t.yaml:2:3: ",
+	    "key \"transparent\" is not supported yet" },
+	{ POL "        intercept: false\n", "t.yaml:5:9: ",
+	    "key \"intercept\" is not supported yet" },
+	{ "policies:\n  - name: p\n    caps: {usd: 5}\n", "t.yaml:3:5: ",
+	    "key \"caps\" is not supported yet" },
+	/* wrong types */
+	{ "state_dir: {a: b}\n", "t.yaml:1:12: ",
+	    "\"state_dir\" must be a path, not a mapping" },
+	{ POL "        ports: 443\n", "t.yaml:5:16: ",
+	    "\"ports\" must be a list, not a single value" },
+	{ "policies: {name: p}\n", "t.yaml:1:11: ",
+	    "\"policies\" must be a list, not a mapping" },
+	{ "listen:\n  proxy: {a: 1}\n", "t.yaml:2:10: ",
+	    "\"proxy\" must be a string or a list of strings, not a mapping" },
+	{ "workers: {n: 1}\n", "t.yaml:1:10: ",
+	    "\"workers\" must be a number, not a mapping" },
+	{ "- a\n- b\n", "t.yaml:1:1: ",
+	    "the configuration must be a mapping of keys, not a list" },
+	/* durations and sizes */
+	{ "limits:\n  connect_timeout: 10 parsecs\n", "t.yaml:2:20: ",
+	    "bad duration \"10 parsecs\" for \"connect_timeout\"" },
+	{ "limits:\n  idle_timeout: -1s\n", "t.yaml:2:17: ",
+	    "bad duration \"-1s\"" },
+	{ "limits:\n  header_timeout: 10\n", "t.yaml:2:19: ",
+	    "bad duration \"10\"" },
+	{ "limits:\n  connect_timeout: 0s\n", "t.yaml:2:20: ",
+	    "\"connect_timeout\" must be more than 0" },
+	{ "limits:\n  header_bytes: 12 bananas\n", "t.yaml:2:17: ",
+	    "bad size \"12 bananas\" for \"header_bytes\"" },
+	{ "limits:\n  max_connections: lots\n", "t.yaml:2:20: ",
+	    "\"max_connections\" must be a whole number" },
+	/* workers */
+	{ "workers: 5000\n", "t.yaml:1:10: ",
+	    "\"workers\" must be a whole number from 0" },
+	{ "workers: -1\n", "t.yaml:1:10: ",
+	    "\"workers\" must be a whole number from 0" },
+	/* listen addresses */
+	{ "listen:\n  proxy: \"localhost:3128\"\n", "t.yaml:2:10: ",
+	    "bad listen address \"localhost:3128\": the host must be an IP" },
+	{ "listen:\n  proxy: [\"127.0.0.1:3128\", \"127.0.0.1:70000\"]\n",
+	    "t.yaml:2:29: ", "bad listen address \"127.0.0.1:70000\": port" },
+	{ "listen:\n  proxy: \"::1:3128\"\n", "t.yaml:2:10: ",
+	    "IPv6 addresses need brackets" },
+	{ "listen:\n  proxy: \"127.0.0.1\"\n", "t.yaml:2:10: ",
+	    "missing \":PORT\"" },
+	/* rules */
+	{ POL "        ports: [443, 65536]\n", "t.yaml:5:22: ",
+	    "bad port \"65536\": must be a number from 1 to 65535" },
+	{ POL "        ports: [0]\n", "t.yaml:5:17: ", "bad port \"0\"" },
+	{ POL "        ports: [https]\n", "t.yaml:5:17: ",
+	    "bad port \"https\"" },
+	{ POL "        methods: [GET, \"GE T\"]\n", "t.yaml:5:24: ",
+	    "bad method \"GE T\": not an HTTP method token" },
+	{ POL "        methods: []\n", "t.yaml:5:18: ",
+	    "\"methods\" is an empty list" },
+	{ POL "        paths: [\"v1/*\"]\n", "t.yaml:5:17: ",
+	    "bad path \"v1/*\": must start with \"/\" or \"*\"" },
+	{ "policies:\n  - name: p\n    rules:\n      - host: a.*.com\n",
+	    "t.yaml:4:15: ", "bad host \"a.*.com\"" },
+	{ "policies:\n  - name: p\n    rules:\n      - host: \"**\"\n",
+	    "t.yaml:4:15: ", "bad host \"**\"" },
+	{ "policies:\n  - name: p\n    rules:\n      - host: \"\"\n",
+	    "t.yaml:4:15: ", "bad host \"\": empty host" },
+	{ "policies:\n  - name: p\n    rules:\n      - host: \"a b.com\"\n",
+	    "t.yaml:4:15: ", "bad host \"a b.com\"" },
+	{ "policies:\n  - name: p\n    rules:\n      - host: \"a.com:443\"\n",
+	    "t.yaml:4:15: ", "a port belongs in \"ports\"" },
+	{ "policies:\n  - name: p\n    rules:\n      - ports: [443]\n",
+	    "t.yaml:4:9: ", "missing required key \"host\" in rule" },
+	/* duplicates */
+	{ "policies:\n  - name: p\n  - name: p\n", "t.yaml:3:11: ",
+	    "duplicate policy name \"p\" (first at 2:11)" },
+	{ SBX "  - id: s\n    policy: p\n", "t.yaml:6:9: ",
+	    "duplicate sandbox id \"s\" (first at 4:9)" },
+	{ "workers: 1\nworkers: 2\n", "t.yaml:2:1: ",
+	    "duplicate key \"workers\" (first at 1:1)" },
+	{ "upstream:\n  hosts:\n    a.test: 10.0.0.1\n    A.Test.: 10.0.0.2\n",
+	    "t.yaml:4:5: ", "duplicate host \"a.test\" (first at 3:5)" },
+	{ "listen:\n  proxy:\n    - \"127.0.0.1:3128\"\n    - \"127.1:3128\"\n",
+	    "t.yaml:4:7: ",
+	    "duplicate listen address \"127.0.0.1:3128\" (first at 3:7)" },
+	{ SBX "    addresses: [10.0.0.2]\n  - id: t\n    policy: p\n"
+	    "    addresses: [10.0.0.2]\n", "t.yaml:9:17: ",
+	    "duplicate sandbox address \"10.0.0.2\" (first at 6:17)" },
+	/* references and required keys */
+	{ "sandboxes:\n  - id: s\n    policy: nope\n", "t.yaml:3:13: ",
+	    "sandbox \"s\": policy \"nope\" is not defined" },
+	{ "listen:\n  default_sandbox: ghost\n", "t.yaml:2:20: ",
+	    "default_sandbox \"ghost\" is not a defined sandbox" },
+	{ "policies:\n  - name: p\nsandboxes:\n  - policy: p\n",
+	    "t.yaml:4:5: ", "missing required key \"id\" in sandbox" },
+	{ "sandboxes:\n  - id: s\n", "t.yaml:2:5: ",
+	    "missing required key \"policy\" in sandbox" },
+	{ "policies:\n  - name: p\nsandboxes:\n  - id: \"../x\"\n"
+	    "    policy: p\n", "t.yaml:4:9: ", "bad sandbox id \"../x\"" },
+	{ SBX "    addresses: [10.0.0.300]\n", "t.yaml:6:17: ",
+	    "bad address \"10.0.0.300\": not an IP address" },
+	/* upstream */
+	{ "upstream:\n  deny_networks: [default, 10.0.0.0/33]\n",
+	    "t.yaml:2:28: ",
+	    "bad network \"10.0.0.0/33\" in \"deny_networks\"" },
+	{ "upstream:\n  allow_networks: [default]\n", "t.yaml:2:20: ",
+	    "bad network \"default\" in \"allow_networks\"" },
+	{ "upstream:\n  hosts:\n    api.test: example.com\n", "t.yaml:3:15: ",
+	    "\"hosts\": \"api.test\" must map to an IP address, not "
+	    "\"example.com\"" },
+	{ "upstream:\n  resolver: dns.google\n", "t.yaml:2:13: ",
+	    "bad resolver \"dns.google\"" },
+	{ "upstream:\n  ca_file: /nonexistent/ca.pem\n", "t.yaml:2:12: ",
+	    "cannot read \"ca_file\" \"/nonexistent/ca.pem\"" },
+	/* token sources */
+	{ SBX "    token: hunter2\n", "t.yaml:6:12: ",
+	    "\"token\" must be env:NAME, file:PATH, exec:COMMAND or "
+	    "literal:VALUE" },
+	{ SBX "    token: env:AIRLOCK_TEST_SURELY_UNSET\n", "t.yaml:6:12: ",
+	    "environment variable \"AIRLOCK_TEST_SURELY_UNSET\" is not set" },
+	{ SBX "    token: \"exec:exit 3\"\n", "t.yaml:6:12: ",
+	    "command exited with status 3" },
+	{ SBX "    token: \"literal:\"\n", "t.yaml:6:12: ",
+	    "\"token\" is empty" },
+	{ SBX "    token: file:/nonexistent/token\n", "t.yaml:6:12: ",
+	    "cannot read file \"/nonexistent/token\"" },
+	/* audit */
+	{ "audit:\n  hash_chain: maybe\n", "t.yaml:2:15: ",
+	    "\"hash_chain\" must be true or false, not \"maybe\"" },
+	/* YAML itself */
+	{ "listen:\n  proxy: [a\nworkers: 1\n", "t.yaml:3:8: ",
+	    "YAML syntax error: did not find expected ',' or ']'" },
+	{ "workers: 1\n---\nworkers: 2\n", "t.yaml:3:1: ",
+	    "only one YAML document" },
+	{ "state_dir: \"a\\0b\"\n", "t.yaml:1:12: ",
+	    "\"state_dir\" contains a NUL character" },
+	{ "a: \xff\n", "t.yaml:1:4: ", "YAML syntax error: invalid" },
+};
+
+START_TEST(test_cfg_error_table)
+{
+	const struct err_case	*ec = &err_cases[_i];
+	struct cfg		*c;
+	char			*out;
+	int			 nerr = -1;
+
+	c = load(ec->ec_yaml, &out, &nerr);
+	ck_assert_msg(c == NULL, "case %d loaded", _i);
+	ck_assert_msg(nerr == 1 && count_lines(out) == 1,
+	    "case %d: %d errors:\n%s", _i, nerr, out);
+	ck_assert_msg(strncmp(out, ec->ec_where, strlen(ec->ec_where)) == 0,
+	    "case %d: want prefix \"%s\", got: %s", _i, ec->ec_where, out);
+	ck_assert_msg(strstr(out, ec->ec_msg) != NULL,
+	    "case %d: want \"%s\", got: %s", _i, ec->ec_msg, out);
+	free(out);
+}
+END_TEST
+
+/* A bare token is refused without echoing it: it may be the secret. */
+START_TEST(test_cfg_bare_token_not_echoed)
+{
+	char	*out;
+	int	 nerr;
+
+	ck_assert_ptr_null(load(SBX "    token: hunter2\n", &out, &nerr));
+	ck_assert_ptr_null(strstr(out, "hunter2"));
+	free(out);
+}
+END_TEST
+
+START_TEST(test_cfg_all_errors_reported)
+{
+	static const char	*yaml =
+	    "listen:\n"
+	    "  proxy: \"localhost:1\"\n"
+	    "workers: 5000\n"
+	    "limits:\n"
+	    "  idle_timeout: 10 parsecs\n"
+	    "policies:\n"
+	    "  - name: p\n"
+	    "    rules:\n"
+	    "      - host: \"a.*.com\"\n"
+	    "        metods: [GET]\n"
+	    "  - name: p\n"
+	    "sandboxes:\n"
+	    "  - id: s\n"
+	    "    policy: nope\n"
+	    "tls: {}\n";
+	static const struct {
+		const char	*where, *msg;
+	} want[] = {
+		{ "t.yaml:2:10: ", "bad listen address \"localhost:1\"" },
+		{ "t.yaml:3:10: ", "\"workers\" must be a whole number" },
+		{ "t.yaml:5:17: ", "bad duration \"10 parsecs\"" },
+		{ "t.yaml:9:15: ", "bad host \"a.*.com\"" },
+		{ "t.yaml:10:9: ", "unknown key \"metods\" in rule" },
+		{ "t.yaml:11:11: ", "duplicate policy name \"p\"" },
+		{ "t.yaml:14:13: ", "policy \"nope\" is not defined" },
+		{ "t.yaml:15:1: ", "key \"tls\" is not supported yet" },
+	};
+	char	*out;
+	size_t	 i;
+	int	 nerr;
+
+	ck_assert_ptr_null(load(yaml, &out, &nerr));
+	ck_assert_int_eq(nerr, (int)(sizeof(want) / sizeof(want[0])));
+	ck_assert_int_eq(count_lines(out), nerr);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_msg(has_error(out, want[i].where, want[i].msg),
+		    "missing %s%s in:\n%s", want[i].where, want[i].msg, out);
+	free(out);
+}
+END_TEST
+
+static int
+guard_allows(const struct cfg *c, const char *ip)
+{
+	struct net_addr	a;
+
+	ck_assert_int_eq(net_host_literal(ip, &a), 1);
+	return net_guard_check(c->c_guard, &a, NULL, 0);
+}
+
+START_TEST(test_cfg_full)
+{
+	static const char	*yaml =
+	    "listen:\n"
+	    "  proxy: [\"127.0.0.1:3128\", \"[::1]:3129\"]\n"
+	    "  default_sandbox: demo\n"
+	    "state_dir: /var/lib/airlock\n"
+	    "workers: 4\n"
+	    "limits:\n"
+	    "  header_bytes: 32KiB\n"
+	    "  header_timeout: 15s\n"
+	    "  connect_timeout: 5s\n"
+	    "  idle_timeout: 2m\n"
+	    "  shutdown_grace: 0s\n"
+	    "  max_connections: 100\n"
+	    "  max_connections_per_sandbox: 10\n"
+	    "  upstream_timeout: 1h\n"
+	    "  body_bytes: 1MB\n"
+	    "upstream:\n"
+	    "  ca_file: system\n"
+	    "  resolver: \"127.0.0.1:5353\"\n"
+	    "  hosts: {\"API.Test\": \"127.0.0.1\", \"v6.test\": \"[::1]\"}\n"
+	    "  deny_networks: [default, \"8.8.4.0/24\"]\n"
+	    "  allow_networks: [\"127.0.0.1/32\"]\n"
+	    "policies:\n"
+	    "  - name: default\n"
+	    "    rules:\n"
+	    "      - host: \"API.OpenAI.com\"\n"
+	    "        ports: [443]\n"
+	    "        methods: [get, POST]\n"
+	    "        paths: [\"/v1/*\"]\n"
+	    "      - host: \"*.Example.COM.\"\n"
+	    "  - name: empty\n"
+	    "sandboxes:\n"
+	    "  - id: demo\n"
+	    "    policy: default\n"
+	    "    token: literal:s3cret\n"
+	    "    addresses: [\"10.88.0.2\", \"FD00::2\"]\n"
+	    "  - id: other\n"
+	    "    policy: empty\n"
+	    "    token: ~\n"
+	    "audit:\n"
+	    "  file: \"-\"\n"
+	    "  hash_chain: yes\n";
+	const struct cfg_sandbox	*s;
+	const struct cfg_policy		*p;
+	const struct cfg_rule		*r;
+	struct cfg			*c;
+	char				*out;
+	int				 nerr = -1;
+
+	c = load(yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "errors:\n%s", out);
+	ck_assert_int_eq(nerr, 0);
+	ck_assert_str_eq(out, "");
+	free(out);
+
+	ck_assert_uint_eq(c->c_nlisten_proxy, 2);
+	ck_assert_str_eq(c->c_listen_proxy[0], "127.0.0.1:3128");
+	ck_assert_str_eq(c->c_listen_proxy[1], "[::1]:3129");
+	ck_assert_str_eq(c->c_default_sandbox, "demo");
+	ck_assert_str_eq(c->c_state_dir, "/var/lib/airlock");
+	ck_assert_int_eq(c->c_workers, 4);
+	ck_assert_uint_eq(c->c_limits.l_header_bytes, 32 * 1024);
+	ck_assert_uint_eq(c->c_limits.l_header_timeout_ms, 15000);
+	ck_assert_uint_eq(c->c_limits.l_connect_timeout_ms, 5000);
+	ck_assert_uint_eq(c->c_limits.l_idle_timeout_ms, 120000);
+	ck_assert_uint_eq(c->c_limits.l_shutdown_grace_ms, 0);
+	ck_assert_uint_eq(c->c_limits.l_max_connections, 100);
+	ck_assert_uint_eq(c->c_limits.l_max_connections_per_sandbox, 10);
+	ck_assert_uint_eq(c->c_limits.l_upstream_timeout_ms, 3600000);
+	ck_assert_uint_eq(c->c_limits.l_body_bytes, 1000000);
+
+	ck_assert_str_eq(c->c_upstream_ca_file, "system");
+	ck_assert_str_eq(c->c_upstream_resolver, "127.0.0.1:5353");
+	ck_assert_uint_eq(c->c_nupstream_hosts, 2);
+	ck_assert_str_eq(c->c_upstream_hosts[0].h_name, "api.test");
+	ck_assert_str_eq(c->c_upstream_hosts[0].h_addr, "127.0.0.1");
+	ck_assert_str_eq(c->c_upstream_hosts[1].h_name, "v6.test");
+	ck_assert_str_eq(c->c_upstream_hosts[1].h_addr, "::1");
+	ck_assert_int_eq(guard_allows(c, "127.0.0.1"), 1);
+	ck_assert_int_eq(guard_allows(c, "127.0.0.2"), 0);
+	ck_assert_int_eq(guard_allows(c, "169.254.169.254"), 0);
+	ck_assert_int_eq(guard_allows(c, "8.8.4.4"), 0);
+	ck_assert_int_eq(guard_allows(c, "8.8.8.8"), 1);
+
+	ck_assert_uint_eq(c->c_npolicies, 2);
+	p = cfg_policy_find(c, "default");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(p->p_nrules, 2);
+	r = &p->p_rules[0];
+	ck_assert_str_eq(r->r_host, "api.openai.com");
+	ck_assert_uint_eq(r->r_nports, 1);
+	ck_assert_int_eq(r->r_ports[0], 443);
+	ck_assert_uint_eq(r->r_nmethods, 2);
+	ck_assert_str_eq(r->r_methods[0], "GET");
+	ck_assert_str_eq(r->r_methods[1], "POST");
+	ck_assert_uint_eq(r->r_npaths, 1);
+	ck_assert_str_eq(r->r_paths[0], "/v1/*");
+	ck_assert_int_eq(r->r_line, 25);
+	ck_assert_int_eq(r->r_col, 9);
+	r = &p->p_rules[1];
+	ck_assert_str_eq(r->r_host, "*.example.com");
+	ck_assert_uint_eq(r->r_nports, 2);
+	ck_assert_int_eq(r->r_ports[0], 80);
+	ck_assert_int_eq(r->r_ports[1], 443);
+	ck_assert_ptr_null(r->r_methods);
+	ck_assert_uint_eq(r->r_nmethods, 0);
+	ck_assert_ptr_null(r->r_paths);
+	ck_assert_uint_eq(r->r_npaths, 0);
+	p = cfg_policy_find(c, "empty");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq(p->p_nrules, 0);
+	ck_assert_ptr_null(cfg_policy_find(c, "nope"));
+
+	ck_assert_uint_eq(c->c_nsandboxes, 2);
+	s = cfg_sandbox_find(c, "demo");
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_eq(s->s_policy, cfg_policy_find(c, "default"));
+	ck_assert_str_eq(s->s_policy_name, "default");
+	ck_assert_str_eq(s->s_token, "s3cret");
+	ck_assert_uint_eq(s->s_token_len, 6);
+	ck_assert_int_eq(s->s_token_generated, 0);
+	ck_assert_uint_eq(s->s_naddresses, 2);
+	ck_assert_str_eq(s->s_addresses[0], "10.88.0.2");
+	ck_assert_str_eq(s->s_addresses[1], "fd00::2");
+	s = cfg_sandbox_find(c, "other");
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_eq(s->s_policy, cfg_policy_find(c, "empty"));
+	ck_assert_ptr_null(s->s_token);
+	ck_assert_int_eq(s->s_token_generated, 1);
+	ck_assert_ptr_null(cfg_sandbox_find(c, "nope"));
+
+	ck_assert_str_eq(c->c_audit_file, "-");
+	ck_assert_int_eq(c->c_audit_hash_chain, 1);
+	cfg_unref(c);
+}
+END_TEST
+
+/* SPEC: "a file with only policies and sandboxes works"; the rest is
+ * default. */
+START_TEST(test_cfg_defaults)
+{
+	static const char	*yaml =
+	    "policies:\n"
+	    "  - name: p\n"
+	    "    rules:\n"
+	    "      - host: pypi.org\n"
+	    "sandboxes:\n"
+	    "  - id: s\n"
+	    "    policy: p\n";
+	struct cfg	*c;
+	char		*out, *cwd, want[4096];
+	int		 nerr = -1;
+
+	c = load(yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "errors:\n%s", out);
+	ck_assert_int_eq(nerr, 0);
+	free(out);
+	cwd = getcwd(NULL, 0);
+	ck_assert_ptr_nonnull(cwd);
+
+	ck_assert_str_eq(c->c_file, "t.yaml");
+	ck_assert_str_eq(c->c_dir, cwd);
+	ck_assert_uint_eq(c->c_nlisten_proxy, 1);
+	ck_assert_str_eq(c->c_listen_proxy[0], "127.0.0.1:3128");
+	ck_assert_ptr_null(c->c_default_sandbox);
+	snprintf(want, sizeof(want), "%s/state", cwd);
+	ck_assert_str_eq(c->c_state_dir, want);
+	ck_assert_int_eq(c->c_workers, 0);
+	ck_assert_uint_eq(c->c_limits.l_header_bytes, 64 * 1024);
+	ck_assert_uint_eq(c->c_limits.l_header_timeout_ms, 30000);
+	ck_assert_uint_eq(c->c_limits.l_connect_timeout_ms, 10000);
+	ck_assert_uint_eq(c->c_limits.l_idle_timeout_ms, 120000);
+	ck_assert_uint_eq(c->c_limits.l_shutdown_grace_ms, 30000);
+	ck_assert_uint_eq(c->c_limits.l_upstream_timeout_ms, 300000);
+	ck_assert_uint_eq(c->c_limits.l_max_connections, 20000);
+	ck_assert_uint_eq(c->c_limits.l_max_connections_per_sandbox, 512);
+	ck_assert_uint_eq(c->c_limits.l_body_bytes, 16 * 1024 * 1024);
+	ck_assert_str_eq(c->c_upstream_ca_file, "system");
+	ck_assert_str_eq(c->c_upstream_resolver, "system");
+	ck_assert_uint_eq(c->c_nupstream_hosts, 0);
+	/* deny_networks: [default] */
+	ck_assert_int_eq(guard_allows(c, "127.0.0.1"), 0);
+	ck_assert_int_eq(guard_allows(c, "10.1.2.3"), 0);
+	ck_assert_int_eq(guard_allows(c, "::1"), 0);
+	ck_assert_int_eq(guard_allows(c, "1.1.1.1"), 1);
+	snprintf(want, sizeof(want), "%s/state/audit.jsonl", cwd);
+	ck_assert_str_eq(c->c_audit_file, want);
+	ck_assert_int_eq(c->c_audit_hash_chain, 0);
+	ck_assert_ptr_nonnull(c->c_sandboxes[0].s_policy);
+	ck_assert_ptr_null(c->c_sandboxes[0].s_token);
+	ck_assert_int_eq(c->c_sandboxes[0].s_token_generated, 1);
+	free(cwd);
+	cfg_unref(c);
+}
+END_TEST
+
+/* Empty files, empty lists and explicit nulls all mean "the defaults". */
+START_TEST(test_cfg_empty_and_null)
+{
+	static const char	*docs[] = {
+		"",
+		"# nothing but a comment\n",
+		"policies: []\nsandboxes: []\n",
+		"listen:\nlimits: ~\nupstream: null\naudit:\n",
+		"listen:\n  default_sandbox: null\nupstream:\n"
+		"  deny_networks: ~\n",
+	};
+	struct cfg	*c;
+	char		*out;
+	size_t		 i;
+	int		 nerr;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		c = load(docs[i], &out, &nerr);
+		ck_assert_msg(c != NULL, "doc %zu: %s", i, out);
+		ck_assert_int_eq(nerr, 0);
+		ck_assert_str_eq(c->c_listen_proxy[0], "127.0.0.1:3128");
+		ck_assert_ptr_null(c->c_default_sandbox);
+		ck_assert_int_eq(guard_allows(c, "127.0.0.1"), 0);
+		free(out);
+		cfg_unref(c);
+	}
+}
+END_TEST
+
+/* deny_networks: [] turns the default list off; allow still applies. */
+START_TEST(test_cfg_networks_empty)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	c = load("upstream:\n  deny_networks: []\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_int_eq(guard_allows(c, "127.0.0.1"), 1);
+	free(out);
+	cfg_unref(c);
+}
+END_TEST
+
+/* Rule hosts are stored the way pol_host_normalize() leaves requests. */
+struct host_case {
+	const char	*hc_in;		/* as written in YAML */
+	const char	*hc_out;	/* NULL: refused */
+};
+
+static const struct host_case host_cases[] = {
+	{ "API.OpenAI.com", "api.openai.com" },
+	{ "\"*.Example.COM.\"", "*.example.com" },
+	{ "\"*\"", "*" },
+	{ "\"[::1]\"", "::1" },
+	{ "\"2001:DB8::0:1\"", "2001:db8::1" },
+	{ "127.1", "127.0.0.1" },
+	{ "under_score.test", "under_score.test" },
+	{ "xn--bcher-kva.example", "xn--bcher-kva.example" },
+	{ "a..b", NULL },
+	{ ".a", NULL },
+	{ "\"*.\"", NULL },
+	{ "\"*a.com\"", NULL },
+	{ "\"a.com*\"", NULL },
+	{ "\"*.*.com\"", NULL },
+	{ "1.2.3.4.5", NULL },
+	{ "\"*.10.0.0.1\"", NULL },
+	{ "\"http://a.com\"", NULL },
+	{ "\"a/b\"", NULL },
+};
+
+START_TEST(test_cfg_host_pattern)
+{
+	const struct host_case	*hc = &host_cases[_i];
+	struct cfg		*c;
+	char			 yaml[256], *out;
+	int			 nerr;
+
+	snprintf(yaml, sizeof(yaml), "policies:\n  - name: p\n    rules:\n"
+	    "      - host: %s\n", hc->hc_in);
+	c = load(yaml, &out, &nerr);
+	if (hc->hc_out != NULL) {
+		ck_assert_msg(c != NULL, "%s: %s", hc->hc_in, out);
+		ck_assert_str_eq(c->c_policies[0].p_rules[0].r_host,
+		    hc->hc_out);
+	} else {
+		ck_assert_msg(c == NULL, "%s loaded", hc->hc_in);
+		ck_assert_int_eq(nerr, 1);
+		ck_assert_msg(strncmp(out, "t.yaml:4:15: bad host ", 22) == 0,
+		    "%s: %s", hc->hc_in, out);
+	}
+	free(out);
+	cfg_unref(c);
+}
+END_TEST
+
+/* Path globs that could never match a normalised path are refused. */
+static const struct host_case path_cases[] = {
+	{ "\"/v1/*\"", "/v1/*" },
+	{ "\"*\"", "*" },
+	{ "\"*.json\"", "*.json" },
+	{ "/", "/" },
+	{ "v1", NULL },
+	{ "\"/a b\"", NULL },
+	{ "\"/v1/../admin\"", NULL },
+	{ "\"/v1/.\"", NULL },
+	{ "\"/search?q=*\"", NULL },
+	{ "\"\"", NULL },
+};
+
+START_TEST(test_cfg_path_glob)
+{
+	const struct host_case	*pc = &path_cases[_i];
+	struct cfg		*c;
+	char			 yaml[256], *out;
+	int			 nerr;
+
+	snprintf(yaml, sizeof(yaml), "policies:\n  - name: p\n    rules:\n"
+	    "      - host: a.com\n        paths:\n          - %s\n",
+	    pc->hc_in);
+	c = load(yaml, &out, &nerr);
+	if (pc->hc_out != NULL) {
+		ck_assert_msg(c != NULL, "%s: %s", pc->hc_in, out);
+		ck_assert_str_eq(c->c_policies[0].p_rules[0].r_paths[0],
+		    pc->hc_out);
+	} else {
+		ck_assert_msg(c == NULL, "%s loaded", pc->hc_in);
+		ck_assert_int_eq(nerr, 1);
+		ck_assert_msg(strncmp(out, "t.yaml:6:13: bad path ", 22) == 0,
+		    "%s: %s", pc->hc_in, out);
+	}
+	free(out);
+	cfg_unref(c);
+}
+END_TEST
+
+struct dur_case {
+	const char	*dc_in;
+	int		 dc_rc;
+	uint64_t	 dc_ms;
+};
+
+static const struct dur_case dur_cases[] = {
+	{ "500ms", 0, 500 },
+	{ "10s", 0, 10000 },
+	{ "5m", 0, 300000 },
+	{ "24h", 0, 86400000 },
+	{ "7d", 0, 604800000 },
+	{ "0s", 0, 0 },
+	{ "120s", 0, 120000 },
+	{ "10", -1, 0 },
+	{ "-1s", -1, 0 },
+	{ "10 parsecs", -1, 0 },
+	{ "", -1, 0 },
+	{ "s", -1, 0 },
+	{ "1.5s", -1, 0 },
+	{ "10S", -1, 0 },
+	{ "10 s", -1, 0 },
+	{ " 10s", -1, 0 },
+	{ "10sec", -1, 0 },
+	{ "99999999999999999999s", -1, 0 },
+	{ "18446744073709551615s", -1, 0 },
+	{ "213503982334d", 0, 18446744073657600000ULL },
+	{ "213503982335d", -1, 0 },
+};
+
+START_TEST(test_cfg_duration)
+{
+	const struct dur_case	*dc = &dur_cases[_i];
+	uint64_t		 ms = 12345;
+
+	ck_assert_msg(cfg_parse_duration(dc->dc_in, &ms) == dc->dc_rc,
+	    "\"%s\"", dc->dc_in);
+	if (dc->dc_rc == 0)
+		ck_assert_uint_eq(ms, dc->dc_ms);
+	else
+		ck_assert_uint_eq(ms, 12345);
+}
+END_TEST
+
+struct size_case {
+	const char	*sc_in;
+	int		 sc_rc;
+	uint64_t	 sc_bytes;
+};
+
+static const struct size_case size_cases[] = {
+	{ "512", 0, 512 },
+	{ "0", 0, 0 },
+	{ "10B", 0, 10 },
+	{ "64KiB", 0, 65536 },
+	{ "16MiB", 0, 16777216 },
+	{ "1GiB", 0, 1073741824 },
+	{ "2TiB", 0, 2199023255552ULL },
+	{ "1KB", 0, 1000 },
+	{ "1kB", 0, 1000 },
+	{ "2MB", 0, 2000000 },
+	{ "3GB", 0, 3000000000ULL },
+	{ "12 bananas", -1, 0 },
+	{ "-1", -1, 0 },
+	{ "", -1, 0 },
+	{ "KiB", -1, 0 },
+	{ "1.5MiB", -1, 0 },
+	{ "64kib", -1, 0 },
+	{ "64 KiB", -1, 0 },
+	{ "99999999999999999999", -1, 0 },
+	{ "17179869184GiB", -1, 0 },
+};
+
+START_TEST(test_cfg_size)
+{
+	const struct size_case	*sc = &size_cases[_i];
+	uint64_t		 b = 12345;
+
+	ck_assert_msg(cfg_parse_size(sc->sc_in, &b) == sc->sc_rc, "\"%s\"",
+	    sc->sc_in);
+	if (sc->sc_rc == 0)
+		ck_assert_uint_eq(b, sc->sc_bytes);
+	else
+		ck_assert_uint_eq(b, 12345);
+}
+END_TEST
+
+/* A scratch directory with a config file in it, for relative paths. */
+struct tmpconf {
+	char	dir[64];
+	char	path[128];
+};
+
+static void
+tmp_write(const char *path, const char *text, mode_t mode)
+{
+	int	fd;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ne(fd, -1);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	ck_assert_int_eq(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void
+tmp_init(struct tmpconf *t)
+{
+	snprintf(t->dir, sizeof(t->dir), "/tmp/airlock-cfg-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(t->dir));
+	snprintf(t->path, sizeof(t->path), "%s/airlock.yaml", t->dir);
+}
+
+static void
+tmp_fini(struct tmpconf *t)
+{
+	char	cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct cfg *
+tmp_load(struct tmpconf *t, const char *yaml, char **out, int *nerr)
+{
+	struct cfg	*c;
+	FILE		*f;
+	size_t		 sz;
+
+	tmp_write(t->path, yaml, 0644);
+	f = open_memstream(out, &sz);
+	c = cfg_load(t->path, f, nerr);
+	fclose(f);
+	return c;
+}
+
+START_TEST(test_cfg_file_paths)
+{
+	struct tmpconf	 t;
+	struct cfg	*c;
+	char		*out, want[256], tok[128];
+	int		 nerr;
+
+	tmp_init(&t);
+	snprintf(tok, sizeof(tok), "%s/tok", t.dir);
+	tmp_write(tok, "from-file\n", 0600);
+	c = tmp_load(&t,
+	    "state_dir: ./st\n"
+	    "audit:\n"
+	    "  file: logs/audit.jsonl\n"
+	    "policies: [{name: p}]\n"
+	    "sandboxes:\n"
+	    "  - id: s\n"
+	    "    policy: p\n"
+	    "    token: file:tok\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_int_eq(nerr, 0);
+	ck_assert_str_eq(c->c_file, t.path);
+	snprintf(want, sizeof(want), "%s/st", t.dir);
+	ck_assert_str_eq(c->c_state_dir, want);
+	snprintf(want, sizeof(want), "%s/logs/audit.jsonl", t.dir);
+	ck_assert_str_eq(c->c_audit_file, want);
+	ck_assert_str_eq(c->c_sandboxes[0].s_token, "from-file");
+	ck_assert_uint_eq(c->c_sandboxes[0].s_token_len, 9);
+	free(out);
+	cfg_unref(c);
+
+	/* audit.file defaults under state_dir */
+	c = tmp_load(&t, "state_dir: /srv/al\n", &out, &nerr);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_str_eq(c->c_audit_file, "/srv/al/audit.jsonl");
+	free(out);
+	cfg_unref(c);
+	tmp_fini(&t);
+}
+END_TEST
+
+START_TEST(test_cfg_file_token_mode)
+{
+	struct tmpconf	 t;
+	struct cfg	*c;
+	char		*out, tok[128], where[256];
+	int		 nerr;
+
+	tmp_init(&t);
+	snprintf(tok, sizeof(tok), "%s/tok", t.dir);
+	tmp_write(tok, "secret\n", 0640);
+	c = tmp_load(&t, SBX "    token: file:tok\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 1);
+	snprintf(where, sizeof(where), "%s:6:12: ", t.path);
+	ck_assert_msg(strncmp(out, where, strlen(where)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "is readable by group or others"));
+	ck_assert_ptr_null(strstr(out, "secret\n"));
+	free(out);
+
+	tmp_write(tok, "secret\n", 0604);
+	c = tmp_load(&t, SBX "    token: file:tok\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(out, "is readable by group or others"));
+	free(out);
+
+	c = tmp_load(&t, SBX "    token: file:missing\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 1);
+	ck_assert_ptr_nonnull(strstr(out, "cannot read file"));
+	ck_assert_ptr_nonnull(strstr(out, "No such file or directory"));
+	free(out);
+
+	/* a directory is not a secret file */
+	c = tmp_load(&t, SBX "    token: \"file:.\"\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(out, "is not a regular file"));
+	free(out);
+	tmp_fini(&t);
+}
+END_TEST
+
+START_TEST(test_cfg_token_sources)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	ck_assert_int_eq(setenv("AIRLOCK_TEST_TOKEN", "from-env", 1), 0);
+	c = load(SBX "    token: env:AIRLOCK_TEST_TOKEN\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_str_eq(c->c_sandboxes[0].s_token, "from-env");
+	free(out);
+	cfg_unref(c);
+
+	c = load(SBX "    token: \"exec:printf 'from-exec\\\\r\\\\n\\\\n'\"\n",
+	    &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_str_eq(c->c_sandboxes[0].s_token, "from-exec");
+	ck_assert_uint_eq(c->c_sandboxes[0].s_token_len, 9);
+	free(out);
+	cfg_unref(c);
+
+	c = load(SBX "    token: \"literal:a:b c\"\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_str_eq(c->c_sandboxes[0].s_token, "a:b c");
+	free(out);
+	cfg_unref(c);
+
+	/* a newline inside is not trimmed away: refused */
+	c = load(SBX "    token: \"literal:a\\nb\"\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(out, "contains control characters"));
+	free(out);
+}
+END_TEST
+
+START_TEST(test_cfg_unreadable_file)
+{
+	struct cfg	*c;
+	FILE		*f;
+	char		*out;
+	size_t		 sz;
+	int		 nerr = 0;
+
+	f = open_memstream(&out, &sz);
+	c = cfg_load("/nonexistent/airlock.yaml", f, &nerr);
+	fclose(f);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 1);
+	ck_assert_str_eq(out, "/nonexistent/airlock.yaml: cannot read: "
+	    "No such file or directory\n");
+	free(out);
+
+	/* NULL errs and nerrors are allowed */
+	ck_assert_ptr_null(cfg_load("/nonexistent/airlock.yaml", NULL, NULL));
+}
+END_TEST
+
+/* Aliases must not make a small file expand without bound. */
+START_TEST(test_cfg_alias_bomb)
+{
+	struct cfg	*c;
+	char		*yaml, *p, *out;
+	size_t		 i, cap = 64 * 1024;
+	int		 nerr;
+
+	yaml = p = malloc(cap);
+	ck_assert_ptr_nonnull(yaml);
+	p += sprintf(p, "policies: [{name: p}]\nsandboxes:\n"
+	    "  - &s {id: a, policy: p, addresses: [");
+	for (i = 0; i < 1000; i++)
+		p += sprintf(p, "%s10.0.0.1", i ? ", " : "");
+	p += sprintf(p, "]}\n");
+	for (i = 0; i < 1100; i++)
+		p += sprintf(p, "  - *s\n");
+	ck_assert_uint_lt((size_t)(p - yaml), cap);
+	c = load(yaml, &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 1);
+	ck_assert_ptr_nonnull(strstr(out, "expands to more than"));
+	free(out);
+	free(yaml);
+}
+END_TEST
+
+START_TEST(test_cfg_refcount)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	c = load(SBX "    token: literal:x\n", &out, &nerr);
+	ck_assert_ptr_nonnull(c);
+	free(out);
+	ck_assert_ptr_eq(cfg_ref(c), c);
+	ck_assert_int_eq(c->c_refs, 2);
+	cfg_unref(c);
+	ck_assert_int_eq(c->c_refs, 1);
+	cfg_unref(c);		/* freed: ASan would see a leak otherwise */
+	cfg_unref(NULL);
+}
+END_TEST
+
+/* The example configuration shipped in conf/ must load as it is. */
+START_TEST(test_cfg_example)
+{
+	const struct cfg_sandbox	*s;
+	struct cfg			*c;
+	const char			*top;
+	char				 path[4096], *out;
+	FILE				*f;
+	size_t				 sz;
+	int				 nerr = -1;
+
+	if ((top = getenv("top_srcdir")) == NULL)
+		top = ".";
+	snprintf(path, sizeof(path), "%s/conf/airlock.yaml", top);
+	f = open_memstream(&out, &sz);
+	c = cfg_load(path, f, &nerr);
+	fclose(f);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_int_eq(nerr, 0);
+	ck_assert_str_eq(c->c_listen_proxy[0], "127.0.0.1:3128");
+	ck_assert_str_eq(c->c_default_sandbox, "local");
+	s = cfg_sandbox_find(c, "local");
+	ck_assert_ptr_nonnull(s);
+	ck_assert_ptr_eq(s->s_policy, cfg_policy_find(c, "default"));
+	ck_assert_int_eq(s->s_token_generated, 1);
+	free(out);
+	cfg_unref(c);
+}
+END_TEST
+
+Suite *
+suite_cfg(void)
+{
+	Suite	*s;
+	TCase	*tc;
+
+	s = suite_create("cfg");
+	tc = tcase_create("errors");
+	tcase_add_loop_test(tc, test_cfg_error_table, 0,
+	    (int)(sizeof(err_cases) / sizeof(err_cases[0])));
+	tcase_add_test(tc, test_cfg_bare_token_not_echoed);
+	tcase_add_test(tc, test_cfg_all_errors_reported);
+	tcase_add_test(tc, test_cfg_unreadable_file);
+	tcase_add_test(tc, test_cfg_alias_bomb);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("values");
+	tcase_add_test(tc, test_cfg_full);
+	tcase_add_test(tc, test_cfg_defaults);
+	tcase_add_test(tc, test_cfg_empty_and_null);
+	tcase_add_test(tc, test_cfg_networks_empty);
+	tcase_add_loop_test(tc, test_cfg_host_pattern, 0,
+	    (int)(sizeof(host_cases) / sizeof(host_cases[0])));
+	tcase_add_loop_test(tc, test_cfg_path_glob, 0,
+	    (int)(sizeof(path_cases) / sizeof(path_cases[0])));
+	tcase_add_loop_test(tc, test_cfg_duration, 0,
+	    (int)(sizeof(dur_cases) / sizeof(dur_cases[0])));
+	tcase_add_loop_test(tc, test_cfg_size, 0,
+	    (int)(sizeof(size_cases) / sizeof(size_cases[0])));
+	tcase_add_test(tc, test_cfg_refcount);
+	tcase_add_test(tc, test_cfg_example);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sources");
+	tcase_add_test(tc, test_cfg_file_paths);
+	tcase_add_test(tc, test_cfg_file_token_mode);
+	tcase_add_test(tc, test_cfg_token_sources);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,279 @@
+/* http_msg: llhttp glue, strict framing, header model. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/http_msg.h"
+#include "unit.h"
+
+struct http_case {
+	const char	*name;
+	const char	*raw;
+	int		 status;	/* expected hm_err_status, 0 = accepted */
+};
+
+static const struct http_case reject_cases[] = {
+	{ "cl+te", "POST http://a/ HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "te+cl", "POST http://a/ HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: "
+	    "chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", 400 },
+	{ "dup cl same", "POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\n"
+	    "Content-Length: 1\r\n\r\nx", 400 },
+	{ "dup cl diff", "POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\n"
+	    "Content-Length: 2\r\n\r\nxx", 400 },
+	{ "cl list", "POST http://a/ HTTP/1.1\r\nContent-Length: 1, 1\r\n\r\nx",
+	    400 },
+	{ "cl negative", "POST http://a/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+	    400 },
+	{ "cl plus", "POST http://a/ HTTP/1.1\r\nContent-Length: +1\r\n\r\nx",
+	    400 },
+	{ "bad chunk size", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: "
+	    "chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400 },
+	{ "chunk size overflow", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding:"
+	    " chunked\r\n\r\nfffffffffffffffff\r\n", 400 },
+	{ "obs-fold", "GET http://a/ HTTP/1.1\r\nX-A: b\r\n c\r\n\r\n", 400 },
+	{ "bare lf", "GET http://a/ HTTP/1.1\nHost: a\n\n", 400 },
+	{ "bare cr", "GET http://a/ HTTP/1.1\rHost: a\r\n\r\n", 400 },
+	{ "nul in value", "GET http://a/ HTTP/1.1\r\nX-A: b\0c\r\n\r\n", 400 },
+	{ "cr in value", "GET http://a/ HTTP/1.1\r\nX-A: b\rc\r\n\r\n", 400 },
+	{ "space before colon", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding "
+	    ": chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "te chunked,identity", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding:"
+	    " chunked, identity\r\n\r\n0\r\n\r\n", 400 },
+	{ "te gzip,chunked", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: "
+	    "gzip, chunked\r\n\r\n0\r\n\r\n", 501 },
+	{ "te twice", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "te xchunked", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: "
+	    "xchunked\r\n\r\n0\r\n\r\n", 501 },
+	{ "two hosts", "GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+	    400 },
+	{ "http/2.0", "GET http://a/ HTTP/2.0\r\nHost: a\r\n\r\n", 505 },
+	{ "http/1.2", "GET http://a/ HTTP/1.2\r\nHost: a\r\n\r\n", 505 },
+	{ "bad method", "G@T http://a/ HTTP/1.1\r\n\r\n", 501 },
+	{ "space in name", "GET http://a/ HTTP/1.1\r\nX A: b\r\n\r\n", 400 },
+	{ "empty name", "GET http://a/ HTTP/1.1\r\n: b\r\n\r\n", 400 },
+	{ "good get", "GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", 0 },
+	{ "good chunked", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: "
+	    "Chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 0 },
+	{ "good 1.0", "GET http://a/ HTTP/1.0\r\n\r\n", 0 },
+};
+
+/* Feed everything, resuming at pauses; returns the error status or 0. */
+static int
+feed_all(struct http_msg *m, const char *raw, size_t len, int bytewise)
+{
+	size_t		off = 0, used, step;
+	enum http_feed	f;
+
+	while (off < len) {
+		step = bytewise ? 1 : len - off;
+		f = http_msg_feed(m, raw + off, step, &used);
+		off += used;
+		if (f == HTTP_FEED_ERROR)
+			return m->hm_err_status;
+		if (f == HTTP_FEED_HEAD)
+			http_msg_resume(m);
+		else if (f == HTTP_FEED_DONE)
+			return 0;
+		else if (f == HTTP_FEED_UPGRADE)
+			return 0;
+	}
+	return 0;
+}
+
+START_TEST(test_http_rejects)
+{
+	const struct http_case	*hc = &reject_cases[_i];
+	struct http_msg		 m;
+	size_t			 len = strlen(hc->raw);
+	int			 st;
+
+	/* NUL case: length up to the terminating CRLFCRLF */
+	if (strcmp(hc->name, "nul in value") == 0)
+		len = sizeof("GET http://a/ HTTP/1.1\r\nX-A: b\0c\r\n\r\n") - 1;
+	http_msg_init(&m, HTTP_REQUEST, 65536);
+	st = feed_all(&m, hc->raw, len, 0);
+	ck_assert_msg(st == hc->status, "%s: got %d want %d (%s)", hc->name,
+	    st, hc->status, m.hm_err_reason);
+	http_msg_fini(&m);
+	/* byte-at-a-time feeding must agree */
+	http_msg_init(&m, HTTP_REQUEST, 65536);
+	st = feed_all(&m, hc->raw, len, 1);
+	ck_assert_msg(st == hc->status, "%s bytewise: got %d want %d",
+	    hc->name, st, hc->status);
+	http_msg_fini(&m);
+}
+END_TEST
+
+static char	 body_seen[256];
+static size_t	 body_len;
+
+static void
+collect(void *arg, const char *p, size_t len)
+{
+	if (body_len + len < sizeof(body_seen)) {
+		memcpy(body_seen + body_len, p, len);
+		body_len += len;
+	}
+}
+
+START_TEST(test_http_chunked_body)
+{
+	static const char raw[] = "POST http://a/x HTTP/1.1\r\nHost: a\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1;ext=1\r\n!\r\n"
+	    "0\r\nTrailer: x\r\n\r\nGET http://next/ HTTP/1.1\r\n\r\n";
+	struct http_msg	m;
+	size_t		used;
+	enum http_feed	f;
+
+	body_len = 0;
+	http_msg_init(&m, HTTP_REQUEST, 65536);
+	m.hm_on_body = collect;
+	f = http_msg_feed(&m, raw, sizeof(raw) - 1, &used);
+	ck_assert_int_eq(f, HTTP_FEED_HEAD);
+	ck_assert_int_eq(m.hm_framing, HTTP_BODY_CHUNKED);
+	ck_assert_str_eq(http_msg_method(&m), "POST");
+	http_msg_resume(&m);
+	{
+		size_t used2;
+
+		f = http_msg_feed(&m, raw + used, sizeof(raw) - 1 - used,
+		    &used2);
+		used += used2;
+	}
+	ck_assert_int_eq(f, HTTP_FEED_DONE);
+	ck_assert_int_eq(body_len, 6);
+	ck_assert(memcmp(body_seen, "hello!", 6) == 0);
+	/* the pipelined request is left for later */
+	ck_assert(strncmp(raw + used, "GET http://next/", 16) == 0);
+	http_msg_reset(&m);
+	f = http_msg_feed(&m, raw + used, sizeof(raw) - 1 - used, &used);
+	ck_assert_int_eq(f, HTTP_FEED_HEAD);
+	ck_assert_int_eq(m.hm_framing, HTTP_BODY_NONE);
+	http_msg_fini(&m);
+}
+END_TEST
+
+START_TEST(test_http_header_limit)
+{
+	struct http_msg	 m;
+	char		*raw;
+	size_t		 used, n = 9000;
+	enum http_feed	 f;
+
+	raw = malloc(n + 64);
+	strcpy(raw, "GET http://a/ HTTP/1.1\r\nX-Big: ");
+	memset(raw + strlen(raw), 'a', n);
+	raw[31 + n] = '\0';
+	http_msg_init(&m, HTTP_REQUEST, 4096);
+	f = http_msg_feed(&m, raw, strlen(raw), &used);
+	ck_assert_int_eq(f, HTTP_FEED_ERROR);
+	ck_assert_int_eq(m.hm_err_status, 431);
+	http_msg_fini(&m);
+	free(raw);
+}
+END_TEST
+
+START_TEST(test_http_uri_limit)
+{
+	struct http_msg	 m;
+	char		*raw;
+	size_t		 used, n = HTTP_MAX_URI + 10;
+	enum http_feed	 f;
+
+	raw = malloc(n + 64);
+	strcpy(raw, "GET http://a/");
+	memset(raw + 13, 'a', n);
+	strcpy(raw + 13 + n, " HTTP/1.1\r\n\r\n");
+	http_msg_init(&m, HTTP_REQUEST, 65536);
+	f = http_msg_feed(&m, raw, strlen(raw), &used);
+	ck_assert_int_eq(f, HTTP_FEED_ERROR);
+	ck_assert_int_eq(m.hm_err_status, 414);
+	http_msg_fini(&m);
+	free(raw);
+}
+END_TEST
+
+START_TEST(test_http_hop_by_hop)
+{
+	static const char raw[] = "GET http://a/ HTTP/1.1\r\nHost: a\r\n"
+	    "Connection: keep-alive, X-Secret-Hop\r\nX-Secret-Hop: 1\r\n"
+	    "X-End: 2\r\nKeep-Alive: 5\r\nTE: trailers\r\n\r\n";
+	struct http_msg	m;
+	size_t		used;
+
+	http_msg_init(&m, HTTP_REQUEST, 65536);
+	ck_assert_int_eq(http_msg_feed(&m, raw, sizeof(raw) - 1, &used),
+	    HTTP_FEED_HEAD);
+	ck_assert(http_msg_is_hop(&m, "X-Secret-Hop", 12));
+	ck_assert(http_msg_is_hop(&m, "keep-alive", 10));
+	ck_assert(http_msg_is_hop(&m, "TE", 2));
+	ck_assert(http_msg_is_hop(&m, "Proxy-Authorization", 19));
+	ck_assert(http_msg_is_hop(&m, "Transfer-Encoding", 17));
+	ck_assert(!http_msg_is_hop(&m, "X-End", 5));
+	ck_assert(!http_msg_is_hop(&m, "Host", 4));
+	ck_assert(http_msg_connection_has(&m, "x-secret-hop"));
+	ck_assert_int_eq(http_msg_find(&m, "x-end", 0), 3);
+	ck_assert_int_eq(http_msg_count(&m, "host"), 1);
+	http_msg_fini(&m);
+}
+END_TEST
+
+START_TEST(test_http_response_framing)
+{
+	static const char chunked[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+	    "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+	static const char eof[] = "HTTP/1.1 200 OK\r\n\r\nuntil close";
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n"
+	    "\r\n";
+	struct http_msg	m;
+	size_t		used, u2;
+
+	body_len = 0;
+	http_msg_init(&m, HTTP_RESPONSE, 65536);
+	m.hm_on_body = collect;
+	ck_assert_int_eq(http_msg_feed(&m, chunked, sizeof(chunked) - 1,
+	    &used), HTTP_FEED_HEAD);
+	ck_assert_int_eq(m.hm_framing, HTTP_BODY_CHUNKED);
+	http_msg_resume(&m);
+	ck_assert_int_eq(http_msg_feed(&m, chunked + used, sizeof(chunked) - 1 -
+	    used, &u2), HTTP_FEED_DONE);
+	ck_assert_int_eq(body_len, 3);
+
+	http_msg_reset(&m);
+	ck_assert_int_eq(http_msg_feed(&m, eof, sizeof(eof) - 1, &used),
+	    HTTP_FEED_HEAD);
+	ck_assert_int_eq(m.hm_framing, HTTP_BODY_EOF);
+	http_msg_resume(&m);
+	ck_assert_int_eq(http_msg_feed(&m, eof + used, sizeof(eof) - 1 - used,
+	    &u2), HTTP_FEED_MORE);
+	ck_assert_int_eq(http_msg_finish(&m), HTTP_FEED_DONE);
+
+	/* a response to HEAD has no body whatever Content-Length says */
+	http_msg_reset(&m);
+	m.hm_no_body = 1;
+	ck_assert_int_eq(http_msg_feed(&m, head, sizeof(head) - 1, &used),
+	    HTTP_FEED_DONE);
+	ck_assert_int_eq(m.hm_status, 200);
+	http_msg_fini(&m);
+}
+END_TEST
+
+Suite *
+suite_http(void)
+{
+	Suite	*s = suite_create("http");
+	TCase	*tc = tcase_create("msg");
+
+	tcase_add_loop_test(tc, test_http_rejects, 0,
+	    sizeof(reject_cases) / sizeof(reject_cases[0]));
+	tcase_add_test(tc, test_http_chunked_body);
+	tcase_add_test(tc, test_http_header_limit);
+	tcase_add_test(tc, test_http_uri_limit);
+	tcase_add_test(tc, test_http_hop_by_hop);
+	tcase_add_test(tc, test_http_response_framing);
+	suite_add_tcase(s, tc);
+	return s;
+}
