@@ -58,11 +58,11 @@ struct lg_conn {
 	struct bufferevent	*c_bev;
 	enum lc_state		 c_state;
 	uint64_t		 c_left;	/* body or chunk bytes left */
-	uint64_t		 c_body;	/* body bytes of this response */
+	uint64_t		 c_body;	/* body bytes so far */
 	uint64_t		 c_t0;		/* request start, ns */
 	int			 c_status;
-	int			 c_close;	/* server closes after this one */
-	int			 c_nreq;	/* requests completed on this socket */
+	int			 c_close;	/* server closes after it */
+	int			 c_nreq;	/* responses on this socket */
 	int			 c_got;		/* response bytes seen */
 	int			 c_done;	/* out of work (-n) */
 };
@@ -73,7 +73,7 @@ struct lg_thread {
 	struct lg_conn		*t_conns;
 	int			 t_nconns;
 	int			 t_active;	/* connections not done */
-	uint64_t		 t_quota;	/* requests this thread may start */
+	uint64_t		 t_quota;	/* requests it may start */
 	uint64_t		 t_started;
 
 	uint64_t		 t_ok;		/* complete responses */
@@ -106,13 +106,13 @@ static void	lc_start(struct lg_conn *);
 static void	lc_readcb(struct bufferevent *, void *);
 static void	lc_eventcb(struct bufferevent *, short, void *);
 
-static void
+static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr,
-	    "usage: loadgen -u URL [-x PROXY_HOST:PORT] [-A ID:TOKEN] [-c CONNS]\n"
-	    "               [-d SECONDS | -n REQUESTS] [-k | -K] [-t THREADS]\n"
-	    "               [-T TIMEOUT_S] [-o json]\n");
+	    "usage: loadgen -u URL [-x PROXY_HOST:PORT] [-A ID:TOKEN]\n"
+	    "           [-c CONNS] [-d SECONDS | -n REQUESTS] [-k | -K]\n"
+	    "           [-t THREADS] [-T TIMEOUT_S] [-o json]\n");
 	exit(2);
 }
 
@@ -338,6 +338,7 @@ lc_record(struct lg_conn *c)
 {
 	struct lg_thread *t = c->c_t;
 	uint64_t us = (now_ns() - c->c_t0) / 1000;
+	uint32_t *nlat;
 	size_t ncap;
 
 	t->t_ok++;
@@ -348,9 +349,9 @@ lc_record(struct lg_conn *c)
 		ncap = t->t_caplat == 0 ? 65536 : t->t_caplat * 2;
 		if (ncap > t->t_maxlat)
 			ncap = t->t_maxlat;
-		t->t_lat = realloc(t->t_lat, ncap * sizeof(*t->t_lat));
-		if (t->t_lat == NULL)
+		if ((nlat = realloc(t->t_lat, ncap * sizeof(*nlat))) == NULL)
 			die("out of memory");
+		t->t_lat = nlat;
 		t->t_caplat = ncap;
 	}
 	if (t->t_nlat < t->t_caplat)
@@ -626,7 +627,8 @@ thread_main(void *arg)
 	event_add(tick, &tick_tv);
 	if (duration > 0) {
 		tv.tv_sec = (time_t)duration;
-		tv.tv_usec = (suseconds_t)((duration - (double)tv.tv_sec) * 1e6);
+		tv.tv_usec = (suseconds_t)((duration - (double)tv.tv_sec) *
+		    1e6);
 		if ((stop = evtimer_new(t->t_base, stop_cb, t)) == NULL)
 			die("evtimer_new failed");
 		evtimer_add(stop, &tv);

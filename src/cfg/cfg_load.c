@@ -5,12 +5,9 @@
  */
 #include "config.h"
 
-#include <sys/stat.h>
-
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>

@@ -28,6 +28,8 @@
 #include "dns/net_guard.h"
 #include "util/util.h"
 
+#define CFG_MAX_KEYLEN	40	/* longer keys get no suggestion */
+
 extern char	**environ;
 
 /* Leading decimal digits of <s> into *n; returns the rest or NULL. */
@@ -134,12 +136,12 @@ cfg_parse_bool(const char *s, int *b)
 static size_t
 cfg_distance(const char *a, const char *b)
 {
-	size_t	d[CFG_MAX_NAME + 1][CFG_MAX_NAME + 1];
+	size_t	d[CFG_MAX_KEYLEN + 1][CFG_MAX_KEYLEN + 1];
 	size_t	la, lb, i, j, c, v;
 
 	la = strlen(a);
 	lb = strlen(b);
-	if (la > CFG_MAX_NAME || lb > CFG_MAX_NAME)
+	if (la > CFG_MAX_KEYLEN || lb > CFG_MAX_KEYLEN)
 		return SIZE_MAX;
 	for (i = 0; i <= la; i++)
 		d[i][0] = i;
@@ -500,27 +502,56 @@ cfg_exec(const char *cmd, char *buf, size_t max, size_t *len, char *why,
     size_t whysz)
 {
 	posix_spawn_file_actions_t	 fa;
+	posix_spawnattr_t		 sa;
+	sigset_t			 mask;
 	struct pollfd			 pfd;
 	struct timespec			 now, end;
 	char				*argv[4];
 	pid_t				 pid;
 	ssize_t				 r;
-	int				 p[2], status, rc, ms, err, over = 0;
+	int				 p[2], status, rc, ms, err, fd;
+	int				 over = 0;
 
 	*len = 0;
 	if (pipe2(p, O_CLOEXEC) == -1) {
 		snprintf(why, whysz, "pipe: %s", strerror(errno));
 		return -1;
 	}
+	/* With stdin or stdout closed the pipe could land on 0 or 1. */
+	for (rc = 0; rc < 2; rc++) {
+		if (p[rc] > 2)
+			continue;
+		if ((fd = fcntl(p[rc], F_DUPFD_CLOEXEC, 3)) == -1) {
+			snprintf(why, whysz, "fcntl: %s", strerror(errno));
+			close(p[0]);
+			close(p[1]);
+			return -1;
+		}
+		close(p[rc]);
+		p[rc] = fd;
+	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	/* The daemon ignores SIGPIPE and may block signals: not the child. */
+	posix_spawnattr_init(&sa);
+	sigemptyset(&mask);
+	posix_spawnattr_setsigmask(&sa, &mask);
+	sigaddset(&mask, SIGPIPE);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	posix_spawnattr_setsigdefault(&sa, &mask);
+	posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK |
+	    POSIX_SPAWN_SETSIGDEF);
 	argv[0] = (char *)"sh";
 	argv[1] = (char *)"-c";
 	argv[2] = (char *)cmd;
 	argv[3] = NULL;
-	err = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, environ);
+	err = posix_spawn(&pid, "/bin/sh", &fa, &sa, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&sa);
 	close(p[1]);
 	if (err != 0) {
 		close(p[0]);

@@ -15,6 +15,10 @@
 
 #define CFG_MAX_KEYS	32		/* entries in one keyword table */
 
+static void	cfg_verr(struct cfg_parse *, const yaml_mark_t *,
+		    const char *, va_list)
+		    __attribute__((format(printf, 3, 0)));
+
 static void
 cfg_verr(struct cfg_parse *cp, const yaml_mark_t *m, const char *fmt,
     va_list ap)

@@ -67,7 +67,7 @@
 #define GEN_LOWAT	(64 * 1024)	/* refill when output drains to this */
 #define GEN_HIWAT	(256 * 1024)	/* ... and fill up to this */
 #define CHUNK_MAX	(16 * 1024)	/* /chunked and /sse chunk size bound */
-#define ECHO_MAX	(1024 * 1024)	/* /ws: stop reading past this backlog */
+#define ECHO_MAX	(1024 * 1024)	/* /ws: backlog that pauses reading */
 #define IO_SINGLE	(256 * 1024)	/* per-syscall read/write size */
 
 #define FNV_OFFSET	14695981039346656037ULL
@@ -116,7 +116,7 @@ struct oconn {
 	struct bufferevent	*oc_bev;
 	struct event		*oc_timer;	/* /delay and /sse */
 	uint64_t		 oc_id;
-	uint64_t		 oc_nreq;	/* requests on this connection */
+	uint64_t		 oc_nreq;	/* requests on this socket */
 	enum oc_state		 oc_state;
 	int			 oc_peer_eof;
 	int			 oc_rst;	/* close with RST (/reset) */
@@ -143,7 +143,7 @@ struct oconn {
 
 	/* The response body generator. */
 	int			 oc_gen;	/* active */
-	const char		*oc_gsrc;	/* pattern: 26-periodic or 'x' */
+	const char		*oc_gsrc;	/* pattern or xs */
 	uint64_t		 oc_gleft;
 	uint64_t		 oc_gpos;
 	int			 oc_gchunked;
@@ -163,13 +163,14 @@ static char xs[GEN_PIECE];
 static void	oc_process(struct oconn *);
 static void	oc_writecb(struct bufferevent *, void *);
 
-static void
+static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr,
 	    "usage: origin -p PORT [-a ADDR] [-l LOGFILE] [-P PORTFILE]\n"
 	    "routes: /size/N /chunked/N /close/N /echo /upload /status/CODE\n"
-	    "        /json/N /delay/MS /stall /reset /stats /ws /sse?n=N&ms=M\n");
+	    "        /json/N /delay/MS /stall /reset /stats /ws\n"
+	    "        /sse?n=N&ms=M\n");
 	exit(2);
 }
 
@@ -333,7 +334,8 @@ base64(const unsigned char *in, size_t len, char *out)
 	uint32_t v;
 
 	for (i = 0; i + 2 < len; i += 3) {
-		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 |
+		    in[i + 2];
 		*out++ = tab[v >> 18], *out++ = tab[(v >> 12) & 63];
 		*out++ = tab[(v >> 6) & 63], *out++ = tab[v & 63];
 	}
@@ -352,8 +354,9 @@ base64(const unsigned char *in, size_t len, char *out)
 /*
  * Append one record to the log: the head exactly as received, the trailer
  * section if any, a note when the request was refused or cut short, the
- * body size (decoded, for chunked), and the separator. One write(2) per record, so a test that
- * greps the file never sees half of one.
+ * body size (decoded, for chunked), and the separator. The record is
+ * built in memory and written in one go, so a test that greps the file
+ * does not see half of one.
  */
 static void
 log_request(struct oconn *oc, const char *note)
@@ -870,7 +873,8 @@ route_request(struct oconn *oc, const char *path, size_t plen,
 			    parse_u64(eq + 1, amp - eq - 1, &v) == 0) {
 				if (eq - p == 1 && *p == 'n')
 					oc->oc_sse_n = v;
-				else if (eq - p == 2 && strncmp(p, "ms", 2) == 0)
+				else if (eq - p == 2 &&
+				    strncmp(p, "ms", 2) == 0)
 					oc->oc_sse_ms = v;
 			}
 			p = amp + 1;
@@ -1176,7 +1180,8 @@ read_body(struct oconn *oc, const char **why)
 		switch (oc->oc_cs) {
 		case CS_SIZE:
 		case CS_TRAILER:
-			ep = evbuffer_search_eol(in, NULL, &eol, EVBUFFER_EOL_LF);
+			ep = evbuffer_search_eol(in, NULL, &eol,
+			    EVBUFFER_EOL_LF);
 			if (ep.pos == -1) {
 				if (evbuffer_get_length(in) > LINE_MAX_CHUNK) {
 					*why = "chunk line too long";
@@ -1197,7 +1202,7 @@ read_body(struct oconn *oc, const char **why)
 			}
 			for (i = 0; i < len - 2; i++)
 				if (p[i] == '\r' || p[i] == '\0') {
-					*why = "control character in chunk line";
+					*why = "control char in chunk line";
 					return -1;
 				}
 			if (oc->oc_cs == CS_TRAILER) {
@@ -1243,7 +1248,7 @@ read_body(struct oconn *oc, const char **why)
 				*why = "bad chunk size";
 				return -1;
 			}
-			/* Allow BWS before ';' only; nothing else may follow. */
+			/* BWS before ';' is fine; nothing else may follow */
 			while (i < len - 2 && (p[i] == ' ' || p[i] == '\t'))
 				i++;
 			if (i < len - 2 && p[i] != ';') {
@@ -1312,8 +1317,8 @@ oc_process(struct oconn *oc)
 			}
 			if (oc->oc_expect && oc->oc_minor == 1 &&
 			    oc->oc_bk != BK_NONE)
-				evbuffer_add(out, "HTTP/1.1 100 Continue\r\n\r\n",
-				    25);
+				evbuffer_add_printf(out,
+				    "HTTP/1.1 100 Continue\r\n\r\n");
 			oc->oc_state = OS_BODY;
 			break;
 		case OS_BODY:
@@ -1331,7 +1336,7 @@ oc_process(struct oconn *oc)
 		case OS_ECHO:
 			evbuffer_add_buffer(out, in);
 			if (evbuffer_get_length(out) > ECHO_MAX) {
-				/* the peer is not reading: stop until it does */
+				/* the peer is not reading: wait for it */
 				bufferevent_disable(oc->oc_bev, EV_READ);
 				bufferevent_setwatermark(oc->oc_bev, EV_WRITE,
 				    ECHO_MAX / 2, 0);
@@ -1467,7 +1472,8 @@ accept_errcb(struct evconnlistener *l, void *arg)
 	int e = EVUTIL_SOCKET_ERROR();
 
 	/* EMFILE and friends: keep serving the connections we have. */
-	fprintf(stderr, "origin: accept: %s\n", evutil_socket_error_to_string(e));
+	fprintf(stderr, "origin: accept: %s\n",
+	    evutil_socket_error_to_string(e));
 }
 
 static void

@@ -511,8 +511,8 @@ START_TEST(test_cfg_empty_and_null)
 		"# nothing but a comment\n",
 		"policies: []\nsandboxes: []\n",
 		"listen:\nlimits: ~\nupstream: null\naudit:\n",
-		"listen:\n  default_sandbox: null\nupstream:\n"
-		"  deny_networks: ~\n",
+		("listen:\n  default_sandbox: null\nupstream:\n"
+		"  deny_networks: ~\n"),
 	};
 	struct cfg	*c;
 	char		*out;
@@ -728,8 +728,8 @@ END_TEST
 
 /* A scratch directory with a config file in it, for relative paths. */
 struct tmpconf {
-	char	dir[64];
-	char	path[128];
+	char	dir[256];
+	char	path[300];
 };
 
 static void
@@ -747,15 +747,23 @@ tmp_write(const char *path, const char *text, mode_t mode)
 static void
 tmp_init(struct tmpconf *t)
 {
+	char	*real;
+
 	snprintf(t->dir, sizeof(t->dir), "/tmp/airlock-cfg-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(t->dir));
+	/* The loader stores absolute, symlink-free directories. */
+	real = realpath(t->dir, NULL);
+	ck_assert_ptr_nonnull(real);
+	ck_assert_uint_lt(strlen(real), sizeof(t->dir));
+	snprintf(t->dir, sizeof(t->dir), "%s", real);
+	free(real);
 	snprintf(t->path, sizeof(t->path), "%s/airlock.yaml", t->dir);
 }
 
 static void
 tmp_fini(struct tmpconf *t)
 {
-	char	cmd[128];
+	char	cmd[300];
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
 	ck_assert_int_eq(system(cmd), 0);
@@ -779,7 +787,7 @@ START_TEST(test_cfg_file_paths)
 {
 	struct tmpconf	 t;
 	struct cfg	*c;
-	char		*out, want[256], tok[128];
+	char		*out, want[512], tok[512];
 	int		 nerr;
 
 	tmp_init(&t);
@@ -820,7 +828,7 @@ START_TEST(test_cfg_file_token_mode)
 {
 	struct tmpconf	 t;
 	struct cfg	*c;
-	char		*out, tok[128], where[256];
+	char		*out, tok[512], where[512];
 	int		 nerr;
 
 	tmp_init(&t);
