@@ -20,6 +20,7 @@ struct cfg_rule {
 	size_t		  r_nmethods;
 	char		**r_paths;	/* globs; NULL/0 = any */
 	size_t		  r_npaths;
+	int		  r_intercept;	/* default 1; 0 = splice TLS by SNI */
 	int		  r_line;	/* 1-based position of the rule */
 	int		  r_col;
 };
@@ -36,7 +37,8 @@ struct cfg_sandbox {
 	struct cfg_policy *s_policy;	/* borrowed from cfg->c_policies */
 	char		 *s_token;	/* resolved value (secret: never log) */
 	size_t		  s_token_len;
-	int		  s_token_generated; /* no token key: made at load */
+	int		  s_token_generated; /* no token key: the daemon
+					      supplies one */
 	char		**s_addresses;	/* source addresses (transparent) */
 	size_t		  s_naddresses;
 };
@@ -77,6 +79,11 @@ struct cfg {
 	struct cfg_host_override *c_upstream_hosts;
 	size_t			  c_nupstream_hosts;
 	struct net_guard	 *c_guard;	/* deny_networks/allow_networks */
+
+	size_t			  c_tls_cert_cache;	/* 10000 */
+	uint64_t		  c_tls_leaf_validity_ms; /* 7d, <= 30d */
+	int			  c_tls_min_version;	/* TLS1_2_VERSION or
+							   TLS1_3_VERSION */
 
 	struct cfg_policy	 *c_policies;
 	size_t			  c_npolicies;

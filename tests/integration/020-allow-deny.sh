@@ -101,7 +101,7 @@ PY
 
 # Raw-socket cases.
 "$PYTHON" - <<'PY' || fail "policy checks"
-import os, itlib
+import os, re, itlib
 from itlib import req, roundtrip, exchange
 ap, op, dead = (itlib.env_int(k) for k in
                 ("AIRLOCK_PORT", "ORIGIN_PORT", "DEAD_PORT"))
@@ -119,34 +119,33 @@ def reason(r):
         return ""
 
 def denied(r, what, marker, msg):
-    """403 denied whose reason names each word of <what>."""
+    """403 denied whose reason matches the regex <what>."""
     if t.error(r, 403, "denied", msg):
-        rs = reason(r).lower()
-        t.ok(all(w.lower() in rs for w in what.split()),
+        t.ok(re.search(what, reason(r), re.I),
              msg + ": reason names " + what, repr(reason(r)))
     t.ok(not seen(marker), msg + ": never reached the origin")
 
 # host
 r = roundtrip(ap, req("GET", "http://other.test:%d/echo?m=host1" % op))
-denied(r, "host other.test", "m=host1", "denied host")
+denied(r, r"other\.test", "m=host1", "denied host")
 r = roundtrip(ap, req("GET", "http://xapi.test:%d/echo?m=host2" % op))
-denied(r, "host xapi.test", "m=host2", "*.api.test does not cover xapi.test")
+denied(r, r"xapi\.test", "m=host2", "*.api.test does not cover xapi.test")
 # port (allowed elsewhere in the policy's rules, not for this host)
 r = roundtrip(ap, req("GET", "http://a.api.test:%d/echo?m=port1" % dead))
-denied(r, "port %d" % dead, "m=port1", "denied port")
+denied(r, r"port\W+%d\b" % dead, "m=port1", "denied port")
 r = roundtrip(ap, req("GET", "http://api.test:1/echo?m=port2"))
-denied(r, "port 1 ", "m=port2", "denied port 1")
+denied(r, r"port\W+1\b", "m=port2", "denied port 1")
 # method
 r = roundtrip(ap, req("DELETE", U + "/echo?m=method1"))
-denied(r, "method DELETE", "m=method1", "denied method")
+denied(r, r"\bDELETE\b", "m=method1", "denied method")
 r = roundtrip(ap, req("POST", "http://a.api.test:%d/echo?m=method2" % op,
                       body=b"x"))
-denied(r, "method POST", "m=method2", "denied method under suffix rule")
+denied(r, r"\bPOST\b", "m=method2", "denied method under suffix rule")
 # path (case-sensitive, without the query)
 r = roundtrip(ap, req("GET", U + "/V1/x?m=path1"))
-denied(r, "path /V1/x", "m=path1", "path match is case-sensitive")
+denied(r, r"/V1/x\b", "m=path1", "path match is case-sensitive")
 r = roundtrip(ap, req("GET", U + "/secret?q=/v1/x&m=path2"))
-denied(r, "path /secret", "m=path2", "the query does not take part in matching")
+denied(r, r"/secret\b", "m=path2", "the query does not take part in matching")
 
 # allowed, including suffix rule at several depths
 for h in ("api.test", "a.api.test", "b.c.api.test"):

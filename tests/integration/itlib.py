@@ -352,7 +352,6 @@ class Checks:
             print("ok - " + msg)
         else:
             print("not ok - %s %s" % (msg, detail))
-            sys.stderr.write("not ok - %s %s\n" % (msg, detail))
             self.failed.append(msg)
         sys.stdout.flush()
         return bool(cond)
@@ -363,8 +362,10 @@ class Checks:
 
     def done(self):
         if self.failed:
-            sys.stderr.write("%d of %d checks failed\n"
-                             % (len(self.failed), self.n))
+            sys.stdout.flush()
+            sys.stderr.write("%d of %d checks failed: %s\n"
+                             % (len(self.failed), self.n,
+                                "; ".join(self.failed)))
             sys.exit(1)
         sys.exit(0)
 

@@ -1,0 +1,150 @@
+/* OpenSSL contexts for both sides of an intercepted connection. */
+#include "config.h"
+
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <openssl/x509v3.h>
+
+#include "cfg/cfg.h"
+#include "dns/net_guard.h"
+#include "tls/tls.h"
+#include "util/log.h"
+
+/* 80 bytes: name, HMAC secret, AES key (OpenSSL's ticket key layout) */
+static unsigned char	ticket_keys[80];
+
+void
+tls_global_init(void)
+{
+	if (RAND_bytes(ticket_keys, sizeof(ticket_keys)) != 1)
+		fatalx("RAND_bytes failed");
+}
+
+const char *
+tls_error_string(char *buf, size_t bufsz)
+{
+	unsigned long	e = ERR_get_error();
+
+	if (e == 0)
+		snprintf(buf, bufsz, "connection closed during handshake");
+	else
+		ERR_error_string_n(e, buf, bufsz);
+	ERR_clear_error();
+	return buf;
+}
+
+/*
+ * airlock speaks HTTP/1.1 to clients. A client that offers ALPN without
+ * http/1.1 (h2 only) is refused with no_application_protocol.
+ */
+static int
+alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	unsigned int	i = 0;
+
+	while (i < inlen) {
+		unsigned int	n = in[i];
+
+		if (i + 1 + n > inlen)
+			break;
+		if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+			*out = in + i + 1;
+			*outlen = 8;
+			return SSL_TLSEXT_ERR_OK;
+		}
+		i += 1 + n;
+	}
+	return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+SSL_CTX *
+tls_server_ctx_new(const struct cfg *cfg)
+{
+	SSL_CTX	*ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL) {
+		log_tls("SSL_CTX_new");
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, cfg->c_tls_min_version);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION |
+	    SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
+	/* stateless tickets, same keys in every worker: any may resume */
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	if (SSL_CTX_set_tlsext_ticket_keys(ctx, ticket_keys,
+	    sizeof(ticket_keys)) != 1)
+		log_tls("ticket keys");
+	SSL_CTX_set_num_tickets(ctx, 1);
+	return ctx;
+}
+
+SSL_CTX *
+tls_client_ctx_new(const struct cfg *cfg)
+{
+	SSL_CTX		*ctx;
+	static const unsigned char alpn[] = "\x08http/1.1";
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		log_tls("SSL_CTX_new");
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, cfg->c_tls_min_version);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION |
+	    SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (strcmp(cfg->c_upstream_ca_file, "system") == 0) {
+		if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+			log_tls("system trust store");
+	} else if (SSL_CTX_load_verify_locations(ctx, cfg->c_upstream_ca_file,
+	    NULL) != 1) {
+		log_tls("upstream.ca_file %s", cfg->c_upstream_ca_file);
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1);
+	return ctx;
+}
+
+SSL *
+tls_client_ssl_new(SSL_CTX *ctx, const char *host)
+{
+	SSL		*ssl;
+	X509_VERIFY_PARAM *param;
+	struct net_addr	 a;
+
+	if ((ssl = SSL_new(ctx)) == NULL)
+		return NULL;
+	param = SSL_get0_param(ssl);
+	X509_VERIFY_PARAM_set_hostflags(param,
+	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	if (net_host_literal(host, &a) == 1) {
+		/* no SNI for addresses (RFC 6066); check the IP SAN */
+		X509_VERIFY_PARAM_set1_ip_asc(param, host);
+	} else {
+		SSL_set_tlsext_host_name(ssl, host);
+		X509_VERIFY_PARAM_set1_host(param, host, 0);
+	}
+	return ssl;
+}
+
+void
+tls_server_ssl_set_context(SSL *ssl, const char *sandbox, const char *host)
+{
+	unsigned char	d[SHA256_DIGEST_LENGTH];
+	char		buf[600];
+	int		n;
+
+	/* a ticket from another sandbox or host never resumes here */
+	n = snprintf(buf, sizeof(buf), "%s%c%s", sandbox, 0, host);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	SHA256((unsigned char *)buf, (size_t)n, d);
+	SSL_set_session_id_context(ssl, d, SSL_MAX_SID_CTX_LENGTH);
+}
