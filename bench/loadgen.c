@@ -7,6 +7,17 @@
  * chunked, or close-delimited); body bytes are counted and drained from
  * the input evbuffer, never copied. Latencies are kept as microseconds,
  * up to LAT_MAX samples, and sorted once at the end for percentiles.
+ *
+ * https:// URLs speak TLS (OpenSSL through bufferevent_openssl): straight
+ * to the host, or with -x through a CONNECT tunnel that each connection
+ * opens first, then a TLS handshake inside it (SNI and certificate check
+ * for the URL's host). A request is written once its connection's
+ * handshake is done; its latency still counts from the moment it was due,
+ * so with -K it includes TCP connect, CONNECT and the handshake.
+ *
+ * --sse also times the first "data:" of each response body, from the
+ * moment the request was written (after any handshake), for the
+ * time-to-first-event of a Server-Sent Events stream.
  */
 #include "config.h"
 
@@ -32,17 +43,27 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <getopt.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #define LAT_MAX		10000000	/* latency samples kept, all threads */
 #define HEAD_MAX	(64 * 1024)
 #define IO_SINGLE	(256 * 1024)	/* per-syscall read size */
 #define RETRY_MS	10		/* pause after a socket error */
+#define TTFE_MAX	1000000		/* --sse samples kept, all threads */
 
 enum lc_state {
-	LC_HEAD = 0,		/* waiting for the response head */
+	LC_CONNECT = 0,		/* waiting for the proxy's CONNECT answer */
+	LC_HEAD,		/* waiting for the response head */
 	LC_BODY_LEN,		/* Content-Length body */
 	LC_CHUNK_SIZE,
 	LC_CHUNK_DATA,
@@ -60,6 +81,13 @@ struct lg_conn {
 	uint64_t		 c_left;	/* body or chunk bytes left */
 	uint64_t		 c_body;	/* body bytes so far */
 	uint64_t		 c_t0;		/* request start, ns */
+	uint64_t		 c_tsent;	/* request written, ns */
+	int			 c_ready;	/* connected (and TLS done) */
+	int			 c_pending;	/* request waits for c_ready */
+	int			 c_ownfd;	/* CONNECT phase: close fd */
+	int			 c_match;	/* --sse: "data:" bytes matched */
+	int			 c_ttfe_done;	/* --sse: first event seen */
+	SSL_SESSION		*c_sess;	/* --resume: last session */
 	int			 c_status;
 	int			 c_close;	/* server closes after it */
 	int			 c_nreq;	/* responses on this socket */
@@ -82,6 +110,14 @@ struct lg_thread {
 	uint64_t		 t_bytes;	/* body bytes */
 	uint64_t		 t_connects;
 	uint64_t		 t_reconnects;	/* stale keep-alive, resent */
+	uint64_t		 t_handshakes;	/* TLS handshakes completed */
+	uint64_t		 t_resumed;	/* ... of which resumed */
+	uint64_t		 t_tlserr;	/* TLS handshakes failed */
+	uint64_t		 t_connfail;	/* CONNECT refused by the proxy */
+	int			 t_said;	/* first failure reported */
+	uint32_t		*t_ttfe;	/* --sse, microseconds */
+	size_t			 t_nttfe;
+	size_t			 t_capttfe;
 	uint32_t		*t_lat;
 	size_t			 t_nlat;
 	size_t			 t_caplat;
@@ -101,6 +137,16 @@ static pthread_barrier_t barrier;
 static uint64_t t_start;
 static volatile int stopping;	/* set by main on SIGINT/SIGTERM */
 static volatile int nrunning;	/* threads still in their loop */
+static SSL_CTX *sslctx;		/* https:// URLs */
+static char tls_host[256];	/* SNI and certificate name */
+static int tls_host_ip;		/* ... an IP literal: no SNI */
+static int tls_verify = 1;
+static int tls_resume;		/* --resume */
+static int via_proxy;		/* -x with https: CONNECT first */
+static char *connect_req;	/* CONNECT request, with -x and https */
+static const char *tls_cafile;	/* --cafile */
+static size_t connect_reqlen;
+static int sse_mode;		/* --sse */
 
 static void	lc_start(struct lg_conn *);
 static void	lc_readcb(struct bufferevent *, void *);
@@ -112,7 +158,9 @@ usage(void)
 	fprintf(stderr,
 	    "usage: loadgen -u URL [-x PROXY_HOST:PORT] [-A ID:TOKEN]\n"
 	    "           [-c CONNS] [-d SECONDS | -n REQUESTS] [-k | -K]\n"
-	    "           [-t THREADS] [-T TIMEOUT_S] [-o json]\n");
+	    "           [-t THREADS] [-T TIMEOUT_S] [-o json]\n"
+	    "           [--cafile FILE | --insecure] [--resume]\n"
+	    "           [--connect-to HOST:PORT] [--sse]\n");
 	exit(2);
 }
 
@@ -205,18 +253,97 @@ resolve(const char *hostport, const char *defport)
 	freeaddrinfo(res);
 }
 
-/* Build the one request every connection sends. */
-static void
-build_request(const char *url, const char *proxy, const char *auth)
+/* --resume: keep the newest session of each connection. */
+static int
+new_session_cb(SSL *ssl, SSL_SESSION *sess)
 {
-	const char *authority, *path, *slash;
-	char hostport[300], *cred = NULL;
-	size_t alen;
-	int n;
+	struct lg_conn *c = SSL_get_app_data(ssl);
 
-	if (strncmp(url, "http://", 7) != 0)
-		die("only http:// URLs: %s", url);
-	authority = url + 7;
+	if (c == NULL)
+		return 0;
+	if (c->c_sess != NULL)
+		SSL_SESSION_free(c->c_sess);
+	c->c_sess = sess;
+	return 1;	/* the reference is ours now */
+}
+
+static void
+tls_setup(void)
+{
+	if ((sslctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		die("SSL_CTX_new failed");
+	SSL_CTX_set_min_proto_version(sslctx, TLS1_2_VERSION);
+	if (tls_verify) {
+		SSL_CTX_set_verify(sslctx, SSL_VERIFY_PEER, NULL);
+		if (tls_cafile != NULL) {
+			if (SSL_CTX_load_verify_locations(sslctx, tls_cafile,
+			    NULL) != 1)
+				die("--cafile %s: %s", tls_cafile,
+				    ERR_reason_error_string(ERR_get_error()));
+		} else if (SSL_CTX_set_default_verify_paths(sslctx) != 1)
+			die("no default trust store");
+	}
+	/* What curl offers; the server picks http/1.1 or nothing. */
+	SSL_CTX_set_alpn_protos(sslctx,
+	    (const unsigned char *)"\x08http/1.1", 9);
+	/* A close-delimited body may end without close_notify. */
+	SSL_CTX_set_options(sslctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	SSL_CTX_set_mode(sslctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+	    SSL_MODE_ENABLE_PARTIAL_WRITE);
+	if (tls_resume) {
+		SSL_CTX_set_session_cache_mode(sslctx, SSL_SESS_CACHE_CLIENT |
+		    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+		SSL_CTX_sess_set_new_cb(sslctx, new_session_cb);
+	} else
+		SSL_CTX_set_session_cache_mode(sslctx, SSL_SESS_CACHE_OFF);
+}
+
+/* A fresh SSL for <c>: SNI, name check, and the session to resume. */
+static SSL *
+lc_ssl(struct lg_conn *c)
+{
+	SSL *ssl;
+
+	if ((ssl = SSL_new(sslctx)) == NULL)
+		die("SSL_new failed");
+	SSL_set_app_data(ssl, c);
+	/* RFC 6066: no SNI for an address. */
+	if (!tls_host_ip && !SSL_set_tlsext_host_name(ssl, tls_host))
+		die("SNI %s refused", tls_host);
+	if (tls_verify) {
+		if (tls_host_ip ? !X509_VERIFY_PARAM_set1_ip_asc(
+		    SSL_get0_param(ssl), tls_host) :
+		    !SSL_set1_host(ssl, tls_host))
+			die("cannot check certificates for %s", tls_host);
+	}
+	if (tls_resume && c->c_sess != NULL)
+		SSL_set_session(ssl, c->c_sess);
+	return ssl;
+}
+
+/*
+ * Build the one request every connection sends (and, for https through a
+ * proxy, the CONNECT that opens each tunnel), and resolve where to
+ * connect: the proxy, --connect-to, or the URL's host.
+ */
+static void
+build_request(const char *url, const char *proxy, const char *auth,
+    const char *connect_to)
+{
+	const char *authority, *path, *slash, *h, *e;
+	char hostport[300], *cred = NULL;
+	size_t alen, hl;
+	int n, https, absolute, has_port;
+	unsigned char abuf[16];
+
+	if (strncmp(url, "http://", 7) == 0) {
+		https = 0;
+		authority = url + 7;
+	} else if (strncmp(url, "https://", 8) == 0) {
+		https = 1;
+		authority = url + 8;
+	} else
+		die("only http:// and https:// URLs: %s", url);
 	slash = strchr(authority, '/');
 	alen = slash != NULL ? (size_t)(slash - authority) : strlen(authority);
 	path = slash != NULL ? slash : "/";
@@ -225,6 +352,22 @@ build_request(const char *url, const char *proxy, const char *auth)
 	memcpy(hostport, authority, alen);
 	hostport[alen] = '\0';
 
+	/* The bare host: SNI and the name the certificate must carry. */
+	h = hostport;
+	if (*h == '[') {
+		if ((e = strchr(h, ']')) == NULL)
+			die("bad URL: %s", url);
+		h++;
+	} else if ((e = strrchr(h, ':')) == NULL)
+		e = h + strlen(h);
+	hl = (size_t)(e - h);
+	if (hl == 0 || hl >= sizeof(tls_host))
+		die("bad URL: %s", url);
+	memcpy(tls_host, h, hl);
+	tls_host[hl] = '\0';
+	tls_host_ip = inet_pton(AF_INET, tls_host, abuf) == 1 ||
+	    inet_pton(AF_INET6, tls_host, abuf) == 1;
+
 	if (auth != NULL) {
 		if (strchr(auth, ':') == NULL)
 			die("-A wants ID:TOKEN");
@@ -232,7 +375,14 @@ build_request(const char *url, const char *proxy, const char *auth)
 			die("out of memory");
 		base64(auth, strlen(auth), cred);
 	}
-	/* Through a proxy: absolute-form target, as curl does. */
+	/*
+	 * Plain HTTP through a proxy: absolute-form target, as curl does.
+	 * HTTPS through a proxy: a CONNECT per connection, carrying the
+	 * credentials, with origin-form requests inside the tunnel.
+	 */
+	absolute = proxy != NULL && !https;
+	via_proxy = proxy != NULL && https;
+	has_port = *e == ':' || (e[0] == ']' && e[1] == ':');
 	n = asprintf(&request,
 	    "GET %s%.*s%s HTTP/1.1\r\n"
 	    "Host: %s\r\n"
@@ -241,26 +391,61 @@ build_request(const char *url, const char *proxy, const char *auth)
 	    "%s%s%s"
 	    "%s"
 	    "\r\n",
-	    proxy != NULL ? "http://" : "",
-	    proxy != NULL ? (int)alen : 0, authority,
+	    absolute ? "http://" : "",
+	    absolute ? (int)alen : 0, authority,
 	    path, hostport,
-	    cred != NULL ? "Proxy-Authorization: Basic " : "",
-	    cred != NULL ? cred : "", cred != NULL ? "\r\n" : "",
+	    cred != NULL && absolute ? "Proxy-Authorization: Basic " : "",
+	    cred != NULL && absolute ? cred : "",
+	    cred != NULL && absolute ? "\r\n" : "",
 	    keepalive ? "" : "Connection: close\r\n");
 	if (n == -1)
 		die("out of memory");
 	requestlen = (size_t)n;
+	if (via_proxy) {
+		/* The CONNECT target always names the port. */
+		n = asprintf(&connect_req,
+		    "CONNECT %s%s HTTP/1.1\r\n"
+		    "Host: %s%s\r\n"
+		    "User-Agent: airlock-loadgen\r\n"
+		    "%s%s%s"
+		    "\r\n",
+		    hostport, has_port ? "" : ":443",
+		    hostport, has_port ? "" : ":443",
+		    cred != NULL ? "Proxy-Authorization: Basic " : "",
+		    cred != NULL ? cred : "", cred != NULL ? "\r\n" : "");
+		if (n == -1)
+			die("out of memory");
+		connect_reqlen = (size_t)n;
+	}
 	free(cred);
-	resolve(proxy != NULL ? proxy : hostport, proxy != NULL ? NULL : "80");
+	if (proxy != NULL)
+		resolve(proxy, NULL);
+	else
+		resolve(connect_to != NULL ? connect_to : hostport,
+		    https ? "443" : "80");
+	if (https)
+		tls_setup();
 }
 
 static void
 lc_drop(struct lg_conn *c)
 {
+	evutil_socket_t fd;
+	SSL *ssl;
+
 	if (c->c_bev != NULL) {
+		/* The SSL goes with the bufferevent; it must not call us. */
+		if ((ssl = bufferevent_openssl_get_ssl(c->c_bev)) != NULL)
+			SSL_set_app_data(ssl, NULL);
+		fd = bufferevent_getfd(c->c_bev);
 		bufferevent_free(c->c_bev);
+		if (c->c_ownfd && fd != -1)
+			evutil_closesocket(fd);
 		c->c_bev = NULL;
 	}
+	c->c_ownfd = 0;
+	c->c_ready = 0;
+	c->c_pending = 0;
 	c->c_nreq = 0;
 }
 
@@ -281,40 +466,155 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
 	lc_start(arg);
 }
 
-/* Open a socket if there is none, then send the request. */
 static void
-lc_send(struct lg_conn *c)
+lc_setup_bev(struct lg_conn *c)
+{
+	bufferevent_setcb(c->c_bev, lc_readcb, NULL, lc_eventcb, c);
+	bufferevent_set_max_single_read(c->c_bev, IO_SINGLE);
+	bufferevent_set_timeouts(c->c_bev, &rtimeout, NULL);
+	bufferevent_enable(c->c_bev, EV_READ | EV_WRITE);
+}
+
+/*
+ * Open a connection: plain, TLS straight to the host, or (https with -x)
+ * a plain one to the proxy that carries a CONNECT first. Returns -1 when
+ * the connect failed at once (already counted as an error).
+ */
+static int
+lc_open(struct lg_conn *c)
 {
 	struct lg_thread *t = c->c_t;
 	int one = 1;
 
-	if (c->c_bev == NULL) {
+	c->c_ready = 0;
+	c->c_ownfd = 0;
+	if (via_proxy) {
+		/* The fd outlives this bufferevent when the tunnel is up. */
+		c->c_bev = bufferevent_socket_new(t->t_base, -1, 0);
+		c->c_ownfd = 1;
+		c->c_state = LC_CONNECT;
+	} else if (sslctx != NULL) {
+		c->c_bev = bufferevent_openssl_socket_new(t->t_base, -1,
+		    lc_ssl(c), BUFFEREVENT_SSL_CONNECTING,
+		    BEV_OPT_CLOSE_ON_FREE);
+	} else {
 		c->c_bev = bufferevent_socket_new(t->t_base, -1,
 		    BEV_OPT_CLOSE_ON_FREE);
-		if (c->c_bev == NULL)
-			die("bufferevent_socket_new failed");
-		bufferevent_setcb(c->c_bev, lc_readcb, NULL, lc_eventcb, c);
-		bufferevent_set_max_single_read(c->c_bev, IO_SINGLE);
-		bufferevent_set_timeouts(c->c_bev, &rtimeout, NULL);
-		bufferevent_enable(c->c_bev, EV_READ | EV_WRITE);
-		t->t_connects++;
-		if (bufferevent_socket_connect(c->c_bev,
-		    (struct sockaddr *)&dst, (int)dstlen) == -1) {
-			/* reported like any other socket error */
-			lc_eventcb(c->c_bev, BEV_EVENT_ERROR, c);
-			return;
-		}
-		setsockopt(bufferevent_getfd(c->c_bev), IPPROTO_TCP,
-		    TCP_NODELAY, &one, sizeof(one));
+		c->c_ready = 1;	/* libevent holds the request till then */
 	}
-	c->c_state = LC_HEAD;
+	if (c->c_bev == NULL)
+		die("bufferevent_socket_new failed");
+	if (sslctx != NULL && !via_proxy)
+		bufferevent_openssl_set_allow_dirty_shutdown(c->c_bev, 1);
+	lc_setup_bev(c);
+	t->t_connects++;
+	if (bufferevent_socket_connect(c->c_bev, (struct sockaddr *)&dst,
+	    (int)dstlen) == -1) {
+		/* reported like any other socket error */
+		lc_eventcb(c->c_bev, BEV_EVENT_ERROR, c);
+		return -1;
+	}
+	setsockopt(bufferevent_getfd(c->c_bev), IPPROTO_TCP, TCP_NODELAY,
+	    &one, sizeof(one));
+	if (via_proxy)
+		evbuffer_add_reference(bufferevent_get_output(c->c_bev),
+		    connect_req, connect_reqlen, NULL, NULL);
+	return 0;
+}
+
+/* Write the request now: the connection is ready for it. */
+static void
+lc_write(struct lg_conn *c)
+{
+	c->c_pending = 0;
+	c->c_tsent = now_ns();
+	/* The request is static: a reference, not a copy. */
+	evbuffer_add_reference(bufferevent_get_output(c->c_bev), request,
+	    requestlen, NULL, NULL);
+}
+
+/* Open a connection if there is none, then send the request. */
+static void
+lc_send(struct lg_conn *c)
+{
+	if (c->c_bev == NULL && lc_open(c) == -1)
+		return;
+	if (c->c_state != LC_CONNECT)
+		c->c_state = LC_HEAD;
 	c->c_body = 0;
 	c->c_got = 0;
 	c->c_status = 0;
 	c->c_close = 0;
-	/* The request is static: a reference, not a copy. */
-	evbuffer_add_reference(bufferevent_get_output(c->c_bev), request,
-	    requestlen, NULL, NULL);
+	c->c_match = 0;
+	c->c_ttfe_done = 0;
+	if (c->c_ready)
+		lc_write(c);
+	else
+		c->c_pending = 1;
+}
+
+/* A failure worth one line on stderr per thread: the first. */
+static void __attribute__((format(printf, 2, 3)))
+lc_say(struct lg_thread *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->t_said)
+		return;
+	t->t_said = 1;
+	fprintf(stderr, "loadgen: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/*
+ * The proxy answered the CONNECT: on 200, start TLS on the same socket.
+ * Returns 0 when done or waiting, -1 on a refusal or bad answer.
+ */
+static int
+lc_tunnel(struct lg_conn *c, struct evbuffer *in)
+{
+	struct lg_thread *t = c->c_t;
+	struct evbuffer_ptr ep;
+	evutil_socket_t fd;
+	const char *p;
+	size_t hlen, l;
+
+	ep = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (ep.pos == -1) {
+		if (evbuffer_get_length(in) > HEAD_MAX)
+			goto bad;
+		return 0;
+	}
+	hlen = (size_t)ep.pos + 4;
+	p = (const char *)evbuffer_pullup(in, hlen);
+	if (hlen < 12 || strncmp(p, "HTTP/1.", 7) != 0 ||
+	    strncmp(p + 8, " 200", 4) != 0)
+		goto bad;
+	/* Nothing may follow: the server speaks after our ClientHello. */
+	if (evbuffer_get_length(in) != hlen)
+		goto bad;
+	fd = bufferevent_getfd(c->c_bev);
+	bufferevent_free(c->c_bev);	/* no BEV_OPT_CLOSE_ON_FREE */
+	c->c_ownfd = 0;
+	c->c_bev = bufferevent_openssl_socket_new(t->t_base, fd, lc_ssl(c),
+	    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (c->c_bev == NULL)
+		die("bufferevent_openssl_socket_new failed");
+	bufferevent_openssl_set_allow_dirty_shutdown(c->c_bev, 1);
+	lc_setup_bev(c);
+	c->c_state = LC_HEAD;
+	return 0;
+bad:
+	t->t_connfail++;
+	p = (const char *)evbuffer_pullup(in, -1);
+	for (l = 0; l < evbuffer_get_length(in) && l < 120 && p[l] != '\r' &&
+	    p[l] != '\n'; l++)
+		;
+	lc_say(t, "CONNECT refused: %.*s", (int)l, p);
+	return -1;
 }
 
 /* Start the next request, unless this thread's share is used up. */
@@ -381,6 +681,64 @@ lc_error(struct lg_conn *c)
 	lc_drop(c);
 	if (event_base_once(t->t_base, -1, EV_TIMEOUT, retry_cb, c, &tv) == -1)
 		die("event_base_once failed");
+}
+
+/* --sse: the first "data:" of this response arrived just now. */
+static void
+lc_ttfe(struct lg_conn *c)
+{
+	struct lg_thread *t = c->c_t;
+	uint64_t us = (now_ns() - c->c_tsent) / 1000;
+	uint32_t *n;
+	size_t cap;
+
+	c->c_ttfe_done = 1;
+	if (t->t_nttfe == t->t_capttfe) {
+		if (t->t_capttfe >= TTFE_MAX)
+			return;
+		cap = t->t_capttfe == 0 ? 1024 : t->t_capttfe * 2;
+		if ((n = realloc(t->t_ttfe, cap * sizeof(*n))) == NULL)
+			die("out of memory");
+		t->t_ttfe = n;
+		t->t_capttfe = cap;
+	}
+	t->t_ttfe[t->t_nttfe++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+/*
+ * --sse: look for "data:" in the next <n> body bytes, before they are
+ * drained. A match may span reads: c_match carries the bytes matched.
+ * ('d' occurs once in "data:", so a mismatch restarts at 0 or 1.)
+ */
+static void
+lc_scan(struct lg_conn *c, struct evbuffer *in, size_t n)
+{
+	static const char pat[] = "data:";
+	struct evbuffer_iovec v[8];
+	const char *b;
+	size_t i, k = 0, bl;
+	int nv, j;
+
+	if (!sse_mode || c->c_ttfe_done || n == 0)
+		return;
+	nv = evbuffer_peek(in, (ev_ssize_t)n, NULL, v, 8);
+	if (nv > 8)
+		nv = 8;	/* the rest is looked at on the next call */
+	for (j = 0; j < nv && k < n; j++) {
+		b = v[j].iov_base;
+		bl = v[j].iov_len < n - k ? v[j].iov_len : n - k;
+		for (i = 0; i < bl; i++) {
+			if (b[i] == pat[c->c_match])
+				c->c_match++;
+			else
+				c->c_match = b[i] == 'd';
+			if (c->c_match == 5) {
+				lc_ttfe(c);
+				return;
+			}
+		}
+		k += bl;
+	}
 }
 
 static int
@@ -488,17 +846,21 @@ lc_parse(struct lg_conn *c, struct evbuffer *in)
 	for (;;) {
 		len = evbuffer_get_length(in);
 		switch (c->c_state) {
+		case LC_CONNECT:	/* handled by lc_readcb */
+			return 0;
 		case LC_HEAD:
 			if ((r = lc_head(c, in)) != 1)
 				return r;
 			break;
 		case LC_BODY_LEN:
 			n = len < c->c_left ? len : (size_t)c->c_left;
+			lc_scan(c, in, n);
 			evbuffer_drain(in, n);
 			c->c_body += n;
 			c->c_left -= n;
 			return c->c_left == 0 ? 1 : 0;
 		case LC_BODY_EOF:
+			lc_scan(c, in, len);
 			evbuffer_drain(in, len);
 			c->c_body += len;
 			return 0;
@@ -528,6 +890,7 @@ lc_parse(struct lg_conn *c, struct evbuffer *in)
 			if (len == 0)
 				return 0;
 			n = len < c->c_left ? len : (size_t)c->c_left;
+			lc_scan(c, in, n);
 			evbuffer_drain(in, n);
 			c->c_body += n;
 			c->c_left -= n;
@@ -554,6 +917,12 @@ lc_readcb(struct bufferevent *bev, void *arg)
 	struct lg_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
+	if (c->c_state == LC_CONNECT) {
+		/* On success <bev> is gone: a TLS one took its socket. */
+		if (lc_tunnel(c, in) == -1)
+			lc_error(c);
+		return;
+	}
 	c->c_got = 1;
 	switch (lc_parse(c, in)) {
 	case 1:
@@ -573,8 +942,44 @@ lc_eventcb(struct bufferevent *bev, short what, void *arg)
 {
 	struct lg_conn *c = arg;
 
-	if (what & BEV_EVENT_CONNECTED)
+	struct lg_thread *t = c->c_t;
+	unsigned long e;
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	long vr;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		/* TCP is up (plain), or the TLS handshake is done. */
+		if (ssl != NULL && !c->c_ready) {
+			t->t_handshakes++;
+			if (SSL_session_reused(ssl))
+				t->t_resumed++;
+			c->c_ready = 1;
+			if (c->c_pending)
+				lc_write(c);
+		}
 		return;
+	}
+	if (ssl != NULL && !c->c_ready && (what & (BEV_EVENT_ERROR |
+	    BEV_EVENT_EOF))) {
+		/* The handshake failed: say why, once. */
+		t->t_tlserr++;
+		vr = SSL_get_verify_result(ssl);
+		while ((e = bufferevent_get_openssl_error(bev)) != 0)
+			if (ERR_GET_LIB(e) != 0)
+				break;
+		if (vr != X509_V_OK)
+			lc_say(t, "TLS handshake: certificate: %s",
+			    X509_verify_cert_error_string(vr));
+		else
+			lc_say(t, "TLS handshake failed: %s",
+			    e != 0 ? ERR_reason_error_string(e) :
+			    (what & BEV_EVENT_EOF) ? "closed by peer" :
+			    evutil_socket_error_to_string(
+			    EVUTIL_SOCKET_ERROR()));
+		ERR_clear_error();
+		lc_error(c);
+		return;
+	}
 	if ((what & BEV_EVENT_EOF) && c->c_state == LC_BODY_EOF) {
 		lc_drop(c);
 		lc_complete(c);
@@ -677,20 +1082,46 @@ pct(const uint32_t *lat, size_t n, double p)
 int
 main(int argc, char *argv[])
 {
+	static const struct option longopts[] = {
+		{ "cafile", required_argument, NULL, 'C' },
+		{ "insecure", no_argument, NULL, 'I' },
+		{ "resume", no_argument, NULL, 'R' },
+		{ "connect-to", required_argument, NULL, 'D' },
+		{ "sse", no_argument, NULL, 'S' },
+		{ NULL, 0, NULL, 0 }
+	};
 	const char *url = NULL, *proxy = NULL, *auth = NULL, *output = NULL;
+	const char *connect_to = NULL;
 	struct lg_thread *threads, *t;
 	uint64_t nreq = 0, ok = 0, non2xx = 0, sockerr = 0, bytes = 0;
 	uint64_t connects = 0, reconnects = 0, t_last = 0;
-	uint32_t *lat;
-	size_t nlat = 0;
+	uint64_t handshakes = 0, resumed = 0, tlserr = 0, connfail = 0;
+	uint32_t *lat, *ttfe;
+	size_t nlat = 0, nttfe = 0;
 	double secs, rps, mbps;
 	int ch, nconns = 1, nthreads = 1, i, j;
 	struct timespec poll_ts = { 0, 100000000 };
 	sigset_t sigs;
 	char *e;
 
-	while ((ch = getopt(argc, argv, "A:c:d:hkKn:o:t:T:u:x:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "A:c:d:hkKn:o:t:T:u:x:", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
+		case 'C':
+			tls_cafile = optarg;
+			break;
+		case 'D':
+			connect_to = optarg;
+			break;
+		case 'I':
+			tls_verify = 0;
+			break;
+		case 'R':
+			tls_resume = 1;
+			break;
+		case 'S':
+			sse_mode = 1;
+			break;
 		case 'A':
 			auth = optarg;
 			break;
@@ -746,7 +1177,7 @@ main(int argc, char *argv[])
 		duration = 10;
 	if (nthreads > nconns)
 		nthreads = nconns;
-	build_request(url, proxy, auth);
+	build_request(url, proxy, auth, connect_to);
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((threads = calloc(nthreads, sizeof(*threads))) == NULL)
@@ -795,23 +1226,38 @@ main(int argc, char *argv[])
 		bytes += t->t_bytes;
 		connects += t->t_connects;
 		reconnects += t->t_reconnects;
+		handshakes += t->t_handshakes;
+		resumed += t->t_resumed;
+		tlserr += t->t_tlserr;
+		connfail += t->t_connfail;
 		nlat += t->t_nlat;
+		nttfe += t->t_nttfe;
 		if (t->t_end > t_last)
 			t_last = t->t_end;
 	}
 
-	if ((lat = malloc((nlat + 1) * sizeof(*lat))) == NULL)
+	if ((lat = malloc((nlat + 1) * sizeof(*lat))) == NULL ||
+	    (ttfe = malloc((nttfe + 1) * sizeof(*ttfe))) == NULL)
 		die("out of memory");
-	for (i = 0, nlat = 0; i < nthreads; i++) {
+	for (i = 0, nlat = 0, nttfe = 0; i < nthreads; i++) {
 		t = &threads[i];
 		if (t->t_nlat > 0)
 			memcpy(lat + nlat, t->t_lat, t->t_nlat * sizeof(*lat));
 		nlat += t->t_nlat;
+		if (t->t_nttfe > 0)
+			memcpy(ttfe + nttfe, t->t_ttfe,
+			    t->t_nttfe * sizeof(*ttfe));
+		nttfe += t->t_nttfe;
 		free(t->t_lat);
+		free(t->t_ttfe);
+		for (j = 0; j < t->t_nconns; j++)
+			if (t->t_conns[j].c_sess != NULL)
+				SSL_SESSION_free(t->t_conns[j].c_sess);
 		free(t->t_conns);
 		event_base_free(t->t_base);
 	}
 	qsort(lat, nlat, sizeof(*lat), cmp_u32);
+	qsort(ttfe, nttfe, sizeof(*ttfe), cmp_u32);
 
 	secs = (double)(t_last - t_start) / 1e9;
 	if (secs <= 0)
@@ -827,6 +1273,17 @@ main(int argc, char *argv[])
 	    (double)bytes / 1e6, mbps, pct(lat, nlat, 50), pct(lat, nlat, 90),
 	    pct(lat, nlat, 99), nlat > 0 ? lat[nlat - 1] / 1000.0 : 0.0,
 	    connects);
+	if (sslctx != NULL)
+		fprintf(output != NULL ? stderr : stdout,
+		    "TLS: %" PRIu64 " handshakes (%" PRIu64 " resumed), "
+		    "%" PRIu64 " failed; %" PRIu64 " CONNECTs refused\n",
+		    handshakes, resumed, tlserr, connfail);
+	if (sse_mode)
+		fprintf(output != NULL ? stderr : stdout,
+		    "first event ms: min %.3f p50 %.3f p90 %.3f max %.3f "
+		    "(%zu responses)\n", nttfe > 0 ? ttfe[0] / 1000.0 : 0.0,
+		    pct(ttfe, nttfe, 50), pct(ttfe, nttfe, 90),
+		    nttfe > 0 ? ttfe[nttfe - 1] / 1000.0 : 0.0, nttfe);
 	if (output != NULL)
 		printf("{\"url\":\"%s\",\"proxy\":\"%s\",\"conns\":%d,"
 		    "\"threads\":%d,\"keepalive\":%s,\"seconds\":%.3f,"
@@ -835,14 +1292,27 @@ main(int argc, char *argv[])
 		    "\"sock_errors\":%" PRIu64 ",\"bytes\":%" PRIu64 ","
 		    "\"mbps\":%.2f,\"p50_ms\":%.3f,\"p90_ms\":%.3f,"
 		    "\"p99_ms\":%.3f,\"max_ms\":%.3f,"
-		    "\"connects\":%" PRIu64 ",\"reconnects\":%" PRIu64 "}\n",
+		    "\"connects\":%" PRIu64 ",\"reconnects\":%" PRIu64 ","
+		    "\"tls\":%s,\"handshakes\":%" PRIu64 ","
+		    "\"resumed\":%" PRIu64 ",\"tls_errors\":%" PRIu64 ","
+		    "\"connect_refused\":%" PRIu64 ",\"ttfe_n\":%zu,"
+		    "\"ttfe_min_ms\":%.3f,\"ttfe_p50_ms\":%.3f,"
+		    "\"ttfe_p90_ms\":%.3f,\"ttfe_max_ms\":%.3f}\n",
 		    url, proxy != NULL ? proxy : "", nconns, nthreads,
 		    keepalive ? "true" : "false", secs, ok, rps,
 		    non2xx + sockerr, non2xx, sockerr, bytes, mbps,
 		    pct(lat, nlat, 50), pct(lat, nlat, 90), pct(lat, nlat, 99),
 		    nlat > 0 ? lat[nlat - 1] / 1000.0 : 0.0,
-		    connects, reconnects);
+		    connects, reconnects, sslctx != NULL ? "true" : "false",
+		    handshakes, resumed, tlserr, connfail, nttfe,
+		    nttfe > 0 ? ttfe[0] / 1000.0 : 0.0, pct(ttfe, nttfe, 50),
+		    pct(ttfe, nttfe, 90),
+		    nttfe > 0 ? ttfe[nttfe - 1] / 1000.0 : 0.0);
 	free(lat);
+	free(ttfe);
+	free(connect_req);
+	if (sslctx != NULL)
+		SSL_CTX_free(sslctx);
 	free(threads);
 	free(request);
 	return sockerr > 0 && ok == 0 ? 1 : 0;

@@ -19,8 +19,10 @@
 #include <openssl/crypto.h>
 
 #include "audit/aud.h"
+#include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/worker.h"
+#include "tls/tls.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -117,6 +119,7 @@ static struct cfg *
 load_config(const char *path)
 {
 	struct cfg	*cfg;
+	size_t		 i;
 	int		 nerr = 0;
 
 	cfg = cfg_load(path, stderr, &nerr);
@@ -131,6 +134,12 @@ load_config(const char *path)
 		cfg_unref(cfg);
 		return NULL;
 	}
+	/* static sandboxes get their CA now: fetchable before any request */
+	for (i = 0; i < cfg->c_nsandboxes; i++)
+		if (ca_get(cfg->c_state_dir, cfg->c_sandboxes[i].s_id) == NULL) {
+			cfg_unref(cfg);
+			return NULL;
+		}
 	return cfg;
 }
 
@@ -222,6 +231,7 @@ main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 	if (evthread_use_pthreads() != 0)
 		fatalx("evthread_use_pthreads failed");
+	tls_global_init();
 	if ((current_cfg = load_config(cfg_path)) == NULL)
 		return 1;
 	if (aud_start(current_cfg) == -1)
@@ -250,6 +260,7 @@ main(int argc, char *argv[])
 	event_free(ev_hup);
 	event_base_free(base);
 	cfg_unref(current_cfg);
+	ca_registry_free();
 	log_info("stopped");
 	return 0;
 }

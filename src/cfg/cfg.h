@@ -45,7 +45,7 @@ struct cfg_sandbox {
 
 struct cfg_host_override {
 	char		*h_name;	/* lowercase */
-	char		*h_addr;	/* IP literal, canonical */
+	char		*h_ip;	/* IP literal, canonical */
 };
 
 struct cfg_limits {

@@ -20,6 +20,7 @@
 #define CFG_MAX_TOKEN	4096		/* bytes of a resolved token */
 #define CFG_MAX_NAME	64		/* sandbox ids, policy names */
 #define CFG_EXEC_TIMEOUT_MS 10000	/* exec: sources */
+#define CFG_MAX_LEAF_VALIDITY_MS (30ULL * 24 * 3600 * 1000) /* tls */
 
 /* One load: where messages go and what is still to be cross-checked. */
 struct cfg_parse {
@@ -73,6 +74,8 @@ size_t		 cfg_seq_len(const yaml_node_t *);
 int		 cfg_want_seq(struct cfg_parse *, yaml_node_t *, const char *);
 int		 cfg_want_map(struct cfg_parse *, yaml_node_t *, const char *);
 yaml_node_t	*cfg_seq_at(struct cfg_parse *, yaml_node_t *, size_t);
+yaml_node_t	*cfg_map_key(struct cfg_parse *, yaml_node_t *, const char *,
+		    yaml_node_t **);
 void		 cfg_walk_map(struct cfg_parse *, yaml_node_t *,
 		    const char *, const struct cfg_key *, void *);
 
@@ -81,6 +84,7 @@ cfg_key_fn	 cfg_set_duration;	/* uint64_t ms */
 cfg_key_fn	 cfg_set_size;		/* size_t bytes */
 cfg_key_fn	 cfg_set_size64;	/* uint64_t bytes */
 cfg_key_fn	 cfg_set_count;		/* size_t */
+cfg_key_fn	 cfg_set_bool;		/* int, 0 or 1 */
 
 /* cfg_util.c: value parsers; none of them prints. */
 struct cfg_name {
@@ -93,6 +97,7 @@ const char	*cfg_suggest(const char *, const struct cfg_key *);
 char		*cfg_path_join(const char *, const char *);
 int		 cfg_parse_bool(const char *, int *);
 int		 cfg_parse_uint(const char *, uint64_t max, uint64_t *);
+void		 cfg_fmt_duration(uint64_t, char *, size_t);
 const char	*cfg_parse_hostport(const char *, int, char **);
 const char	*cfg_host_pattern(const char *, char **);
 const char	*cfg_host_name(const char *, char **);
@@ -100,6 +105,7 @@ char		*cfg_ip_canon(const char *);
 int		 cfg_name_ok(const char *);
 int		 cfg_method_ok(const char *);
 const char	*cfg_path_glob_check(const char *);
+int		 cfg_pem_count(int, char *, size_t);
 int		 cfg_source_read(struct cfg_parse *, const yaml_node_t *,
 		    const char *, const char *, char **, size_t *);
 

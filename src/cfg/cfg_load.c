@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
 
 #include "cfg/cfg_internal.h"
 #include "dns/net_guard.h"
@@ -200,8 +201,8 @@ cfg_k_ca_file(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 {
 	struct cfg	*c = cp->cp_cfg;
 	const char	*s;
-	char		*path;
-	int		 fd;
+	char		*path, why[256];
+	int		 fd, n;
 
 	if ((s = cfg_scalar(cp, v, "\"ca_file\"", "\"system\" or a path")) ==
 	    NULL)
@@ -215,14 +216,24 @@ cfg_k_ca_file(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 		return;
 	}
 	path = cfg_path_join(c->c_dir, s);
-	/* Found at -t time rather than at the first upstream handshake. */
+	/*
+	 * Found at -t time rather than at the first upstream handshake: it
+	 * must open and hold at least one certificate.
+	 */
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1) {
 		cfg_err(cp, v, "cannot read \"ca_file\" \"%s\": %s", path,
 		    strerror(errno));
 		free(path);
 		return;
 	}
+	n = cfg_pem_count(fd, why, sizeof(why));
 	close(fd);
+	if (n <= 0) {
+		cfg_err(cp, v, "bad \"ca_file\" \"%s\": %s", path, n == 0 ?
+		    "no PEM certificate in it" : why);
+		free(path);
+		return;
+	}
 	c->c_upstream_ca_file = path;
 }
 
@@ -292,7 +303,7 @@ cfg_k_hosts(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 		if ((addr = cfg_scalar(cp, val, "a \"hosts\" address",
 		    "an IP address")) == NULL)
 			continue;
-		if ((h->h_addr = cfg_ip_canon(addr)) == NULL)
+		if ((h->h_ip = cfg_ip_canon(addr)) == NULL)
 			cfg_err(cp, val, "\"hosts\": \"%s\" must map to an IP "
 			    "address, not \"%s\"", name, addr);
 	}
@@ -361,6 +372,44 @@ cfg_k_upstream(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	if (cfg_want_map(cp, v, "\"upstream\"") == 0)
 		cfg_walk_map(cp, v, "upstream", cfg_upstream_keys, arg);
+}
+
+/* tls */
+
+static void
+cfg_k_min_version(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"min_version\"", "\"1.2\" or \"1.3\"")) ==
+	    NULL)
+		return;
+	if (strcmp(s, "1.2") == 0)
+		cp->cp_cfg->c_tls_min_version = TLS1_2_VERSION;
+	else if (strcmp(s, "1.3") == 0)
+		cp->cp_cfg->c_tls_min_version = TLS1_3_VERSION;
+	else
+		cfg_err(cp, v, "\"min_version\" must be \"1.2\" or \"1.3\", "
+		    "not \"%s\"", s);
+}
+
+#define TLS(m)	offsetof(struct cfg, m)
+static const struct cfg_key cfg_tls_keys[] = {
+	{ "cert_cache", 0, cfg_set_count, TLS(c_tls_cert_cache), 1, 0 },
+	{ "leaf_validity", 0, cfg_set_duration, TLS(c_tls_leaf_validity_ms),
+	    1, CFG_MAX_LEAF_VALIDITY_MS },
+	{ "min_version", 0, cfg_k_min_version, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+#undef TLS
+
+static void
+cfg_k_tls(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	if (cfg_want_map(cp, v, "\"tls\"") == 0)
+		cfg_walk_map(cp, v, "tls", cfg_tls_keys, cp->cp_cfg);
 }
 
 /* policies and their rules */
@@ -481,11 +530,38 @@ static const struct cfg_key cfg_rule_keys[] = {
 	{ "ports", 0, cfg_k_rule_ports, 0, 0, 0 },
 	{ "methods", 0, cfg_k_rule_methods, 0, 0, 0 },
 	{ "paths", 0, cfg_k_rule_paths, 0, 0, 0 },
+	{ "intercept", 0, cfg_set_bool, offsetof(struct cfg_rule, r_intercept),
+	    0, 0 },
 	{ "secrets", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ "meter", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "intercept", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
+
+/*
+ * A spliced rule lets TLS through undecrypted once its SNI matches the
+ * host: no request inside is ever seen, so methods and paths could not be
+ * enforced. Refused rather than silently ignored.
+ */
+static void
+cfg_rule_splice_check(struct cfg_parse *cp, yaml_node_t *map,
+    const struct cfg_rule *r)
+{
+	static const char	*keys[] = { "methods", "paths" };
+	yaml_node_t		*key, *val;
+	size_t			 i;
+
+	if (r->r_intercept)
+		return;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		val = NULL;
+		if ((key = cfg_map_key(cp, map, keys[i], &val)) == NULL ||
+		    val == NULL || cfg_is_null(val))
+			continue;
+		cfg_err(cp, key, "methods/paths cannot be enforced on a "
+		    "spliced (intercept: false) rule; remove \"%s\" or "
+		    "intercept the rule", keys[i]);
+	}
+}
 
 static void
 cfg_k_policy_name(struct cfg_parse *cp, const struct cfg_key *k,
@@ -523,9 +599,11 @@ cfg_k_policy_rules(struct cfg_parse *cp, const struct cfg_key *k,
 		r = &p->p_rules[p->p_nrules++];
 		r->r_line = (int)item->start_mark.line + 1;
 		r->r_col = (int)item->start_mark.column + 1;
+		r->r_intercept = 1;
 		if (cfg_want_map(cp, item, "a rule") == -1)
 			continue;
 		cfg_walk_map(cp, item, "rule", cfg_rule_keys, r);
+		cfg_rule_splice_check(cp, item, r);
 		if (r->r_ports == NULL) {
 			r->r_ports = xmalloc(sizeof(defports));
 			memcpy(r->r_ports, defports, sizeof(defports));
@@ -713,27 +791,10 @@ cfg_k_audit_file(struct cfg_parse *cp, const struct cfg_key *k,
 		c->c_audit_file = cfg_path_join(c->c_dir, s);
 }
 
-static void
-cfg_k_hash_chain(struct cfg_parse *cp, const struct cfg_key *k,
-    yaml_node_t *v, void *arg)
-{
-	const char	*s;
-	int		 b;
-
-	if ((s = cfg_scalar(cp, v, "\"hash_chain\"", "true or false")) ==
-	    NULL)
-		return;
-	if (cfg_parse_bool(s, &b) == -1) {
-		cfg_err(cp, v, "\"hash_chain\" must be true or false, not "
-		    "\"%s\"", s);
-		return;
-	}
-	cp->cp_cfg->c_audit_hash_chain = b;
-}
-
 static const struct cfg_key cfg_audit_keys[] = {
 	{ "file", 0, cfg_k_audit_file, 0, 0, 0 },
-	{ "hash_chain", 0, cfg_k_hash_chain, 0, 0, 0 },
+	{ "hash_chain", 0, cfg_set_bool, offsetof(struct cfg,
+	    c_audit_hash_chain), 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 
@@ -742,7 +803,7 @@ cfg_k_audit(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
     void *arg)
 {
 	if (cfg_want_map(cp, v, "\"audit\"") == 0)
-		cfg_walk_map(cp, v, "audit", cfg_audit_keys, arg);
+		cfg_walk_map(cp, v, "audit", cfg_audit_keys, cp->cp_cfg);
 }
 
 static const struct cfg_key cfg_top_keys[] = {
@@ -754,8 +815,8 @@ static const struct cfg_key cfg_top_keys[] = {
 	{ "policies", 0, cfg_k_policies, 0, 0, 0 },
 	{ "sandboxes", 0, cfg_k_sandboxes, 0, 0, 0 },
 	{ "audit", 0, cfg_k_audit, 0, 0, 0 },
+	{ "tls", 0, cfg_k_tls, 0, 0, 0 },
 	{ "admin", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "tls", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ "geoip", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ "secrets", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ "pricing", CFG_K_LATER, NULL, 0, 0, 0 },
@@ -782,6 +843,9 @@ cfg_new(char *file, char *dir)
 	c->c_limits.l_max_connections = 20000;
 	c->c_limits.l_max_connections_per_sandbox = 512;
 	c->c_limits.l_body_bytes = 16 * 1024 * 1024;
+	c->c_tls_cert_cache = 10000;
+	c->c_tls_leaf_validity_ms = 7ULL * 24 * 3600 * 1000;
+	c->c_tls_min_version = TLS1_2_VERSION;
 	if ((c->c_guard = net_guard_new()) == NULL)
 		fatalx("net_guard_new");
 	c->c_refs = 1;
@@ -994,7 +1058,7 @@ cfg_free(struct cfg *c)
 	free(c->c_upstream_resolver);
 	for (i = 0; i < c->c_nupstream_hosts; i++) {
 		free(c->c_upstream_hosts[i].h_name);
-		free(c->c_upstream_hosts[i].h_addr);
+		free(c->c_upstream_hosts[i].h_ip);
 	}
 	free(c->c_upstream_hosts);
 	net_guard_free(c->c_guard);

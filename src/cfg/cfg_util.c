@@ -1,7 +1,7 @@
 /*
  * Value parsers for the configuration: durations, sizes, names, addresses,
- * host patterns and secret sources. Apart from cfg_check_dups() and
- * cfg_source_read() nothing here prints; callers word the message.
+ * host patterns, secret sources and PEM files. Apart from cfg_check_dups()
+ * and cfg_source_read() nothing here prints; callers word the message.
  */
 #include "config.h"
 
@@ -22,7 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/bio.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "cfg/cfg_internal.h"
 #include "dns/net_guard.h"
@@ -75,6 +79,30 @@ cfg_parse_duration(const char *s, uint64_t *ms)
 		return 0;
 	}
 	return -1;
+}
+
+/* <ms> in the largest unit that divides it: "30d", "90s", "1500ms". */
+void
+cfg_fmt_duration(uint64_t ms, char *buf, size_t bufsz)
+{
+	static const struct {
+		const char	*u;
+		uint64_t	 ms;
+	} units[] = {
+		{ "d", 24 * 3600 * 1000 }, { "h", 3600 * 1000 },
+		{ "m", 60 * 1000 }, { "s", 1000 },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ms != 0 && ms % units[i].ms == 0) {
+			snprintf(buf, bufsz, "%llu%s",
+			    (unsigned long long)(ms / units[i].ms),
+			    units[i].u);
+			return;
+		}
+	}
+	snprintf(buf, bufsz, "%llums", (unsigned long long)ms);
 }
 
 int
@@ -668,6 +696,70 @@ cfg_read_secret_file(const char *path, char *buf, size_t max, size_t *len,
 		return -1;
 	}
 	return 0;
+}
+
+/* Encrypted PEM blocks are never decrypted: no password prompt. */
+static int
+cfg_no_password(char *buf, int size, int rwflag, void *arg)
+{
+	return -1;
+}
+
+/*
+ * The certificates in the PEM file open on <fd> (a regular file of at most
+ * CFG_MAX_FILE bytes): "CERTIFICATE", "X509 CERTIFICATE" and "TRUSTED
+ * CERTIFICATE" blocks are counted, other blocks skipped, as the upstream
+ * trust store reads it. Returns the count (0 when there is none), or -1
+ * with the reason in <why>. OpenSSL's error queue is left empty.
+ */
+int
+cfg_pem_count(int fd, char *why, size_t whysz)
+{
+	struct stat	 st;
+	BIO		*bio;
+	X509		*x;
+	const char	*reason;
+	unsigned long	 e;
+	int		 n;
+
+	if (fstat(fd, &st) == -1) {
+		snprintf(why, whysz, "%s", strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, whysz, "not a regular file");
+		return -1;
+	}
+	if (st.st_size > CFG_MAX_FILE) {
+		snprintf(why, whysz, "larger than %d MiB",
+		    CFG_MAX_FILE / (1024 * 1024));
+		return -1;
+	}
+	ERR_clear_error();
+	if ((bio = BIO_new_fd(fd, BIO_NOCLOSE)) == NULL) {
+		snprintf(why, whysz, "out of memory");
+		return -1;
+	}
+	for (n = 0; (x = PEM_read_bio_X509_AUX(bio, NULL, cfg_no_password,
+	    NULL)) != NULL; n++)
+		X509_free(x);
+	BIO_free(bio);
+	/*
+	 * The loop ends with "no start line" at the end of the file; any
+	 * other error is a broken block, best told by its first error.
+	 */
+	e = ERR_peek_last_error();
+	if (e != 0 && !(ERR_GET_LIB(e) == ERR_LIB_PEM &&
+	    ERR_GET_REASON(e) == PEM_R_NO_START_LINE)) {
+		if ((reason = ERR_reason_error_string(ERR_peek_error())) ==
+		    NULL)
+			reason = "unknown error";
+		snprintf(why, whysz, "malformed PEM certificate (%s)",
+		    reason);
+		n = -1;
+	}
+	ERR_clear_error();
+	return n;
 }
 
 /*

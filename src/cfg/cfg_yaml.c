@@ -260,6 +260,37 @@ cfg_seq_at(struct cfg_parse *cp, yaml_node_t *n, size_t i)
 }
 
 /*
+ * The key node of the first pair of mapping <map> named <name>, with its
+ * value in *val (may be NULL); NULL when there is none. For checks after
+ * cfg_walk_map(), which has already counted these nodes: they are not
+ * counted again.
+ */
+yaml_node_t *
+cfg_map_key(struct cfg_parse *cp, yaml_node_t *map, const char *name,
+    yaml_node_t **val)
+{
+	yaml_node_pair_t	*pair;
+	yaml_node_t		*key;
+
+	if (map->type != YAML_MAPPING_NODE || cp->cp_toobig)
+		return NULL;
+	for (pair = map->data.mapping.pairs.start;
+	    pair < map->data.mapping.pairs.top; pair++) {
+		if ((key = yaml_document_get_node(&cp->cp_doc, pair->key)) ==
+		    NULL || key->type != YAML_SCALAR_NODE ||
+		    key->data.scalar.length != strlen(name) ||
+		    memcmp(key->data.scalar.value, name,
+		    key->data.scalar.length) != 0)
+			continue;
+		if (val != NULL)
+			*val = yaml_document_get_node(&cp->cp_doc,
+			    pair->value);
+		return key;
+	}
+	return NULL;
+}
+
+/*
  * Check every key of mapping <map> against <keys> and hand each value to
  * its setter with <arg>. <where> names the mapping in messages ("rule"),
  * NULL for the top level. Null values leave the default in place.
@@ -342,7 +373,7 @@ cfg_set_duration(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s;
-	char		 what[64];
+	char		 what[64], max[32];
 	uint64_t	 ms;
 
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
@@ -358,8 +389,9 @@ cfg_set_duration(struct cfg_parse *cp, const struct cfg_key *k,
 		return;
 	}
 	if (k->k_max != 0 && ms > k->k_max) {
-		cfg_err(cp, v, "\"%s\" must be at most %llu ms", k->k_name,
-		    (unsigned long long)k->k_max);
+		cfg_fmt_duration(k->k_max, max, sizeof(max));
+		cfg_err(cp, v, "\"%s\" must be at most %s, not \"%s\"",
+		    k->k_name, max, s);
 		return;
 	}
 	memcpy((char *)arg + k->k_off, &ms, sizeof(ms));
@@ -425,17 +457,22 @@ cfg_set_count(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	char		 what[64];
 	uint64_t	 n, max;
 	size_t		 sz;
+	int		 bad;
 
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	if ((s = cfg_scalar(cp, v, what, "a number")) == NULL)
 		return;
 	max = k->k_max != 0 ? k->k_max : SIZE_MAX;
-	if (cfg_parse_uint(s, max, &n) == -1 || n < k->k_min) {
+	if ((bad = (cfg_parse_uint(s, max, &n) == -1)) || n < k->k_min) {
 		if (k->k_max != 0)
 			cfg_err(cp, v, "\"%s\" must be a whole number from "
 			    "%llu to %llu, not \"%s\"", k->k_name,
 			    (unsigned long long)k->k_min,
 			    (unsigned long long)max, s);
+		else if (!bad)
+			cfg_err(cp, v, "\"%s\" must be at least %llu, not "
+			    "\"%s\"", k->k_name,
+			    (unsigned long long)k->k_min, s);
 		else
 			cfg_err(cp, v, "\"%s\" must be a whole number of at "
 			    "least %llu, not \"%s\"", k->k_name,
@@ -444,4 +481,23 @@ cfg_set_count(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	}
 	sz = (size_t)n;
 	memcpy((char *)arg + k->k_off, &sz, sizeof(sz));
+}
+
+void
+cfg_set_bool(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	const char	*s;
+	char		 what[64];
+	int		 b;
+
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	if ((s = cfg_scalar(cp, v, what, "true or false")) == NULL)
+		return;
+	if (cfg_parse_bool(s, &b) == -1) {
+		cfg_err(cp, v, "\"%s\" must be true or false, not \"%s\"",
+		    k->k_name, s);
+		return;
+	}
+	memcpy((char *)arg + k->k_off, &b, sizeof(b));
 }

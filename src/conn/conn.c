@@ -24,6 +24,7 @@
 #include "conn/conn.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
+#include "http/http_target.h"
 #include "policy/pol.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -35,7 +36,6 @@ static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_write_cb(struct bufferevent *, void *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	conn_timer_cb(evutil_socket_t, short, void *);
-static void	conn_feed_request(struct conn *);
 static void	conn_feed_response(struct conn *);
 static void	conn_feed_request_loop(struct conn *);
 
@@ -61,8 +61,8 @@ conn_touch(struct conn *c)
 	c->c_active_ms = util_now_ms();
 }
 
-static void
-timer_arm(struct conn *c, uint64_t ms)
+void
+conn_timer_arm(struct conn *c, uint64_t ms)
 {
 	struct timeval	tv;
 
@@ -78,7 +78,7 @@ timer_head(struct conn *c)
 {
 	const struct cfg_limits	*l = &c->c_cfg->c_limits;
 
-	timer_arm(c, c->c_nreq == 0 ? l->l_header_timeout_ms :
+	conn_timer_arm(c, c->c_nreq == 0 ? l->l_header_timeout_ms :
 	    l->l_idle_timeout_ms);
 }
 
@@ -99,7 +99,8 @@ req_begin(struct conn *c)
 	c->c_r.r_start_wall = util_wall_ms();
 	c->c_r.r_status = -1;
 	c->c_r.r_port = -1;
-	c->c_r.r_proto = "http";
+	c->c_r.r_proto = c->c_tls ? "https" : "http";
+	c->c_r.r_tls = c->c_tls ? "intercept" : "none";
 	worker_request_id(c->c_worker, c->c_r.r_id, sizeof(c->c_r.r_id));
 }
 
@@ -161,6 +162,15 @@ response_body_cb(void *arg, const char *p, size_t len)
 }
 
 void
+conn_set_client_callbacks(struct conn *c)
+{
+	bufferevent_setcb(c->c_bev, client_read_cb, client_write_cb,
+	    client_event_cb, c);
+	bufferevent_setwatermark(c->c_bev, EV_READ, 0, CONN_HIWAT);
+	bufferevent_enable(c->c_bev, EV_READ | EV_WRITE);
+}
+
+void
 conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen)
 {
 	struct conn	*c;
@@ -200,10 +210,7 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen)
 	w->w_nconns++;
 	conn_touch(c);
 
-	bufferevent_setcb(c->c_bev, client_read_cb, client_write_cb,
-	    client_event_cb, c);
-	bufferevent_setwatermark(c->c_bev, EV_READ, 0, CONN_HIWAT);
-	bufferevent_enable(c->c_bev, EV_READ | EV_WRITE);
+	conn_set_client_callbacks(c);
 	timer_head(c);
 
 	if (worker_conn_count() > c->c_cfg->c_limits.l_max_connections) {
@@ -269,7 +276,7 @@ close_when_flushed(struct conn *c)
 		conn_close(c);
 	else {
 		bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
-		timer_arm(c, 5000);
+		conn_timer_arm(c, 5000);
 	}
 }
 
@@ -282,8 +289,8 @@ conn_drain(struct conn *c)
 }
 
 /* Answer the current request from the gateway; see conn_reply.c. */
-static void
-deny(struct conn *c, int status, const char *code, const char *reason)
+void
+conn_deny(struct conn *c, int status, const char *code, const char *reason)
 {
 	/* a body we will not read makes the connection unusable */
 	int close = c->c_req.hm_framing != HTTP_BODY_NONE &&
@@ -291,145 +298,6 @@ deny(struct conn *c, int status, const char *code, const char *reason)
 	    c->c_req.hm_content_length == 0);
 
 	conn_reply_error(c, status, code, reason, close || !c->c_r.r_keepalive);
-}
-
-/* Parse "http://host[:port]/path?query" into the request. 0 or -1. */
-static int
-parse_target(struct conn *c, const char *url, size_t len, const char **why)
-{
-	const char	*p = url, *end = url + len, *auth, *aend, *hend;
-	const char	*path, *q;
-	char		 host[256], norm[256];
-	size_t		 hlen;
-	long		 port = 80;
-	char		*pathbuf;
-
-	if (len > 7 && strncasecmp(p, "http://", 7) == 0)
-		p += 7;
-	else if (len > 8 && strncasecmp(p, "https://", 8) == 0) {
-		*why = "https:// targets need CONNECT";
-		return -1;
-	} else {
-		*why = "request target is not an absolute http:// URI";
-		return -1;
-	}
-	auth = p;
-	while (p < end && *p != '/' && *p != '?' && *p != '#')
-		p++;
-	aend = p;
-	if (memchr(auth, '@', (size_t)(aend - auth)) != NULL) {
-		*why = "userinfo in request target";
-		return -1;
-	}
-	if (memchr(url, '#', len) != NULL) {
-		*why = "fragment in request target";
-		return -1;
-	}
-	/* host, [v6] or name, then optional :port */
-	if (auth < aend && *auth == '[') {
-		hend = memchr(auth, ']', (size_t)(aend - auth));
-		if (hend == NULL) {
-			*why = "bad IPv6 literal";
-			return -1;
-		}
-		hend++;
-	} else {
-		hend = auth;
-		while (hend < aend && *hend != ':')
-			hend++;
-	}
-	hlen = (size_t)(hend - auth);
-	if (hlen == 0 || hlen >= sizeof(host)) {
-		*why = "bad host in request target";
-		return -1;
-	}
-	memcpy(host, auth, hlen);
-	host[hlen] = '\0';
-	if (hend < aend) {
-		char	 pbuf[8], *ep;
-		size_t	 plen = (size_t)(aend - hend - 1);
-
-		if (*hend != ':' || plen == 0 || plen > 5) {
-			*why = "bad port in request target";
-			return -1;
-		}
-		memcpy(pbuf, hend + 1, plen);
-		pbuf[plen] = '\0';
-		port = strtol(pbuf, &ep, 10);
-		if (*ep != '\0' || port < 1 || port > 65535 ||
-		    strspn(pbuf, "0123456789") != plen) {
-			*why = "bad port in request target";
-			return -1;
-		}
-	}
-	if (pol_host_normalize(host, norm, sizeof(norm)) == -1) {
-		*why = "bad host in request target";
-		return -1;
-	}
-	path = aend;
-	q = memchr(path, '?', (size_t)(end - path));
-	pathbuf = xmalloc(len + 2);
-	if (path == end || *path == '?') {
-		/* "http://h" or "http://h?q" : the path is "/" */
-		if (pol_path_normalize("/", 1, pathbuf, len + 2) == -1)
-			abort();
-	} else if (pol_path_normalize(path, (size_t)((q ? q : end) - path),
-	    pathbuf, len + 2) == -1) {
-		free(pathbuf);
-		*why = "path is not acceptable (encoded separator, NUL or "
-		    "climbs above /)";
-		return -1;
-	}
-	c->c_r.r_path = pathbuf;
-	if (q != NULL)
-		c->c_r.r_query = xstrndup(q + 1, (size_t)(end - q - 1));
-	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", norm);
-	c->c_r.r_port = (int)port;
-	return 0;
-}
-
-/* CONNECT authority-form "host:port". */
-static int
-parse_authority(struct conn *c, const char *url, size_t len, const char **why)
-{
-	char		 buf[300], norm[256], *colon, *ep;
-	long		 port;
-
-	if (len == 0 || len >= sizeof(buf)) {
-		*why = "bad CONNECT target";
-		return -1;
-	}
-	memcpy(buf, url, len);
-	buf[len] = '\0';
-	if ((colon = strrchr(buf, ':')) == NULL || colon[1] == '\0') {
-		*why = "CONNECT target needs host:port";
-		return -1;
-	}
-	*colon = '\0';
-	port = strtol(colon + 1, &ep, 10);
-	if (*ep != '\0' || port < 1 || port > 65535 ||
-	    strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
-		*why = "bad port in CONNECT target";
-		return -1;
-	}
-	if (buf[0] == '[') {
-		size_t	blen = strlen(buf);
-
-		if (blen < 3 || buf[blen - 1] != ']') {
-			*why = "bad IPv6 literal";
-			return -1;
-		}
-	} else if (strchr(buf, ':') != NULL) {
-		*why = "IPv6 literal needs brackets";
-		return -1;
-	}
-	if (pol_host_normalize(buf, norm, sizeof(norm)) == -1) {
-		*why = "bad host in CONNECT target";
-		return -1;
-	}
-	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", norm);
-	c->c_r.r_port = (int)port;
-	return 0;
 }
 
 /*
@@ -451,7 +319,7 @@ identify(struct conn *c)
 		if (cfg->c_default_sandbox != NULL)
 			s = cfg_sandbox_find(cfg, cfg->c_default_sandbox);
 		if (s == NULL) {
-			deny(c, 407, "proxy_auth_required",
+			conn_deny(c, 407, "proxy_auth_required",
 			    "proxy credentials required");
 			return -1;
 		}
@@ -478,7 +346,7 @@ identify(struct conn *c)
 		if (n > 0)
 			OPENSSL_cleanse(creds, (size_t)n);
 		if (s == NULL) {
-			deny(c, 407, "proxy_auth_required",
+			conn_deny(c, 407, "proxy_auth_required",
 			    "proxy credentials not valid");
 			return -1;
 		}
@@ -497,7 +365,7 @@ identify(struct conn *c)
 			if ((size_t)__atomic_add_fetch(&sbx_conns[idx], 1,
 			    __ATOMIC_RELAXED) >
 			    cfg->c_limits.l_max_connections_per_sandbox) {
-				deny(c, 503, "overloaded",
+				conn_deny(c, 503, "overloaded",
 				    "sandbox connection limit reached");
 				return -1;
 			}
@@ -530,7 +398,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 			    "destination %s resolves to %s in denied network %s",
 			    c->c_r.r_host, ip, why);
 			c->c_r.r_allowed = 0;
-			deny(c, 403, "denied", reason);
+			conn_deny(c, 403, "denied", reason);
 			goto out;
 		}
 	}
@@ -539,7 +407,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	memcpy(c->c_r.r_addrs, addrs, naddrs * sizeof(addrs[0]));
 	c->c_r.r_naddrs = naddrs;
 	c->c_r.r_next_addr = 0;
-	timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
 	if (conn_upstream_connect(c) == -1)
 		conn_upstream_failed(c, 502, "upstream_unreachable",
 		    "cannot connect");
@@ -547,10 +415,91 @@ out:
 	conn_leave(c);
 }
 
-static void
-upstream_key(struct conn *c, char *key, size_t keysz)
+void
+conn_upstream_key(struct conn *c, char *key, size_t keysz)
 {
-	snprintf(key, keysz, "%s:%d", c->c_r.r_host, c->c_r.r_port);
+	snprintf(key, keysz, "%s://%s:%d", c->c_tls ? "https" : "http",
+	    c->c_r.r_host, c->c_r.r_port);
+}
+
+/*
+ * The target of a request: absolute-form on the plain listener,
+ * authority-form for CONNECT, origin-form (or https:// absolute-form)
+ * inside an intercepted TLS session, whose Host must name the TLS server
+ * name. Returns 0, or -1 after answering.
+ */
+static int
+request_target(struct conn *c)
+{
+	struct http_msg		*m = &c->c_req;
+	struct http_target	 t, h;
+	const char		*why = NULL, *url = http_msg_str(m, m->hm_url);
+	const char		*v;
+	char			 reason[600];
+	size_t			 vlen;
+	int			 i;
+
+	if (c->c_r.r_connect) {
+		if (c->c_tls) {
+			conn_reply_error(c, 400, "bad_request",
+			    "CONNECT inside an intercepted session", 1);
+			return -1;
+		}
+		if (http_authority_parse(url, m->hm_url_len, 0, 1, &t,
+		    &why) == -1) {
+			conn_reply_error(c, 400, "bad_request", why, 1);
+			return -1;
+		}
+		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", t.t_host);
+		c->c_r.r_port = t.t_port;
+		return 0;
+	}
+	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls, &t,
+	    &why) == -1) {
+		conn_reply_error(c, 400, "bad_request", why, 1);
+		return -1;
+	}
+	c->c_r.r_path = t.t_path;
+	c->c_r.r_query = t.t_query;
+	if (!c->c_tls) {
+		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", t.t_host);
+		c->c_r.r_port = t.t_port;
+		return 0;
+	}
+
+	/* intercepted: the session decides host and port */
+	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", c->c_tls_host);
+	c->c_r.r_port = c->c_tls_port;
+	if (c->c_tls_fronting[0] != '\0') {
+		snprintf(reason, sizeof(reason), "TLS server name %s does not "
+		    "match CONNECT host %s (domain fronting)", c->c_tls_host,
+		    c->c_tls_fronting);
+		conn_deny(c, 403, "denied", reason);
+		return -1;
+	}
+	if (t.t_host[0] != '\0' && (strcmp(t.t_host, c->c_tls_host) != 0 ||
+	    t.t_port != c->c_tls_port || !t.t_https)) {
+		conn_deny(c, 403, "denied",
+		    "request target does not name the TLS server");
+		return -1;
+	}
+	if ((i = http_msg_find(m, "host", 0)) == -1) {
+		conn_deny(c, 400, "bad_request", "Host header missing");
+		return -1;
+	}
+	v = http_msg_str(m, m->hm_hdrs[i].h_value);
+	vlen = m->hm_hdrs[i].h_value_len;
+	util_trim_ows(&v, &vlen);
+	if (http_authority_parse(v, vlen, c->c_tls_port, 0, &h, &why) == -1 ||
+	    strcmp(h.t_host, c->c_tls_host) != 0 ||
+	    h.t_port != c->c_tls_port) {
+		snprintf(reason, sizeof(reason), "Host header %.*s does not "
+		    "name the TLS server %s", (int)(vlen > 255 ? 255 : vlen), v,
+		    c->c_tls_host);
+		conn_deny(c, 403, "denied", reason);
+		return -1;
+	}
+	return 0;
 }
 
 /* The request head is in: decide, then find an upstream. */
@@ -560,8 +509,6 @@ on_request_head(struct conn *c)
 	struct http_msg		*m = &c->c_req;
 	struct pol_request	 pr;
 	struct pol_result	 res;
-	const char		*why = NULL;
-	const char		*url = http_msg_str(m, m->hm_url);
 	char			 key[300];
 	int			 i;
 
@@ -569,23 +516,19 @@ on_request_head(struct conn *c)
 	    http_msg_method(m));
 	c->c_r.r_keepalive = m->hm_keepalive && !c->c_worker->w_stopping;
 	c->c_r.r_connect = m->hm_method == HTTP_CONNECT;
-
 	if (c->c_r.r_connect) {
 		c->c_r.r_proto = "tunnel";
+		c->c_r.r_tls = NULL;
 		c->c_r.r_keepalive = 0;
-		if (parse_authority(c, url, m->hm_url_len, &why) == -1) {
-			conn_reply_error(c, 400, "bad_request", why, 1);
-			return;
-		}
-	} else if (parse_target(c, url, m->hm_url_len, &why) == -1) {
-		conn_reply_error(c, 400, "bad_request", why, 1);
-		return;
 	}
+	if (request_target(c) == -1)
+		return;
 	if (m->hm_method == HTTP_TRACE) {
-		deny(c, 501, "not_implemented", "method is not relayed");
+		conn_deny(c, 501, "not_implemented", "method is not relayed");
 		return;
 	}
-	if (identify(c) == -1)
+	/* inside TLS the sandbox is the one that sent the CONNECT */
+	if (!c->c_tls && identify(c) == -1)
 		return;
 
 	pr.pr_host = c->c_r.r_host;
@@ -594,7 +537,7 @@ on_request_head(struct conn *c)
 	pr.pr_path = c->c_r.r_connect ? NULL : c->c_r.r_path;
 	if (c->c_sandbox->s_policy == NULL ||
 	    pol_evaluate(c->c_sandbox->s_policy, &pr, &res) != POL_ALLOW) {
-		deny(c, 403, "denied", c->c_sandbox->s_policy == NULL ?
+		conn_deny(c, 403, "denied", c->c_sandbox->s_policy == NULL ?
 		    "sandbox has no policy" : res.pr_reason);
 		return;
 	}
@@ -602,7 +545,14 @@ on_request_head(struct conn *c)
 	    c->c_sandbox->s_policy->p_name, res.pr_rule);
 	c->c_r.r_allowed = 1;
 
-	if (!c->c_r.r_connect && (i = http_msg_find(m, "upgrade", 0)) != -1 &&
+	if (c->c_r.r_connect) {
+		/* TLS follows: peek its ClientHello before going anywhere */
+		conn_tls_connect_allowed(c,
+		    c->c_sandbox->s_policy->p_rules[res.pr_rule].r_intercept);
+		return;
+	}
+
+	if ((i = http_msg_find(m, "upgrade", 0)) != -1 &&
 	    http_msg_connection_has(m, "upgrade")) {
 		const char	*v = http_msg_str(m, m->hm_hdrs[i].h_value);
 		size_t		 vlen = m->hm_hdrs[i].h_value_len;
@@ -614,14 +564,22 @@ on_request_head(struct conn *c)
 	}
 
 	c->c_state = CONN_WAIT;
-	if (!c->c_r.r_connect && !c->c_r.r_upgrade) {
-		upstream_key(c, key, sizeof(key));
+	if (!c->c_r.r_upgrade) {
+		conn_upstream_key(c, key, sizeof(key));
 		if ((c->c_up = upstream_pool_take(c->c_worker, key)) != NULL) {
 			conn_upstream_ready(c);
 			return;
 		}
 	}
-	timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+	conn_resolve(c);
+}
+
+/* Resolve the request's host; dns_done() carries on. */
+void
+conn_resolve(struct conn *c)
+{
+	c->c_state = CONN_WAIT;
+	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
 	c->c_dns = dns_resolve(c->c_worker->w_base, c->c_worker->w_dns,
 	    c->c_cfg, c->c_r.r_host, dns_done, c);
 }
@@ -631,8 +589,8 @@ static void
 write_request_head(struct conn *c)
 {
 	struct http_msg	*m = &c->c_req;
-	struct evbuffer	*out = bufferevent_get_output(c->c_up->u_bev);
-	size_t		 before = evbuffer_get_length(out);
+	/* built aside: a TLS bufferevent drains its output as we add */
+	struct evbuffer	*out = c->c_worker->w_scratch;
 	const char	*name, *v;
 	size_t		 nlen, vlen;
 	int		 i, v6 = strchr(c->c_r.r_host, ':') != NULL;
@@ -641,7 +599,7 @@ write_request_head(struct conn *c)
 	    c->c_r.r_method, c->c_r.r_path, c->c_r.r_query ? "?" : "",
 	    c->c_r.r_query ? c->c_r.r_query : "", v6 ? "[" : "",
 	    c->c_r.r_host, v6 ? "]" : "");
-	if (c->c_r.r_port != 80)
+	if (c->c_r.r_port != (c->c_tls ? 443 : 80))
 		evbuffer_add_printf(out, ":%d", c->c_r.r_port);
 	evbuffer_add(out, "\r\n", 2);
 	for (i = 0; i < m->hm_nhdrs; i++) {
@@ -671,7 +629,8 @@ write_request_head(struct conn *c)
 		evbuffer_add_printf(out, "Content-Length: %llu\r\n",
 		    (unsigned long long)m->hm_content_length);
 	evbuffer_add(out, "\r\n", 2);
-	c->c_r.r_bytes_out += evbuffer_get_length(out) - before;
+	c->c_r.r_bytes_out += evbuffer_get_length(out);
+	bufferevent_write_buffer(c->c_up->u_bev, out);
 }
 
 void
@@ -679,6 +638,8 @@ conn_upstream_ready(struct conn *c)
 {
 	struct upstream	*u = c->c_up;
 
+	snprintf(c->c_r.r_upstream, sizeof(c->c_r.r_upstream), "%s",
+	    u->u_addr);
 	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
 	    upstream_event_cb, c);
 	bufferevent_setwatermark(u->u_bev, EV_READ, 0, CONN_HIWAT);
@@ -694,7 +655,7 @@ conn_upstream_ready(struct conn *c)
 	c->c_resp.hm_no_body = c->c_req.hm_method == HTTP_HEAD;
 	write_request_head(c);
 	/* upstream_timeout runs once the request is sent; before, idleness */
-	timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
+	conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
 	http_msg_resume(&c->c_req);
 	conn_feed_request(c);
 }
@@ -714,11 +675,11 @@ conn_upstream_failed(struct conn *c, int status, const char *code,
 		conn_close(c);
 		return;
 	}
-	deny(c, status, code, reason);
+	conn_deny(c, status, code, reason);
 }
 
 /* Feed buffered client bytes to the request parser. */
-static void
+void
 conn_feed_request(struct conn *c)
 {
 	/* nested calls (a reply inside the loop) leave the work to us */
@@ -758,7 +719,7 @@ conn_feed_request_loop(struct conn *c)
 		if (c->c_state == CONN_HEAD && !c->c_r.r_active) {
 			req_begin(c);
 			/* the head deadline runs from its first byte */
-			timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
+			conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
 		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
 			v.iov_base = (void *)"";
@@ -775,7 +736,7 @@ conn_feed_request_loop(struct conn *c)
 		case HTTP_FEED_DONE:
 			c->c_r.r_req_done = 1;
 			if (!c->c_r.r_resp_started)
-				timer_arm(c,
+				conn_timer_arm(c,
 				    c->c_cfg->c_limits.l_upstream_timeout_ms);
 			if (c->c_r.r_up_chunked && c->c_up != NULL) {
 				evbuffer_add(bufferevent_get_output(
@@ -810,8 +771,7 @@ static void
 write_response_head(struct conn *c, int interim)
 {
 	struct http_msg	*m = &c->c_resp;
-	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
-	size_t		 before = evbuffer_get_length(out);
+	struct evbuffer	*out = c->c_worker->w_scratch;
 	const char	*name, *v;
 	size_t		 nlen, vlen;
 	int		 i, http10 = c->c_req.hm_minor == 0;
@@ -864,7 +824,8 @@ write_response_head(struct conn *c, int interim)
 			evbuffer_add_printf(out, "Connection: keep-alive\r\n");
 	}
 	evbuffer_add(out, "\r\n", 2);
-	c->c_r.r_bytes_in += evbuffer_get_length(out) - before;
+	c->c_r.r_bytes_in += evbuffer_get_length(out);
+	bufferevent_write_buffer(c->c_bev, out);
 }
 
 static void
@@ -900,7 +861,7 @@ conn_feed_response(struct conn *c)
 			write_response_head(c, 0);
 			c->c_r.r_resp_started = 1;
 			/* from here on only idleness is a timeout */
-			timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
+			conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
 			http_msg_resume(&c->c_resp);
 			break;
 		case HTTP_FEED_DONE:
@@ -991,7 +952,9 @@ client_read_cb(struct bufferevent *bev, void *arg)
 	conn_touch(c);
 	if (c->c_state == CONN_TUNNEL)
 		conn_tunnel_start(c);	/* pumps */
-	else
+	else if (c->c_state == CONN_TLS_PEEK)
+		conn_tls_peek(c);
+	else if (c->c_state != CONN_TLS_HANDSHAKE)
 		conn_feed_request(c);
 	conn_leave(c);
 }
@@ -1021,6 +984,10 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn	*c = arg;
 
 	conn_enter(c);
+	if (c->c_state == CONN_TLS_HANDSHAKE) {
+		conn_tls_handshake_event(c, what);
+		goto out;
+	}
 	if (c->c_r.r_active && c->c_r.r_reason[0] == '\0')
 		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
 		    "client closed the connection");
@@ -1037,6 +1004,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 			conn_feed_request(c);
 	} else
 		conn_close(c);
+out:
 	conn_leave(c);
 }
 
@@ -1112,11 +1080,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 			upstream_free(u);
 			c->c_up = NULL;
 			c->c_r.r_req_done = 0;
-			c->c_state = CONN_WAIT;
-			timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
-			c->c_dns = dns_resolve(c->c_worker->w_base,
-			    c->c_worker->w_dns, c->c_cfg, c->c_r.r_host,
-			    dns_done, c);
+			conn_resolve(c);
 			goto out;
 		}
 	}
@@ -1157,11 +1121,18 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		idle = c->c_cfg->c_limits.l_idle_timeout_ms;
 		if (now - c->c_active_ms < idle) {
-			timer_arm(c, idle - (now - c->c_active_ms));
+			conn_timer_arm(c, idle - (now - c->c_active_ms));
 			break;
 		}
 		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
 		    "idle timeout");
+		conn_close(c);
+		break;
+	case CONN_TLS_PEEK:
+	case CONN_TLS_HANDSHAKE:
+		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		    "TLS handshake not completed in time");
+		log_info("%s: TLS handshake timed out", c->c_client);
 		conn_close(c);
 		break;
 	case CONN_CLOSING:

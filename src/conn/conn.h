@@ -29,6 +29,8 @@ enum conn_state {
 	CONN_WAIT,		/* resolving or connecting upstream */
 	CONN_FORWARD,		/* request and response streaming */
 	CONN_TUNNEL,		/* CONNECT / upgrade: raw bytes both ways */
+	CONN_TLS_PEEK,		/* CONNECT accepted: waiting for ClientHello */
+	CONN_TLS_HANDSHAKE,	/* intercepting: handshake with the client */
 	CONN_CLOSING,		/* flushing the last bytes to the client */
 };
 
@@ -52,7 +54,9 @@ struct conn_req {
 	int		 r_port;
 	char		*r_path;	/* normalised, no query */
 	char		*r_query;	/* raw, without '?', or NULL */
-	const char	*r_proto;	/* http | tunnel */
+	const char	*r_proto;	/* http | https | tunnel */
+	const char	*r_tls;		/* none | intercept | splice */
+	int		 r_connect_replied; /* "200 Connection established" */
 	char		 r_rule[128];
 	char		 r_reason[512];
 	int		 r_status;
@@ -95,6 +99,12 @@ struct conn {
 	int			 c_in_feed;	/* inside the request loop */
 	int			 c_tunnel_eof;	/* a tunnel side ended */
 	int			 c_client_eof;	/* client half-closed */
+	int			 c_tls;		/* intercepted session is up */
+	char			 c_tls_host[256]; /* TLS server name we serve */
+	int			 c_tls_port;	/* CONNECT port */
+	char			 c_tls_fronting[256]; /* CONNECT host when
+						   the SNI differs */
+	int			 c_tls_h2_only;	/* client offered only h2 */
 	int			 c_closing;
 	int			 c_nreq;	/* requests served */
 	struct conn_req		 c_r;
@@ -137,6 +147,20 @@ void	conn_enter(struct conn *);
 void	conn_request_finished(struct conn *);
 void	conn_leave(struct conn *);
 void	conn_touch(struct conn *);
+
+void	conn_deny(struct conn *, int status, const char *code,
+	    const char *reason);
+void	conn_timer_arm(struct conn *, uint64_t ms);
+void	conn_resolve(struct conn *);
+void	conn_upstream_key(struct conn *, char *, size_t);
+
+/* conn_tls.c */
+/* CONNECT allowed by policy: say 200, then peek at the ClientHello. */
+void	conn_tls_connect_allowed(struct conn *, int intercept);
+void	conn_tls_peek(struct conn *);
+void	conn_tls_handshake_event(struct conn *, short what);
+void	conn_set_client_callbacks(struct conn *);
+void	conn_feed_request(struct conn *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);

@@ -43,10 +43,10 @@ void
 conn_reply_error(struct conn *c, int status, const char *code,
     const char *reason, int close)
 {
-	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
+	struct evbuffer	*out = c->c_worker->w_scratch;
 	json_object	*o;
 	const char	*body;
-	size_t		 blen, before = evbuffer_get_length(out);
+	size_t		 blen;
 
 	if (c->c_dns != NULL) {
 		dns_cancel(c->c_dns);
@@ -58,6 +58,12 @@ conn_reply_error(struct conn *c, int status, const char *code,
 	}
 	c->c_r.r_status = status;
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
+	if (c->c_r.r_connect_replied && !c->c_tls) {
+		/* after "200 Connection established" the bytes are TLS: no
+		 * HTTP answer fits, the audit record says why */
+		conn_close(c);
+		return;
+	}
 	if (c->c_r.r_resp_started) {
 		/* part of a response went out already: only a cut is honest */
 		conn_close(c);
@@ -84,7 +90,8 @@ conn_reply_error(struct conn *c, int status, const char *code,
 	evbuffer_add(out, body, blen);
 	evbuffer_add(out, "\n", 1);
 	json_object_put(o);
-	c->c_r.r_bytes_in += evbuffer_get_length(out) - before;
+	c->c_r.r_bytes_in += evbuffer_get_length(out);
+	bufferevent_write_buffer(c->c_bev, out);
 	c->c_r.r_resp_started = 1;
 	c->c_r.r_resp_done = 1;
 	c->c_r.r_req_done = !close;
@@ -120,6 +127,6 @@ conn_audit(struct conn *c)
 	r.ar_bytes_out = (int64_t)q->r_bytes_out;
 	r.ar_duration_ms = (int64_t)(util_now_ms() - q->r_start_ms);
 	r.ar_upstream = q->r_upstream[0] ? q->r_upstream : NULL;
-	r.ar_tls = q->r_connect ? NULL : "none";
+	r.ar_tls = q->r_tls;
 	aud_submit(&r);
 }

@@ -40,7 +40,7 @@ conn_tunnel_start(struct conn *c)
 	if (c->c_state != CONN_TUNNEL) {
 		c->c_state = CONN_TUNNEL;
 		c->c_r.r_resp_started = 1;
-		if (c->c_r.r_connect) {
+		if (c->c_r.r_connect && !c->c_r.r_connect_replied) {
 			out = bufferevent_get_output(c->c_bev);
 			evbuffer_add_printf(out,
 			    "HTTP/1.1 200 Connection established\r\n\r\n");

@@ -15,11 +15,16 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
+#include "tls/tls.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -106,20 +111,52 @@ upstream_pool_flush(struct worker *w)
 	}
 }
 
+/*
+ * Did the TLS handshake (not the TCP connect) fail? Then say why: the
+ * certificate verification error when there is one.
+ */
+static int
+upstream_tls_failed(struct conn *c, struct bufferevent *bev, char *reason,
+    size_t reasonsz)
+{
+	SSL		*ssl = bufferevent_openssl_get_ssl(bev);
+	unsigned long	 e = bufferevent_get_openssl_error(bev);
+	long		 vr;
+	char		 err[256];
+
+	if (ssl == NULL)
+		return 0;
+	vr = SSL_get_verify_result(ssl);
+	if (vr != X509_V_OK) {
+		snprintf(reason, reasonsz, "upstream %s certificate not valid "
+		    "for %s: %s", c->c_up->u_addr, c->c_r.r_host,
+		    X509_verify_cert_error_string(vr));
+	} else if (e != 0) {
+		ERR_error_string_n(e, err, sizeof(err));
+		snprintf(reason, reasonsz, "TLS with upstream %s failed: %s",
+		    c->c_up->u_addr, err);
+	} else
+		return 0;
+	ERR_clear_error();
+	return 1;
+}
+
 static void
 connect_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*c = arg;
-	char		 reason[160];
+	char		 reason[512];
 	int		 err = EVUTIL_SOCKET_ERROR(), one = 1;
 
 	conn_enter(c);
 	if (what & BEV_EVENT_CONNECTED) {
 		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
 		    &one, sizeof(one));
-		snprintf(c->c_r.r_upstream, sizeof(c->c_r.r_upstream), "%s",
-		    c->c_up->u_addr);
 		conn_upstream_ready(c);
+		goto out;
+	}
+	if (c->c_tls && upstream_tls_failed(c, bev, reason, sizeof(reason))) {
+		conn_upstream_failed(c, 502, "upstream_tls_failed", reason);
 		goto out;
 	}
 	snprintf(reason, sizeof(reason), "connect to %s: %s",
@@ -161,14 +198,27 @@ conn_upstream_connect(struct conn *c)
 		}
 		u = xcalloc(1, sizeof(*u));
 		u->u_worker = c->c_worker;
-		snprintf(u->u_key, sizeof(u->u_key), "%s:%d", c->c_r.r_host,
-		    c->c_r.r_port);
+		conn_upstream_key(c, u->u_key, sizeof(u->u_key));
 		net_addr_format(a, ip, sizeof(ip));
 		snprintf(u->u_addr, sizeof(u->u_addr),
 		    a->na_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
 		    c->c_r.r_port);
-		u->u_bev = bufferevent_socket_new(c->c_worker->w_base, -1,
-		    BEV_OPT_CLOSE_ON_FREE);
+		if (c->c_tls) {
+			SSL *ssl = tls_client_ssl_new(c->c_worker->w_tls_client,
+			    c->c_r.r_host);
+
+			u->u_bev = ssl == NULL ? NULL :
+			    bufferevent_openssl_socket_new(c->c_worker->w_base,
+			    -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+			    BEV_OPT_CLOSE_ON_FREE);
+			if (u->u_bev != NULL)
+				bufferevent_openssl_set_allow_dirty_shutdown(
+				    u->u_bev, 1);
+			else
+				SSL_free(ssl);
+		} else
+			u->u_bev = bufferevent_socket_new(c->c_worker->w_base,
+			    -1, BEV_OPT_CLOSE_ON_FREE);
 		if (u->u_bev == NULL) {
 			free(u);
 			return -1;

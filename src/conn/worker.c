@@ -10,15 +10,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include <openssl/ssl.h>
+
+#include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
+#include "tls/tls.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -26,6 +31,8 @@ static struct worker	*workers;
 static int		 nworkers;
 static size_t		 conns_total;	/* atomic */
 static char		 boot_id[9];
+struct ca_cache		*worker_cert_cache;
+uint64_t		 worker_tls_handshakes;
 
 size_t
 worker_conn_count(void)
@@ -127,9 +134,32 @@ worker_free(struct worker *w)
 	if (w->w_stop_ev != NULL)
 		event_free(w->w_stop_ev);
 	dns_base_free(w->w_dns);
+	if (w->w_scratch != NULL)
+		evbuffer_free(w->w_scratch);
+	SSL_CTX_free(w->w_tls_server);
+	SSL_CTX_free(w->w_tls_client);
 	if (w->w_base != NULL)
 		event_base_free(w->w_base);
 	cfg_unref(w->w_cfg);
+}
+
+/* TLS contexts follow the worker's config (min_version, ca_file). */
+static int
+worker_tls_ctx(struct worker *w, const struct cfg *cfg)
+{
+	SSL_CTX	*server, *client;
+
+	if ((server = tls_server_ctx_new(cfg)) == NULL)
+		return -1;
+	if ((client = tls_client_ctx_new(cfg)) == NULL) {
+		SSL_CTX_free(server);
+		return -1;
+	}
+	SSL_CTX_free(w->w_tls_server);
+	SSL_CTX_free(w->w_tls_client);
+	w->w_tls_server = server;
+	w->w_tls_client = client;
+	return 0;
 }
 
 /* One SO_REUSEPORT socket per worker and address; errors are fatal. */
@@ -166,6 +196,7 @@ workers_start(struct cfg *cfg)
 	int		 n, fd;
 
 	util_random_hex(boot_id, 4);
+	worker_cert_cache = ca_cache_new(cfg->c_tls_cert_cache);
 	n = cfg->c_workers > 0 ? cfg->c_workers :
 	    (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (n < 1)
@@ -180,6 +211,9 @@ workers_start(struct cfg *cfg)
 		if ((w->w_base = event_base_new()) == NULL)
 			fatalx("event_base_new failed");
 		w->w_dns = dns_base_new(w->w_base, cfg);
+		w->w_scratch = evbuffer_new();
+		if (worker_tls_ctx(w, cfg) == -1)
+			fatalx("cannot set up TLS contexts");
 		w->w_stop_ev = event_new(w->w_base, -1, 0, stop_cb, w);
 		w->w_listeners = xcalloc(cfg->c_nlisten_proxy,
 		    sizeof(*w->w_listeners));
@@ -222,8 +256,11 @@ reload_cb(evutil_socket_t fd, short what, void *arg)
 	struct worker	*w = arg;
 	struct cfg	*next = w->w_next_cfg;
 
-	/* connections keep the config they started with */
+	/* connections keep the config (and SSL) they started with */
 	w->w_next_cfg = NULL;
+	if (worker_tls_ctx(w, next) == -1)
+		log_warnx("worker %d: TLS contexts kept from the old config",
+		    w->w_id);
 	cfg_unref(w->w_cfg);
 	w->w_cfg = next;
 	event_free(w->w_reload_ev);
@@ -260,4 +297,6 @@ workers_join(void)
 	free(workers);
 	workers = NULL;
 	nworkers = 0;
+	ca_cache_free(worker_cert_cache);
+	worker_cert_cache = NULL;
 }

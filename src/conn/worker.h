@@ -31,6 +31,9 @@ struct worker {
 	size_t			  w_nidle;
 	uint64_t		  w_seq;	/* request ids */
 	int			  w_stopping;
+	struct evbuffer		 *w_scratch;	/* heads are built here */
+	struct ssl_ctx_st	 *w_tls_server;	/* towards intercepted clients */
+	struct ssl_ctx_st	 *w_tls_client;	/* towards upstreams */
 	struct event		 *w_reload_ev;	/* main hands a new config */
 	struct cfg		 *w_next_cfg;
 };
@@ -43,6 +46,10 @@ void	workers_join(void);
 /* SIGHUP: new connections use <cfg> (each worker takes a reference). */
 void	workers_reload(struct cfg *);
 void	worker_conn_gone(void);
+
+/* Leaf certificates, shared by all workers (tls.cert_cache). */
+extern struct ca_cache	*worker_cert_cache;
+extern uint64_t		 worker_tls_handshakes;
 
 /* Global connection count against limits.max_connections. */
 size_t	worker_conn_count(void);

@@ -115,7 +115,7 @@ dns_resolve(struct event_base *base, struct evdns_base *dns,
 	for (i = 0; i < cfg->c_nupstream_hosts; i++) {
 		if (strcmp(cfg->c_upstream_hosts[i].h_name, host) != 0)
 			continue;
-		if (net_host_literal(cfg->c_upstream_hosts[i].h_addr,
+		if (net_host_literal(cfg->c_upstream_hosts[i].h_ip,
 		    &r->dr_addrs[0]) == 1)
 			r->dr_naddrs = 1;
 		r->dr_err = "bad upstream.hosts address";

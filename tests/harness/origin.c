@@ -32,6 +32,13 @@
  *   anything else  404; a malformed request: 400 and close
  * Every response names X-Origin-Conn (connection number since start) and
  * X-Origin-Request (request number on that connection).
+ *
+ * With -C CERTFILE -K KEYFILE the port speaks HTTPS instead: TLS 1.2 or
+ * 1.3 on every accepted connection (bufferevent_openssl), ALPN http/1.1
+ * selected when offered (a client offering only other protocols gets no
+ * ALPN answer), the same routes and the same strictness inside. A closing
+ * connection sends close_notify first, except for /reset, which still
+ * ends in a bare RST. Failed handshakes are reported on stderr.
  */
 #include "config.h"
 
@@ -60,6 +67,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <event2/bufferevent_ssl.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #define HEAD_MAX	(64 * 1024)	/* request head, and trailer section */
 #define LINE_MAX_CHUNK	4096		/* chunk-size line with extensions */
@@ -152,6 +163,7 @@ struct oconn {
 };
 
 static struct event_base *base;
+static SSL_CTX *sslctx;		/* -C/-K: HTTPS */
 static int logfd = -1;
 static uint64_t nconns;		/* accepted since start */
 static uint64_t nrequests;	/* request heads seen since start */
@@ -168,6 +180,7 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: origin -p PORT [-a ADDR] [-l LOGFILE] [-P PORTFILE]\n"
+	    "              [-C CERTFILE -K KEYFILE]\n"
 	    "routes: /size/N /chunked/N /close/N /echo /upload /status/CODE\n"
 	    "        /json/N /delay/MS /stall /reset /stats /ws\n"
 	    "        /sse?n=N&ms=M\n");
@@ -418,12 +431,25 @@ oc_reset_request(struct oconn *oc)
 static void
 oc_free(struct oconn *oc)
 {
+	SSL *ssl;
+
 	if (oc->oc_rst) {
 		/* SO_LINGER 0: close(2) sends RST instead of FIN. */
 		struct linger lg = { 1, 0 };
 
 		setsockopt(bufferevent_getfd(oc->oc_bev), SOL_SOCKET,
 		    SO_LINGER, &lg, sizeof(lg));
+	} else if ((ssl = bufferevent_openssl_get_ssl(oc->oc_bev)) != NULL &&
+	    SSL_is_init_finished(ssl) &&
+	    !(SSL_get_shutdown(ssl) & SSL_SENT_SHUTDOWN)) {
+		/*
+		 * close_notify, so that a close-delimited body ends cleanly
+		 * for strict clients. The output is empty by now, so the
+		 * alert goes straight to the socket; if it does not fit,
+		 * the peer sees a plain EOF, as without TLS.
+		 */
+		(void)SSL_shutdown(ssl);
+		ERR_clear_error();
 	}
 	if (oc->oc_timer != NULL)
 		event_free(oc->oc_timer);
@@ -1385,6 +1411,32 @@ oc_writecb(struct bufferevent *bev, void *arg)
 	}
 }
 
+/* Why a TLS connection failed, on stderr: the handshake failures a test
+ * provokes on purpose (an untrusting client) must be visible. */
+static void
+tls_report(struct oconn *oc)
+{
+	unsigned long e;
+	char buf[256];
+	int n = 0;
+
+	while ((e = bufferevent_get_openssl_error(oc->oc_bev)) != 0) {
+		/* libevent also queues bare SSL_get_error() values */
+		if (ERR_GET_LIB(e) == 0)
+			continue;
+		ERR_error_string_n(e, buf, sizeof(buf));
+		fprintf(stderr, "origin: conn %" PRIu64 ": tls: %s\n",
+		    oc->oc_id, buf);
+		n++;
+	}
+	if (n == 0 && oc->oc_nreq == 0 &&
+	    !SSL_is_init_finished(bufferevent_openssl_get_ssl(oc->oc_bev)))
+		fprintf(stderr, "origin: conn %" PRIu64 ": tls: handshake "
+		    "failed: %s\n", oc->oc_id,
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	ERR_clear_error();
+}
+
 static void
 oc_eventcb(struct bufferevent *bev, short what, void *arg)
 {
@@ -1395,6 +1447,8 @@ oc_eventcb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_ERROR) {
 		if (oc->oc_state == OS_BODY)
 			log_request(oc, "connection error mid-body");
+		if (sslctx != NULL)
+			tls_report(oc);
 		oc_free(oc);
 		return;
 	}
@@ -1448,13 +1502,27 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
 {
 	struct oconn *oc;
+	SSL *ssl;
 	int one = 1;
 
 	/* Small responses must not wait for Nagle. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if ((oc = calloc(1, sizeof(*oc))) == NULL)
 		die("out of memory");
-	oc->oc_bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (sslctx != NULL) {
+		if ((ssl = SSL_new(sslctx)) == NULL)
+			die("SSL_new failed");
+		/* On failure the SSL is freed and the fd closed for us. */
+		oc->oc_bev = bufferevent_openssl_socket_new(base, fd, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+		if (oc->oc_bev != NULL)
+			/* A peer's EOF without close_notify is EOF, as in
+			 * plain mode, not an error. */
+			bufferevent_openssl_set_allow_dirty_shutdown(
+			    oc->oc_bev, 1);
+	} else
+		oc->oc_bev = bufferevent_socket_new(base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
 	if (oc->oc_bev == NULL)
 		die("bufferevent_socket_new failed");
 	oc->oc_id = ++nconns;
@@ -1482,6 +1550,60 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(base);
 }
 
+/* ALPN: http/1.1 when the client offers it; otherwise no ALPN at all. */
+static int
+alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	static const unsigned char h11[] = "\x08http/1.1";
+	unsigned char *sel;
+
+	if (SSL_select_next_proto(&sel, outlen, h11, sizeof(h11) - 1, in,
+	    inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static void
+tls_die(const char *what, const char *path)
+{
+	unsigned long e = ERR_get_error();
+	char buf[256];
+
+	ERR_error_string_n(e, buf, sizeof(buf));
+	die("%s %s: %s", what, path, e != 0 ? buf : "failed");
+}
+
+static SSL_CTX *
+tls_setup(const char *certfile, const char *keyfile)
+{
+	SSL_CTX *ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
+		tls_die("SSL_CTX_new", "");
+	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION))
+		tls_die("SSL_CTX_set_min_proto_version", "");
+	/* The file may hold the leaf followed by intermediates. */
+	if (SSL_CTX_use_certificate_chain_file(ctx, certfile) != 1)
+		tls_die("certificate", certfile);
+	if (SSL_CTX_use_PrivateKey_file(ctx, keyfile, SSL_FILETYPE_PEM) != 1)
+		tls_die("private key", keyfile);
+	if (SSL_CTX_check_private_key(ctx) != 1)
+		tls_die("key does not match", certfile);
+	/* libevent may retry a write with a moved buffer. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+	    SSL_MODE_ENABLE_PARTIAL_WRITE);
+	/*
+	 * OpenSSL 3 calls an EOF without close_notify a protocol error,
+	 * which libevent's dirty-shutdown allowance does not cover: make it
+	 * a plain EOF, as the peer closing is in plain mode.
+	 */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+	SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, NULL);
+	return ctx;
+}
+
 static void
 write_portfile(const char *path, int port)
 {
@@ -1503,7 +1625,7 @@ int
 main(int argc, char *argv[])
 {
 	const char *addr = "127.0.0.1", *port = NULL, *logfile = NULL;
-	const char *portfile = NULL;
+	const char *portfile = NULL, *certfile = NULL, *keyfile = NULL;
 	struct addrinfo hints, *res;
 	struct sockaddr_storage ss;
 	socklen_t sslen = sizeof(ss);
@@ -1512,10 +1634,16 @@ main(int argc, char *argv[])
 	int ch, error, bound;
 	size_t i;
 
-	while ((ch = getopt(argc, argv, "a:l:p:P:h")) != -1) {
+	while ((ch = getopt(argc, argv, "a:C:K:l:p:P:h")) != -1) {
 		switch (ch) {
 		case 'a':
 			addr = optarg;
+			break;
+		case 'C':
+			certfile = optarg;
+			break;
+		case 'K':
+			keyfile = optarg;
 			break;
 		case 'l':
 			logfile = optarg;
@@ -1530,8 +1658,11 @@ main(int argc, char *argv[])
 			usage();
 		}
 	}
-	if (port == NULL || optind != argc)
+	if (port == NULL || optind != argc || (certfile == NULL) !=
+	    (keyfile == NULL))
 		usage();
+	if (certfile != NULL)
+		sslctx = tls_setup(certfile, keyfile);
 
 	for (i = 0; i < sizeof(pattern); i++)
 		pattern[i] = (char)('a' + i % 26);
@@ -1580,6 +1711,8 @@ main(int argc, char *argv[])
 	event_free(sigint);
 	event_free(sigterm);
 	evconnlistener_free(lev);
+	if (sslctx != NULL)
+		SSL_CTX_free(sslctx);
 	if (logfd != -1)
 		close(logfd);
 	return 0;

@@ -206,6 +206,8 @@ def exchange(port, data, nresp=1, timeout=10.0, methods=None,
             except (Closed, ConnectionResetError):
                 closed = True
                 break
+            except socket.timeout:
+                break
         if close_wait is not None and closed is None:
             try:
                 closed = rd.closed_after(close_wait)
@@ -303,6 +305,80 @@ def origin_stats(proxy_port, host, origin_port, extra_headers=b""):
     if r is None or r.status != 200:
         raise RuntimeError("stats: %r" % r)
     return r.json()
+
+
+class RecordingUpstream:
+    """A one-port upstream that records every byte it receives (per
+    connection) and answers each complete request (Content-Length or
+    chunked body) with 200 and the raw request bytes as body."""
+
+    def __init__(self, port=0):
+        import threading
+        self.srv = socket.socket()
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind(("127.0.0.1", port))
+        self.srv.listen(16)
+        self.port = self.srv.getsockname()[1]
+        self.conns = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import threading
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            rec = bytearray()
+            with self.lock:
+                self.conns.append(rec)
+            threading.Thread(target=self._serve, args=(c, rec),
+                             daemon=True).start()
+
+    @staticmethod
+    def _complete(buf):
+        i = buf.find(b"\r\n\r\n")
+        if i < 0:
+            return None
+        head = bytes(buf[:i]).lower()
+        rest = bytes(buf[i + 4:])
+        if b"\r\ntransfer-encoding:" in head:
+            j = rest.find(b"0\r\n\r\n")
+            return None if j < 0 else i + 4 + j + 5
+        for ln in head.split(b"\r\n"):
+            if ln.startswith(b"content-length:"):
+                n = int(ln.split(b":", 1)[1])
+                return None if len(rest) < n else i + 4 + n
+        return i + 4
+
+    def _serve(self, c, rec):
+        c.settimeout(30)
+        buf = bytearray()
+        try:
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                with self.lock:
+                    rec += d
+                buf += d
+                n = self._complete(buf)
+                if n is not None:
+                    req, buf = bytes(buf[:n]), buf[n:]
+                    c.sendall(b"HTTP/1.1 200 OK\r\nServer: recorder\r\n"
+                              b"Content-Length: %d\r\n\r\n%s"
+                              % (len(req), req))
+        except OSError:
+            pass
+        c.close()
+
+    def received(self):
+        with self.lock:
+            return [bytes(r) for r in self.conns]
+
+    def close(self):
+        self.srv.close()
 
 
 def env_int(name):

@@ -84,6 +84,21 @@ skip()
 	exit 77
 }
 
+# check_fail MSG: record a failed check and go on; finish reports them.
+_it_failed=""
+check_fail()
+{
+	echo "not ok - $*"
+	_it_failed="$_it_failed; $*"
+}
+
+# finish: exit 1 when a check failed, else 0.
+finish()
+{
+	[ -z "$_it_failed" ] || fail "${_it_failed#; }"
+	exit 0
+}
+
 hard_error()
 {
 	echo "ERROR: $TEST_NAME: $*" >&2
@@ -190,12 +205,14 @@ start_origin()
 }
 
 # start_airlockd CONFIG [PORT]: run the daemon in the background (log to
-# $T/airlockd.log, stdout to $T/airlockd.out); waits until PORT (default
-# $AIRLOCK_PORT) accepts. Sets AIRLOCK_PID.
+# $T/airlockd.log, stdout to $T/airlockd.out, extra flags from
+# $AIRLOCKD_FLAGS); waits until PORT (default $AIRLOCK_PORT) accepts. Sets
+# AIRLOCK_PID.
 start_airlockd()
 {
 	_port=${2:-$AIRLOCK_PORT}
-	"$AIRLOCKD" -c "$1" >>"$T/airlockd.out" 2>>"$T/airlockd.log" &
+	"$AIRLOCKD" ${AIRLOCKD_FLAGS:-} -c "$1" >>"$T/airlockd.out" \
+	    2>>"$T/airlockd.log" &
 	AIRLOCK_PID=$!
 	track_pid "$AIRLOCK_PID"
 	if ! wait_port "$_port" 20 "$AIRLOCK_PID"; then
@@ -212,6 +229,16 @@ stop_airlockd()
 	wait_exit "$AIRLOCK_PID" 30
 	_st=$WAIT_STATUS
 	[ "$_st" -eq 0 ] || fail "airlockd exited with status $_st after SIG${1:-TERM}"
+	check_sanitizers
+}
+
+# check_sanitizers: fail on any ASan/UBSan/LSan report in the daemon log.
+check_sanitizers()
+{
+	if grep -E -q 'runtime error:|AddressSanitizer|LeakSanitizer|ThreadSanitizer' \
+	    "$T/airlockd.log" 2>/dev/null; then
+		fail "sanitizer report in the airlockd log"
+	fi
 }
 
 # wait_exit PID SECONDS: wait for a background child with a deadline; sets

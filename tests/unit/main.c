@@ -15,6 +15,8 @@ main(void)
 	srunner_add_suite(sr, suite_pol());
 	srunner_add_suite(sr, suite_net_guard());
 	srunner_add_suite(sr, suite_http());
+	srunner_add_suite(sr, suite_ca());
+	srunner_add_suite(sr, suite_tls());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <openssl/ssl.h>
 
 #include "cfg/cfg.h"
 #include "dns/net_guard.h"
@@ -87,8 +88,10 @@ static const struct err_case err_cases[] = {
 	    "key \"secrets\" is not supported yet" },
 	{ "listen:\n  transparent: \"10.0.0.1:3129\"\n", "t.yaml:2:3: ",
 	    "key \"transparent\" is not supported yet" },
-	{ POL "        intercept: false\n", "t.yaml:5:9: ",
-	    "key \"intercept\" is not supported yet" },
+	{ POL "        secrets: [openai]\n", "t.yaml:5:9: ",
+	    "key \"secrets\" is not supported yet" },
+	{ POL "        meter: openai\n", "t.yaml:5:9: ",
+	    "key \"meter\" is not supported yet" },
 	{ "policies:\n  - name: p\n    caps: {usd: 5}\n", "t.yaml:3:5: ",
 	    "key \"caps\" is not supported yet" },
 	/* wrong types */
@@ -117,6 +120,8 @@ static const struct err_case err_cases[] = {
 	    "bad size \"12 bananas\" for \"header_bytes\"" },
 	{ "limits:\n  max_connections: lots\n", "t.yaml:2:20: ",
 	    "\"max_connections\" must be a whole number" },
+	{ "limits:\n  max_connections: 0\n", "t.yaml:2:20: ",
+	    "\"max_connections\" must be at least 1, not \"0\"" },
 	/* workers */
 	{ "workers: 5000\n", "t.yaml:1:10: ",
 	    "\"workers\" must be a whole number from 0" },
@@ -196,6 +201,61 @@ static const struct err_case err_cases[] = {
 	    "bad resolver \"dns.google\"" },
 	{ "upstream:\n  ca_file: /nonexistent/ca.pem\n", "t.yaml:2:12: ",
 	    "cannot read \"ca_file\" \"/nonexistent/ca.pem\"" },
+	{ "upstream:\n  ca_file: /dev/null\n", "t.yaml:2:12: ",
+	    "bad \"ca_file\" \"/dev/null\": not a regular file" },
+	{ "upstream:\n  ca_file: \"\"\n", "t.yaml:2:12: ",
+	    "\"ca_file\" is empty" },
+	/* tls */
+	{ "tls: [1]\n", "t.yaml:1:6: ",
+	    "\"tls\" must be a mapping, not a list" },
+	{ "tls:\n  cert_cahce: 5\n", "t.yaml:2:3: ",
+	    "unknown key \"cert_cahce\" in tls (did you mean "
+	    "\"cert_cache\"?)" },
+	{ "tls:\n  cert_cache: 0\n", "t.yaml:2:15: ",
+	    "\"cert_cache\" must be at least 1, not \"0\"" },
+	{ "tls:\n  cert_cache: -1\n", "t.yaml:2:15: ",
+	    "\"cert_cache\" must be a whole number of at least 1, not \"-1\"" },
+	{ "tls:\n  cert_cache: 10k\n", "t.yaml:2:15: ",
+	    "\"cert_cache\" must be a whole number" },
+	{ "tls:\n  cert_cache: [1]\n", "t.yaml:2:15: ",
+	    "\"cert_cache\" must be a number, not a list" },
+	{ "tls:\n  leaf_validity: 0s\n", "t.yaml:2:18: ",
+	    "\"leaf_validity\" must be more than 0" },
+	{ "tls:\n  leaf_validity: 31d\n", "t.yaml:2:18: ",
+	    "\"leaf_validity\" must be at most 30d, not \"31d\"" },
+	{ "tls:\n  leaf_validity: 43201m\n", "t.yaml:2:18: ",
+	    "\"leaf_validity\" must be at most 30d, not \"43201m\"" },
+	{ "tls:\n  leaf_validity: 1 week\n", "t.yaml:2:18: ",
+	    "bad duration \"1 week\" for \"leaf_validity\"" },
+	{ "tls:\n  leaf_validity: 7\n", "t.yaml:2:18: ",
+	    "bad duration \"7\" for \"leaf_validity\"" },
+	{ "tls:\n  min_version: 1.1\n", "t.yaml:2:16: ",
+	    "\"min_version\" must be \"1.2\" or \"1.3\", not \"1.1\"" },
+	{ "tls:\n  min_version: \"1.4\"\n", "t.yaml:2:16: ",
+	    "\"min_version\" must be \"1.2\" or \"1.3\", not \"1.4\"" },
+	{ "tls:\n  min_version: TLSv1.3\n", "t.yaml:2:16: ",
+	    "\"min_version\" must be \"1.2\" or \"1.3\", not \"TLSv1.3\"" },
+	{ "tls:\n  min_version: 1.20\n", "t.yaml:2:16: ",
+	    "not \"1.20\"" },
+	{ "tls:\n  min_version: [\"1.2\"]\n", "t.yaml:2:16: ",
+	    "\"min_version\" must be \"1.2\" or \"1.3\", not a list" },
+	{ "tls:\n  min_version: 1.2\n  min_version: 1.3\n", "t.yaml:3:3: ",
+	    "duplicate key \"min_version\" (first at 2:3)" },
+	/* intercept and splicing */
+	{ POL "        intercept: maybe\n", "t.yaml:5:20: ",
+	    "\"intercept\" must be true or false, not \"maybe\"" },
+	{ POL "        intercept: [false]\n", "t.yaml:5:20: ",
+	    "\"intercept\" must be true or false, not a list" },
+	{ POL "        intercept: false\n        methods: [GET]\n",
+	    "t.yaml:6:9: ", "methods/paths cannot be enforced on a spliced "
+	    "(intercept: false) rule; remove \"methods\"" },
+	{ POL "        paths: [\"/v1/*\"]\n        intercept: no\n",
+	    "t.yaml:5:9: ", "methods/paths cannot be enforced on a spliced "
+	    "(intercept: false) rule; remove \"paths\"" },
+	{ "policies:\n  - name: p\n    rules:\n      - intercept: off\n"
+	    "        host: a.com\n        ports: [443]\n"
+	    "        methods: [GET, HEAD]\n", "t.yaml:7:9: ",
+	    "methods/paths cannot be enforced on a spliced" },
 	/* token sources */
 	{ SBX "    token: hunter2\n", "t.yaml:6:12: ",
 	    "\"token\" must be env:NAME, file:PATH, exec:COMMAND or "
@@ -269,7 +329,7 @@ START_TEST(test_cfg_all_errors_reported)
 	    "sandboxes:\n"
 	    "  - id: s\n"
 	    "    policy: nope\n"
-	    "tls: {}\n";
+	    "geoip: {}\n";
 	static const struct {
 		const char	*where, *msg;
 	} want[] = {
@@ -280,7 +340,7 @@ START_TEST(test_cfg_all_errors_reported)
 		{ "t.yaml:10:9: ", "unknown key \"metods\" in rule" },
 		{ "t.yaml:11:11: ", "duplicate policy name \"p\"" },
 		{ "t.yaml:14:13: ", "policy \"nope\" is not defined" },
-		{ "t.yaml:15:1: ", "key \"tls\" is not supported yet" },
+		{ "t.yaml:15:1: ", "key \"geoip\" is not supported yet" },
 	};
 	char	*out;
 	size_t	 i;
@@ -336,7 +396,12 @@ START_TEST(test_cfg_full)
 	    "        ports: [443]\n"
 	    "        methods: [get, POST]\n"
 	    "        paths: [\"/v1/*\"]\n"
+	    "        intercept: yes\n"
 	    "      - host: \"*.Example.COM.\"\n"
+	    "      - host: github.com\n"
+	    "        ports: [443, 22]\n"
+	    "        intercept: false\n"
+	    "        methods: ~\n"
 	    "  - name: empty\n"
 	    "sandboxes:\n"
 	    "  - id: demo\n"
@@ -348,7 +413,11 @@ START_TEST(test_cfg_full)
 	    "    token: ~\n"
 	    "audit:\n"
 	    "  file: \"-\"\n"
-	    "  hash_chain: yes\n";
+	    "  hash_chain: yes\n"
+	    "tls:\n"
+	    "  cert_cache: 50\n"
+	    "  leaf_validity: 30d\n"
+	    "  min_version: \"1.3\"\n";
 	const struct cfg_sandbox	*s;
 	const struct cfg_policy		*p;
 	const struct cfg_rule		*r;
@@ -382,9 +451,9 @@ START_TEST(test_cfg_full)
 	ck_assert_str_eq(c->c_upstream_resolver, "127.0.0.1:5353");
 	ck_assert_uint_eq(c->c_nupstream_hosts, 2);
 	ck_assert_str_eq(c->c_upstream_hosts[0].h_name, "api.test");
-	ck_assert_str_eq(c->c_upstream_hosts[0].h_addr, "127.0.0.1");
+	ck_assert_str_eq(c->c_upstream_hosts[0].h_ip, "127.0.0.1");
 	ck_assert_str_eq(c->c_upstream_hosts[1].h_name, "v6.test");
-	ck_assert_str_eq(c->c_upstream_hosts[1].h_addr, "::1");
+	ck_assert_str_eq(c->c_upstream_hosts[1].h_ip, "::1");
 	ck_assert_int_eq(guard_allows(c, "127.0.0.1"), 1);
 	ck_assert_int_eq(guard_allows(c, "127.0.0.2"), 0);
 	ck_assert_int_eq(guard_allows(c, "169.254.169.254"), 0);
@@ -394,7 +463,7 @@ START_TEST(test_cfg_full)
 	ck_assert_uint_eq(c->c_npolicies, 2);
 	p = cfg_policy_find(c, "default");
 	ck_assert_ptr_nonnull(p);
-	ck_assert_uint_eq(p->p_nrules, 2);
+	ck_assert_uint_eq(p->p_nrules, 3);
 	r = &p->p_rules[0];
 	ck_assert_str_eq(r->r_host, "api.openai.com");
 	ck_assert_uint_eq(r->r_nports, 1);
@@ -406,6 +475,7 @@ START_TEST(test_cfg_full)
 	ck_assert_str_eq(r->r_paths[0], "/v1/*");
 	ck_assert_int_eq(r->r_line, 25);
 	ck_assert_int_eq(r->r_col, 9);
+	ck_assert_int_eq(r->r_intercept, 1);
 	r = &p->p_rules[1];
 	ck_assert_str_eq(r->r_host, "*.example.com");
 	ck_assert_uint_eq(r->r_nports, 2);
@@ -415,6 +485,15 @@ START_TEST(test_cfg_full)
 	ck_assert_uint_eq(r->r_nmethods, 0);
 	ck_assert_ptr_null(r->r_paths);
 	ck_assert_uint_eq(r->r_npaths, 0);
+	ck_assert_int_eq(r->r_intercept, 1);
+	r = &p->p_rules[2];
+	ck_assert_str_eq(r->r_host, "github.com");
+	ck_assert_uint_eq(r->r_nports, 2);
+	ck_assert_int_eq(r->r_ports[1], 22);
+	ck_assert_ptr_null(r->r_methods);
+	ck_assert_ptr_null(r->r_paths);
+	ck_assert_int_eq(r->r_intercept, 0);
+	ck_assert_int_eq(r->r_line, 31);
 	p = cfg_policy_find(c, "empty");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_uint_eq(p->p_nrules, 0);
@@ -440,6 +519,10 @@ START_TEST(test_cfg_full)
 
 	ck_assert_str_eq(c->c_audit_file, "-");
 	ck_assert_int_eq(c->c_audit_hash_chain, 1);
+
+	ck_assert_uint_eq(c->c_tls_cert_cache, 50);
+	ck_assert_uint_eq(c->c_tls_leaf_validity_ms, 30ULL * 86400 * 1000);
+	ck_assert_int_eq(c->c_tls_min_version, TLS1_3_VERSION);
 	cfg_unref(c);
 }
 END_TEST
@@ -495,6 +578,10 @@ START_TEST(test_cfg_defaults)
 	snprintf(want, sizeof(want), "%s/state/audit.jsonl", cwd);
 	ck_assert_str_eq(c->c_audit_file, want);
 	ck_assert_int_eq(c->c_audit_hash_chain, 0);
+	ck_assert_uint_eq(c->c_tls_cert_cache, 10000);
+	ck_assert_uint_eq(c->c_tls_leaf_validity_ms, 7ULL * 86400 * 1000);
+	ck_assert_int_eq(c->c_tls_min_version, TLS1_2_VERSION);
+	ck_assert_int_eq(c->c_policies[0].p_rules[0].r_intercept, 1);
 	ck_assert_ptr_nonnull(c->c_sandboxes[0].s_policy);
 	ck_assert_ptr_null(c->c_sandboxes[0].s_token);
 	ck_assert_int_eq(c->c_sandboxes[0].s_token_generated, 1);
@@ -513,6 +600,10 @@ START_TEST(test_cfg_empty_and_null)
 		"listen:\nlimits: ~\nupstream: null\naudit:\n",
 		("listen:\n  default_sandbox: null\nupstream:\n"
 		"  deny_networks: ~\n"),
+		"tls:\n",
+		"tls: {}\n",
+		("tls:\n  cert_cache: ~\n  leaf_validity:\n"
+		"  min_version: null\n"),
 	};
 	struct cfg	*c;
 	char		*out;
@@ -526,9 +617,119 @@ START_TEST(test_cfg_empty_and_null)
 		ck_assert_str_eq(c->c_listen_proxy[0], "127.0.0.1:3128");
 		ck_assert_ptr_null(c->c_default_sandbox);
 		ck_assert_int_eq(guard_allows(c, "127.0.0.1"), 0);
+		ck_assert_uint_eq(c->c_tls_cert_cache, 10000);
+		ck_assert_uint_eq(c->c_tls_leaf_validity_ms,
+		    7ULL * 86400 * 1000);
+		ck_assert_int_eq(c->c_tls_min_version, TLS1_2_VERSION);
 		free(out);
 		cfg_unref(c);
 	}
+}
+END_TEST
+
+/* tls: the values each key accepts, and what they are stored as. */
+struct tls_case {
+	const char	*tc_yaml;	/* after "tls:\n" */
+	size_t		 tc_cache;
+	uint64_t	 tc_validity;
+	int		 tc_version;
+};
+
+#define DAY	(86400ULL * 1000)
+static const struct tls_case tls_cases[] = {
+	{ "  cert_cache: 1\n", 1, 7 * DAY, TLS1_2_VERSION },
+	{ "  cert_cache: 250000\n", 250000, 7 * DAY, TLS1_2_VERSION },
+	{ "  leaf_validity: 1ms\n", 10000, 1, TLS1_2_VERSION },
+	{ "  leaf_validity: 1h\n", 10000, 3600 * 1000, TLS1_2_VERSION },
+	{ "  leaf_validity: 30d\n", 10000, 30 * DAY, TLS1_2_VERSION },
+	{ "  leaf_validity: 720h\n", 10000, 30 * DAY, TLS1_2_VERSION },
+	{ "  leaf_validity: 43200m\n", 10000, 30 * DAY, TLS1_2_VERSION },
+	{ "  min_version: 1.2\n", 10000, 7 * DAY, TLS1_2_VERSION },
+	{ "  min_version: \"1.2\"\n", 10000, 7 * DAY, TLS1_2_VERSION },
+	{ "  min_version: 1.3\n", 10000, 7 * DAY, TLS1_3_VERSION },
+	{ "  min_version: '1.3'\n", 10000, 7 * DAY, TLS1_3_VERSION },
+	{ "  {cert_cache: 3, leaf_validity: 2d, min_version: \"1.3\"}\n", 3,
+	    2 * DAY, TLS1_3_VERSION },
+};
+#undef DAY
+
+START_TEST(test_cfg_tls)
+{
+	const struct tls_case	*tc = &tls_cases[_i];
+	struct cfg		*c;
+	char			 yaml[256], *out;
+	int			 nerr;
+
+	snprintf(yaml, sizeof(yaml), "tls:\n%s", tc->tc_yaml);
+	c = load(yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "%s: %s", tc->tc_yaml, out);
+	ck_assert_int_eq(nerr, 0);
+	ck_assert_uint_eq(c->c_tls_cert_cache, tc->tc_cache);
+	ck_assert_uint_eq(c->c_tls_leaf_validity_ms, tc->tc_validity);
+	ck_assert_int_eq(c->c_tls_min_version, tc->tc_version);
+	free(out);
+	cfg_unref(c);
+}
+END_TEST
+
+/*
+ * intercept: false splices by SNI, so nothing inside the tunnel can be
+ * checked: methods and paths are refused there, each at its own key.
+ */
+START_TEST(test_cfg_splice)
+{
+	static const struct {
+		const char	*yaml;	/* rule keys after "host: a.com" */
+		int		 intercept;
+	} ok[] = {
+		{ "", 1 },
+		{ "        intercept: ~\n        methods: [GET]\n", 1 },
+		{ "        intercept: true\n        paths: [\"/x\"]\n", 1 },
+		{ "        intercept: On\n", 1 },
+		{ "        intercept: false\n", 0 },
+		{ "        intercept: NO\n        ports: [443]\n", 0 },
+		{ "        intercept: false\n        methods:\n"
+		    "        paths: ~\n", 0 },
+	};
+	struct cfg	*c;
+	char		 yaml[512], *out;
+	size_t		 i;
+	int		 nerr;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(yaml, sizeof(yaml), POL "%s", ok[i].yaml);
+		c = load(yaml, &out, &nerr);
+		ck_assert_msg(c != NULL, "%zu: %s", i, out);
+		ck_assert_int_eq(c->c_policies[0].p_rules[0].r_intercept,
+		    ok[i].intercept);
+		free(out);
+		cfg_unref(c);
+	}
+
+	c = load(POL "        methods: [GET]\n        intercept: false\n"
+	    "        paths: [\"/v1/*\"]\n      - host: b.com\n"
+	    "        intercept: false\n        paths: [\"*\"]\n"
+	    "      - host: c.com\n        paths: [\"*\"]\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 3);
+	ck_assert_int_eq(count_lines(out), 3);
+	ck_assert_msg(has_error(out, "t.yaml:5:9: ", "spliced (intercept: "
+	    "false) rule; remove \"methods\""), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:7:9: ", "spliced (intercept: "
+	    "false) rule; remove \"paths\""), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:10:9: ", "spliced (intercept: "
+	    "false) rule; remove \"paths\""), "%s", out);
+	free(out);
+
+	/* a bad methods list is still a splice conflict: both reported */
+	c = load(POL "        intercept: false\n        methods: []\n", &out,
+	    &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 2);
+	ck_assert_msg(has_error(out, "t.yaml:6:18: ", "\"methods\" is an "
+	    "empty list"), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:6:9: ", "spliced"), "%s", out);
+	free(out);
 }
 END_TEST
 
@@ -865,6 +1066,97 @@ START_TEST(test_cfg_file_token_mode)
 }
 END_TEST
 
+/* A self-signed certificate (only parsed, never verified). */
+#define CERT_B64							\
+	"MIIBiTCCAS+gAwIBAgIUNYH28m7zlRQwpMB3BYiKeaVXoeswCgYIKoZIzj0EAwIw\n" \
+	"GjEYMBYGA1UEAwwPYWlybG9jayB0ZXN0IENBMB4XDTI2MTEyOTA5NDIzOFoXDTM2\n" \
+	"MTEyNjA5NDIzOFowGjEYMBYGA1UEAwwPYWlybG9jayB0ZXN0IENBMFkwEwYHKoZI\n" \
+	"zj0CAQYIKoZIzj0DAQcDQgAETZLKCpwwY2Wm4piViEEYBPfSFASnmGAYyW7PaaGz\n" \
+	"ORC/y0+wWePc8zUrjun5LCSiY2Zcx9cLnUsmNH6qbS9N2KNTMFEwHQYDVR0OBBYE\n" \
+	"FOZHW7c4oZOA7u8AwV7j4emsSz+oMB8GA1UdIwQYMBaAFOZHW7c4oZOA7u8AwV7j\n" \
+	"4emsSz+oMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIhAJeUykcM\n" \
+	"P3bcHxiKyGaTAkGoOku46SAoKp8bNTDK2GFaAiBXfGxRWV6fxQBMowpNIGlgZ21M\n" \
+	"T5//41wn9NQ0mYdTqA==\n"
+#define CERT_PEM							\
+	"-----BEGIN CERTIFICATE-----\n" CERT_B64 "-----END CERTIFICATE-----\n"
+
+/* upstream.ca_file must hold at least one PEM certificate. */
+START_TEST(test_cfg_ca_file)
+{
+#define KEY_PEM							\
+	"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+#define CERT_CUT							\
+	"MIIBiTCCAS+gAwIBAgIUNYH28m7zlRQwpMB3BYiKeaVXoeswCgYIKoZIzj0EAwIw\n"
+	static const struct {
+		const char	*pem;
+		const char	*msg;	/* NULL: accepted */
+	} cases[] = {
+		{ CERT_PEM, NULL },
+		{ "a bundle\n" CERT_PEM "\n" CERT_PEM, NULL },
+		{ KEY_PEM CERT_PEM, NULL },
+		{ "-----BEGIN TRUSTED CERTIFICATE-----\n" CERT_B64
+		    "-----END TRUSTED CERTIFICATE-----\n", NULL },
+		{ "", "no PEM certificate in it" },
+		{ "not a certificate\n", "no PEM certificate in it" },
+		{ KEY_PEM, "no PEM certificate in it" },
+		{ "-----BEGIN CERTIFICATE-----\nMIIB!!!!\n"
+		    "-----END CERTIFICATE-----\n", "malformed PEM" },
+		/* base64 fine, DER cut short */
+		{ "-----BEGIN CERTIFICATE-----\n" CERT_CUT
+		    "-----END CERTIFICATE-----\n", "malformed PEM" },
+		/* one good certificate does not excuse a broken one */
+		{ CERT_PEM "-----BEGIN CERTIFICATE-----\nMIIBiTCC\n",
+		    "malformed PEM certificate" },
+	};
+	struct tmpconf	 t;
+	struct cfg	*c;
+	char		*out, pem[512], where[512], want[1024];
+	size_t		 i;
+	int		 nerr;
+
+	tmp_init(&t);
+	snprintf(pem, sizeof(pem), "%s/ca.pem", t.dir);
+	snprintf(where, sizeof(where), "%s:2:12: ", t.path);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tmp_write(pem, cases[i].pem, 0644);
+		c = tmp_load(&t, "upstream:\n  ca_file: ./ca.pem\n", &out,
+		    &nerr);
+		if (cases[i].msg == NULL) {
+			ck_assert_msg(c != NULL, "%zu: %s", i, out);
+			ck_assert_str_eq(c->c_upstream_ca_file, pem);
+		} else {
+			ck_assert_msg(c == NULL, "%zu loaded", i);
+			ck_assert_int_eq(nerr, 1);
+			snprintf(want, sizeof(want), "bad \"ca_file\" \"%s\": "
+			    "%s", pem, cases[i].msg);
+			ck_assert_msg(has_error(out, where, want),
+			    "%zu: want %s%s, got %s", i, where, want, out);
+		}
+		free(out);
+		cfg_unref(c);
+	}
+
+	/* a directory */
+	c = tmp_load(&t, "upstream:\n  ca_file: .\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	snprintf(want, sizeof(want), "bad \"ca_file\" \"%s\": not a regular "
+	    "file", t.dir);
+	ck_assert_msg(has_error(out, where, want), "%s", out);
+	free(out);
+
+	/* missing, relative to the configuration's directory */
+	c = tmp_load(&t, "upstream:\n  ca_file: nope.pem\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	snprintf(want, sizeof(want), "cannot read \"ca_file\" \"%s/nope.pem\": "
+	    "No such file or directory", t.dir);
+	ck_assert_msg(has_error(out, where, want), "%s", out);
+	free(out);
+	tmp_fini(&t);
+#undef KEY_PEM
+#undef CERT_CUT
+}
+END_TEST
+
 START_TEST(test_cfg_token_sources)
 {
 	struct cfg	*c;
@@ -971,12 +1263,13 @@ END_TEST
 START_TEST(test_cfg_example)
 {
 	const struct cfg_sandbox	*s;
+	const struct cfg_policy		*p;
 	struct cfg			*c;
 	const char			*top;
 	char				 path[4096], *out;
 	FILE				*f;
-	size_t				 sz;
-	int				 nerr = -1;
+	size_t				 sz, i;
+	int				 nerr = -1, nsplice;
 
 	if ((top = getenv("top_srcdir")) == NULL)
 		top = ".";
@@ -992,6 +1285,20 @@ START_TEST(test_cfg_example)
 	ck_assert_ptr_nonnull(s);
 	ck_assert_ptr_eq(s->s_policy, cfg_policy_find(c, "default"));
 	ck_assert_int_eq(s->s_token_generated, 1);
+	/* its github.com rule splices; the rest is intercepted */
+	p = cfg_policy_find(c, "default");
+	ck_assert_ptr_nonnull(p);
+	for (i = 0, nsplice = 0; i < p->p_nrules; i++) {
+		if (strcmp(p->p_rules[i].r_host, "github.com") == 0) {
+			ck_assert_int_eq(p->p_rules[i].r_intercept, 0);
+			nsplice++;
+		} else
+			ck_assert_int_eq(p->p_rules[i].r_intercept, 1);
+	}
+	ck_assert_int_eq(nsplice, 1);
+	ck_assert_uint_eq(c->c_tls_cert_cache, 10000);
+	ck_assert_uint_eq(c->c_tls_leaf_validity_ms, 7ULL * 86400 * 1000);
+	ck_assert_int_eq(c->c_tls_min_version, TLS1_2_VERSION);
 	free(out);
 	cfg_unref(c);
 }
@@ -1018,6 +1325,9 @@ suite_cfg(void)
 	tcase_add_test(tc, test_cfg_defaults);
 	tcase_add_test(tc, test_cfg_empty_and_null);
 	tcase_add_test(tc, test_cfg_networks_empty);
+	tcase_add_loop_test(tc, test_cfg_tls, 0,
+	    (int)(sizeof(tls_cases) / sizeof(tls_cases[0])));
+	tcase_add_test(tc, test_cfg_splice);
 	tcase_add_loop_test(tc, test_cfg_host_pattern, 0,
 	    (int)(sizeof(host_cases) / sizeof(host_cases[0])));
 	tcase_add_loop_test(tc, test_cfg_path_glob, 0,
@@ -1033,6 +1343,7 @@ suite_cfg(void)
 	tc = tcase_create("sources");
 	tcase_add_test(tc, test_cfg_file_paths);
 	tcase_add_test(tc, test_cfg_file_token_mode);
+	tcase_add_test(tc, test_cfg_ca_file);
 	tcase_add_test(tc, test_cfg_token_sources);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,201 @@
+/*
+ * CONNECT handling after policy: peek the ClientHello, check its SNI
+ * against the CONNECT target, then either splice the bytes to the real
+ * host (intercept: false) or terminate TLS with a leaf from the sandbox's
+ * CA and serve the decrypted requests like any other (same pipeline).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "ca/ca.h"
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+#include "conn/worker.h"
+#include "policy/pol.h"
+#include "tls/tls.h"
+#include "util/log.h"
+#include "util/util.h"
+
+/* A refusal before any TLS is spoken back: audit it and hang up. */
+static void
+tls_refuse(struct conn *c, const char *reason)
+{
+	c->c_r.r_allowed = 0;
+	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.500s", reason);
+	log_info("%s: %s", c->c_client, reason);
+	conn_close(c);
+}
+
+void
+conn_tls_connect_allowed(struct conn *c, int intercept)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
+
+	c->c_tls_port = c->c_r.r_port;
+	c->c_r.r_tls = intercept ? "intercept" : "splice";
+	c->c_r.r_proto = intercept ? "https" : "tunnel";
+	c->c_r.r_status = 200;
+	c->c_r.r_connect_replied = 1;
+	evbuffer_add_printf(out, "HTTP/1.1 200 Connection established\r\n\r\n");
+	c->c_state = CONN_TLS_PEEK;
+	conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
+	/* the hello may have come with the CONNECT */
+	if (evbuffer_get_length(bufferevent_get_input(c->c_bev)) > 0)
+		conn_tls_peek(c);
+}
+
+/* Terminate TLS with a leaf for <host> minted under the sandbox's CA. */
+static void
+tls_intercept(struct conn *c, const char *host)
+{
+	struct worker		*w = c->c_worker;
+	struct bufferevent	*tls;
+	struct ca		*ca;
+	X509			*leaf;
+	SSL			*ssl;
+
+	ca = ca_get(c->c_cfg->c_state_dir, c->c_sandbox->s_id);
+	if (ca == NULL) {
+		tls_refuse(c, "sandbox CA unavailable");
+		return;
+	}
+	leaf = ca_cache_get(worker_cert_cache, ca, host,
+	    c->c_cfg->c_tls_leaf_validity_ms, NULL);
+	if (leaf == NULL || (ssl = SSL_new(w->w_tls_server)) == NULL) {
+		X509_free(leaf);
+		tls_refuse(c, "cannot mint a certificate");
+		return;
+	}
+	if (SSL_use_certificate(ssl, leaf) != 1 ||
+	    SSL_use_PrivateKey(ssl, ca_leaf_key(ca)) != 1) {
+		X509_free(leaf);
+		SSL_free(ssl);
+		tls_refuse(c, "cannot use the minted certificate");
+		return;
+	}
+	X509_free(leaf);
+	tls_server_ssl_set_context(ssl, c->c_sandbox->s_id, host);
+	snprintf(c->c_tls_host, sizeof(c->c_tls_host), "%s", host);
+
+	/* the filter reads the ClientHello still waiting in c_bev */
+	tls = bufferevent_openssl_filter_new(w->w_base, c->c_bev, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (tls == NULL) {
+		tls_refuse(c, "cannot start TLS");
+		return;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+	c->c_bev = tls;
+	c->c_state = CONN_TLS_HANDSHAKE;
+	conn_set_client_callbacks(c);
+	/* the hello is already buffered: no read event will announce it */
+	bufferevent_trigger(bufferevent_get_underlying(tls), EV_READ, 0);
+}
+
+void
+conn_tls_peek(struct conn *c)
+{
+	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
+	struct tls_hello	 h;
+	size_t			 len = evbuffer_get_length(in);
+	char			 sni[256], reason[600];
+	int			 splice = strcmp(c->c_r.r_tls, "splice") == 0;
+	const uint8_t		*buf;
+
+	if (len > TLS_HELLO_MAX)
+		len = TLS_HELLO_MAX;
+	buf = evbuffer_pullup(in, (ssize_t)len);
+	switch (tls_hello_parse(buf, len, &h)) {
+	case TLS_HELLO_MORE:
+		if (len >= TLS_HELLO_MAX)
+			tls_refuse(c, "TLS ClientHello too large");
+		return;
+	case TLS_HELLO_NOT_TLS:
+		tls_refuse(c, "CONNECT payload is not TLS");
+		return;
+	case TLS_HELLO_BAD:
+		tls_refuse(c, "malformed TLS ClientHello");
+		return;
+	case TLS_HELLO_OK:
+		break;
+	}
+	if (h.th_has_sni &&
+	    pol_host_normalize(h.th_sni, sni, sizeof(sni)) == -1) {
+		tls_refuse(c, "TLS server name is not a valid host name");
+		return;
+	}
+	if (splice) {
+		if (!h.th_has_sni) {
+			tls_refuse(c, "no TLS server name on a spliced "
+			    "connection");
+			return;
+		}
+		if (strcmp(sni, c->c_r.r_host) != 0) {
+			snprintf(reason, sizeof(reason), "TLS server name %s "
+			    "does not match CONNECT host %s (domain fronting)",
+			    sni, c->c_r.r_host);
+			tls_refuse(c, reason);
+			return;
+		}
+		/* the hello stays buffered and goes out first */
+		conn_resolve(c);
+		return;
+	}
+	c->c_tls_h2_only = h.th_alpn_count > 0 && !h.th_alpn_http11;
+	if (h.th_has_sni && strcmp(sni, c->c_r.r_host) != 0) {
+		/* serve the name asked for, then refuse inside TLS */
+		snprintf(c->c_tls_fronting, sizeof(c->c_tls_fronting), "%s",
+		    c->c_r.r_host);
+		tls_intercept(c, sni);
+	} else
+		tls_intercept(c, h.th_has_sni ? sni : c->c_r.r_host);
+}
+
+void
+conn_tls_handshake_event(struct conn *c, short what)
+{
+	char		 err[256], reason[400];
+	unsigned long	 e;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		/* inner requests are audited one by one, not the CONNECT */
+		c->c_r.r_active = 0;
+		c->c_tls = 1;
+		c->c_nreq = 0;
+		c->c_state = CONN_HEAD;
+		http_msg_reset(&c->c_req);
+		conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
+		__atomic_add_fetch(&worker_tls_handshakes, 1, __ATOMIC_RELAXED);
+		conn_feed_request(c);
+		return;
+	}
+	if (c->c_tls_h2_only)
+		snprintf(reason, sizeof(reason), "client offers only h2 "
+		    "(ALPN); airlock speaks HTTP/1.1");
+	else {
+		e = bufferevent_get_openssl_error(c->c_bev);
+		if (e != 0)
+			ERR_error_string_n(e, err, sizeof(err));
+		else
+			snprintf(err, sizeof(err), "%s",
+			    (what & BEV_EVENT_EOF) ? "client closed" :
+			    "connection error");
+		snprintf(reason, sizeof(reason),
+		    "client TLS handshake failed: %s", err);
+	}
+	ERR_clear_error();
+	c->c_r.r_allowed = 0;
+	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
+	log_info("%s: sandbox %s, %s: %s", c->c_client, c->c_sandbox->s_id,
+	    c->c_tls_host, reason);
+	conn_close(c);
+}

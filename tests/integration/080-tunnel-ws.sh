@@ -1,0 +1,123 @@
+#!/bin/sh
+# CONNECT opens a plain tunnel to an allowed host:port (audited as proto
+# "tunnel"); denied or malformed CONNECTs are refused; a WebSocket upgrade
+# passes after policy and then carries bytes both ways.
+. "$top_srcdir/tests/integration/lib.sh"
+
+start_origin
+AIRLOCK_PORT=$(free_port)
+export AIRLOCK_PORT ORIGIN_PORT T
+{
+	config_common "$AIRLOCK_PORT" local
+	cat <<YAML
+upstream:
+  allow_networks: ["127.0.0.1/32"]
+  hosts: {"api.test": "127.0.0.1"}
+policies:
+  - name: p
+    rules:
+      - {host: "api.test", ports: [$ORIGIN_PORT], paths: ["/ws", "/echo", "/size/*"]}
+sandboxes:
+  - {id: local, policy: p}
+YAML
+} >"$T/airlock.yaml"
+start_airlockd "$T/airlock.yaml"
+
+"$PYTHON" - <<'PY' || fail "tunnel and websocket checks"
+import base64, hashlib, os, socket, time, itlib
+from itlib import req, connect, Reader, read_response, roundtrip
+ap, op = itlib.env_int("AIRLOCK_PORT"), itlib.env_int("ORIGIN_PORT")
+audit = os.environ["T"] + "/audit.jsonl"
+olog = os.environ["T"] + "/origin.log"
+t = itlib.Checks()
+A = b"api.test:%d" % op
+
+# CONNECT, then HTTP through the tunnel
+s = connect(ap)
+s.sendall(b"CONNECT " + A + b" HTTP/1.1\r\nHost: " + A + b"\r\n\r\n")
+rd = Reader(s)
+r = read_response(rd, "CONNECT")
+rid = r.header("X-Airlock-Request-Id")
+if t.ok(r.status == 200, "CONNECT to an allowed host:port", repr(r)):
+    s.sendall(b"GET /echo?via=tunnel HTTP/1.1\r\nHost: " + A + b"\r\n\r\n")
+    r2 = read_response(rd)
+    t.ok(r2.status == 200 and r2.body.startswith(b"GET /echo?via=tunnel "),
+         "HTTP through the tunnel", repr(r2))
+    s.sendall(b"GET /size/1000000 HTTP/1.1\r\nHost: " + A + b"\r\n\r\n")
+    r3 = read_response(rd)
+    t.ok(r3.status == 200 and len(r3.body) == 1000000,
+         "1 MB through the tunnel", len(r3.body))
+s.close()
+rec = itlib.audit_wait(audit, lambda a: a.get("method") == "CONNECT" and
+                       a.get("decision") == "allow", 10)
+if t.ok(rec is not None, "tunnel audited"):
+    t.ok(rec.get("proto") == "tunnel", "audit proto tunnel", rec)
+    t.ok(rec.get("host") == "api.test" and rec.get("port") == op,
+         "audit host and port", rec)
+    t.ok(rid is None or rec.get("id") == rid, "audit id matches the header",
+         (rid, rec.get("id")))
+    bi, bo = rec.get("bytes_in"), rec.get("bytes_out")
+    t.ok(isinstance(bi, int) and isinstance(bo, int) and bi > 1000000 and
+         bo > 60, "audit bytes_in/bytes_out count the tunnel", (bi, bo))
+    t.ok(rec.get("sandbox") == "local" and rec.get("tls") in ("none", None)
+         and rec.get("upstream") == "127.0.0.1:%d" % op,
+         "audit sandbox, upstream", rec)
+    t.ok("path" not in rec or rec["path"] in (None, ""),
+         "no path for a tunnel", rec)
+
+# refused CONNECTs
+for target, status, code, what in (
+        (b"api.test:1", 403, "denied", "denied port"),
+        (b"other.test:%d" % op, 403, "denied", "denied host"),
+        (b"127.0.0.2:%d" % op, 403, "denied", "denied network"),
+        (b"api.test", 400, "bad_request", "no port"),
+        (b"api.test:99999", 400, "bad_request", "port out of range"),
+        (b"http://api.test:%d/" % op, 400, "bad_request", "URI, not authority")):
+    r = roundtrip(ap, b"CONNECT " + target + b" HTTP/1.1\r\nHost: " + target +
+                  b"\r\n\r\n", method="CONNECT")
+    t.error(r, status, code, "CONNECT %s (%s) → %d" % (target.decode(), what,
+                                                      status))
+
+# WebSocket
+key = base64.b64encode(os.urandom(16))
+acc = base64.b64encode(hashlib.sha1(
+    key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+s = connect(ap)
+s.sendall(b"GET http://" + A + b"/ws HTTP/1.1\r\nHost: " + A + b"\r\n"
+          b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+          b"Sec-WebSocket-Key: " + key + b"\r\n"
+          b"Sec-WebSocket-Version: 13\r\n\r\n")
+rd = Reader(s)
+r = read_response(rd)
+if t.ok(r.status == 101, "WebSocket upgrade → 101", repr(r)):
+    t.ok((r.header("Upgrade") or "").lower() == "websocket" and
+         "upgrade" in (r.header("Connection") or "").lower(),
+         "101 keeps Upgrade/Connection", r.headers)
+    t.ok(r.header("Sec-WebSocket-Accept") == acc.decode(),
+         "Sec-WebSocket-Accept relayed", r.headers)
+    payload = os.urandom(200000)
+    s.sendall(payload)
+    got = rd.buf
+    rd.buf = b""
+    s.settimeout(10)
+    while len(got) < len(payload):
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    t.ok(got == payload, "bytes echoed after the upgrade", len(got))
+s.close()
+rec = itlib.audit_wait(audit, lambda a: a.get("path") == "/ws", 10)
+t.ok(rec is not None and rec.get("status") == 101 and
+     rec.get("decision") == "allow", "upgrade audited", rec)
+# the upgrade is still subject to policy
+r = roundtrip(ap, b"GET http://" + A + b"/wsx HTTP/1.1\r\nHost: " + A +
+              b"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: " + key + b"\r\n"
+              b"Sec-WebSocket-Version: 13\r\n\r\n")
+t.error(r, 403, "denied", "upgrade to a denied path → 403")
+t.ok(not any(b"/wsx" in x for x in itlib.origin_records(olog)),
+     "denied upgrade never reached the origin")
+t.done()
+PY
+stop_airlockd
