@@ -488,6 +488,7 @@ lc_open(struct lg_conn *c)
 
 	c->c_ready = 0;
 	c->c_ownfd = 0;
+	c->c_state = LC_HEAD;
 	if (via_proxy) {
 		/* The fd outlives this bufferevent when the tunnel is up. */
 		c->c_bev = bufferevent_socket_new(t->t_base, -1, 0);
@@ -539,7 +540,7 @@ lc_send(struct lg_conn *c)
 {
 	if (c->c_bev == NULL && lc_open(c) == -1)
 		return;
-	if (c->c_state != LC_CONNECT)
+	if (!c->c_ownfd)	/* else the tunnel is still being opened */
 		c->c_state = LC_HEAD;
 	c->c_body = 0;
 	c->c_got = 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -28,6 +29,11 @@ static struct {
 	pthread_t		 thread;
 	STAILQ_HEAD(, aud_line)	 queue;
 	int			 running;
+	size_t			 queued;	/* lines in queue */
+	char			*obuf;		/* batch of lines to write */
+	uint64_t		 nbuffered;
+	size_t			 olen;
+	size_t			 ocap;
 	int			 stopping;
 	int			 reopen;
 	char			*path;		/* NULL: stdout */
@@ -106,6 +112,8 @@ aud_open_file(void)
 	return 0;
 }
 
+static void	aud_flush(void);
+
 static int
 write_all(int fd, const char *p, size_t len)
 {
@@ -149,24 +157,63 @@ aud_write_line(const char *text)
 		    ",\"hash\":\"%s\"}\n", hash) + n - 1;
 	} else
 		n = snprintf(line, cap, "%s\n", text);
-	if (write_all(aud.fd, line, (size_t)n) == -1) {
-		log_warn("audit: write");
-		aud.errors++;
-	} else if (aud.chain)
+	if (aud.olen + (size_t)n > aud.ocap) {
+		aud.ocap = aud.olen + (size_t)n + 65536;
+		aud.obuf = xrealloc(aud.obuf, aud.ocap);
+	}
+	memcpy(aud.obuf + aud.olen, line, (size_t)n);
+	aud.olen += (size_t)n;
+	aud.nbuffered++;
+	if (aud.chain)
 		memcpy(aud.prev, hash, sizeof(hash));
 	free(line);
+	if (aud.olen >= 65536)
+		aud_flush();
 }
+
+/* Write the buffered lines; on failure they count as errors. */
+static void
+aud_flush(void)
+{
+	if (aud.olen == 0)
+		return;
+	if (write_all(aud.fd, aud.obuf, aud.olen) == -1) {
+		log_warn("audit: write");
+		aud.errors += aud.nbuffered;
+	}
+	aud.olen = 0;
+	aud.nbuffered = 0;
+}
+
+/*
+ * The writer wakes when AUD_BATCH lines wait, on stop/reopen, or every
+ * AUD_FLUSH_MS: one wakeup and a few write(2)s per batch instead of a
+ * context switch per request. A line waits at most AUD_FLUSH_MS.
+ */
+#define AUD_BATCH	256
+#define AUD_FLUSH_MS	10
 
 static void *
 aud_writer(void *arg)
 {
 	struct aud_line	*al;
+	struct timespec	 ts;
 
 	pthread_mutex_lock(&aud.mtx);
 	for (;;) {
 		while (STAILQ_EMPTY(&aud.queue) && !aud.stopping &&
 		    !aud.reopen)
 			pthread_cond_wait(&aud.cond, &aud.mtx);
+		if (!aud.stopping && !aud.reopen && aud.queued < AUD_BATCH) {
+			/* let a batch gather */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += AUD_FLUSH_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&aud.cond, &aud.mtx, &ts);
+		}
 		if (aud.reopen) {
 			aud.reopen = 0;
 			if (aud.fd != -1 && aud.fd != STDOUT_FILENO)
@@ -178,12 +225,21 @@ aud_writer(void *arg)
 				    aud.path ? aud.path : "stdout");
 			pthread_mutex_lock(&aud.mtx);
 		}
-		if ((al = STAILQ_FIRST(&aud.queue)) != NULL) {
-			STAILQ_REMOVE_HEAD(&aud.queue, al_entry);
+		if (!STAILQ_EMPTY(&aud.queue)) {
+			struct aud_line	*next;
+			STAILQ_HEAD(, aud_line) batch =
+			    STAILQ_HEAD_INITIALIZER(batch);
+
+			STAILQ_CONCAT(&batch, &aud.queue);
+			aud.queued = 0;
 			pthread_mutex_unlock(&aud.mtx);
-			aud_write_line(al->al_text);
-			free(al->al_text);
-			free(al);
+			for (al = STAILQ_FIRST(&batch); al != NULL; al = next) {
+				next = STAILQ_NEXT(al, al_entry);
+				aud_write_line(al->al_text);
+				free(al->al_text);
+				free(al);
+			}
+			aud_flush();
 			pthread_mutex_lock(&aud.mtx);
 			continue;
 		}
@@ -220,7 +276,9 @@ aud_submit(const struct aud_rec *rec)
 	al->al_text = aud_rec_json(rec);
 	pthread_mutex_lock(&aud.mtx);
 	STAILQ_INSERT_TAIL(&aud.queue, al, al_entry);
-	pthread_cond_signal(&aud.cond);
+	/* wake an idle writer, or a gathering one when the batch is full */
+	if (++aud.queued == 1 || aud.queued == AUD_BATCH)
+		pthread_cond_signal(&aud.cond);
 	pthread_mutex_unlock(&aud.mtx);
 }
 
@@ -249,6 +307,9 @@ aud_stop(void)
 	aud.fd = -1;
 	free(aud.path);
 	aud.path = NULL;
+	free(aud.obuf);
+	aud.obuf = NULL;
+	aud.ocap = 0;
 }
 
 uint64_t

@@ -137,7 +137,7 @@ ca_cache_new(size_t capacity)
 
 	for (i = 0; i < cc->cc_nshards; i++) {
 		cs = &cc->cc_shards[i];
-		/* the first (capacity % n) shards take one more: sums exactly */
+		/* the first (capacity % n) shards take one more each */
 		cs->cs_cap = capacity / cc->cc_nshards +
 		    (i < capacity % cc->cc_nshards ? 1 : 0);
 		for (nb = 1; nb < cs->cs_cap; nb <<= 1)
@@ -198,7 +198,8 @@ cc_find(struct cc_shard *cs, uint64_t h, uint64_t gen, const char *host,
 
 	LIST_FOREACH(ce, &cs->cs_table[h & cs->cs_mask], ce_chain)
 		if (ce->ce_hash == h && ce->ce_gen == gen &&
-		    ce->ce_hostlen == len && memcmp(ce->ce_host, host, len) == 0)
+		    ce->ce_hostlen == len &&
+		    memcmp(ce->ce_host, host, len) == 0)
 			return ce;
 	return NULL;
 }

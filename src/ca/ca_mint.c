@@ -79,7 +79,8 @@ ca_x509_ext(X509 *issuer, X509 *subject, int nid, const char *value)
  * '_' and '.' (returns 0). Anything else is -1: the name comes from the
  * sandbox's SNI or request line, and a wildcard, a space or a control byte
  * has no place in a certificate we sign. inet_pton(), not
- * a2i_IPADDRESS(), because the latter accepts "1.2.3.4junk".
+ * a2i_IPADDRESS(), because the latter also takes "1.2.3.4 " and
+ * "01.2.3.4", which are not how a client names an address.
  */
 static int
 ca_host_kind(const char *host, unsigned char ip[16])
@@ -166,7 +167,7 @@ ca_mint_leaf(struct ca *ca, const char *host, uint64_t validity_ms)
 		goto fail;
 	if (X509_set_version(x, 2) != 1 || ca_x509_serial(x) == -1)
 		goto fail;
-	/* CN is capped at 64 characters; the SAN, which clients check, is not */
+	/* CN is capped at 64 characters; the SAN, which clients use, is not */
 	snprintf(cn, sizeof(cn), "%s", host);
 	if ((name = X509_NAME_new()) == NULL ||
 	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,

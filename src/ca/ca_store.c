@@ -304,7 +304,7 @@ static EVP_PKEY *
 ca_fast_pub(EVP_PKEY *k)
 {
 #ifndef OPENSSL_NO_DEPRECATED_3_0
-	unsigned char		 pt[1 + 2 * 66];	/* uncompressed, P-521 */
+	unsigned char		 pt[1 + 2 * 66];	/* fits up to P-521 */
 	const unsigned char	*p = pt;
 	size_t			 len;
 	EC_KEY			*ec;
@@ -453,6 +453,17 @@ ca_create(struct ca *ca)
 	return rv;
 }
 
+/*
+ * Passphrase callback for PEM_read_bio_PrivateKey(): there is none. Without
+ * it OpenSSL would prompt on the terminal for an encrypted key, and a
+ * daemon's worker would hang there.
+ */
+static int
+ca_no_passphrase(char *buf, int size, int rwflag, void *arg)
+{
+	return -1;
+}
+
 static int
 ca_load(struct ca *ca)
 {
@@ -467,13 +478,14 @@ ca_load(struct ca *ca)
 		return -1;
 	}
 	if ((b = BIO_new_mem_buf(buf, (int)len)) != NULL) {
-		ca->ca_key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+		ca->ca_key = PEM_read_bio_PrivateKey(b, NULL,
+		    ca_no_passphrase, NULL);
 		BIO_free(b);
 	}
 	OPENSSL_cleanse(buf, len);
 	free(buf);
 	if (ca->ca_key == NULL) {
-		log_tls("%s: not a PEM private key", kpath);
+		log_tls("%s: not an unencrypted PEM private key", kpath);
 		free(kpath);
 		return -1;
 	}
@@ -646,7 +658,8 @@ ca_get(const char *state_dir, const char *sandbox_id)
 
 /*
  * Remove the files of state_dir/ca/<id> and the directory. The certificate
- * goes first, so a crash half-way leaves nothing that would load.
+ * goes first, so a crash half-way leaves nothing that would load. Returns
+ * 1 when there was no directory, 0 when it is gone now, or -1.
  */
 static int
 ca_remove_dir(const char *dir)
@@ -658,7 +671,7 @@ ca_remove_dir(const char *dir)
 	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
 		if (errno == ENOENT)
-			return 0;
+			return 1;
 		log_warn("open %s", dir);
 		return -1;
 	}
@@ -703,7 +716,7 @@ ca_registry_drop(const char *state_dir, const char *sandbox_id)
 	}
 	cadir = ca_join(state_dir, "ca");
 	dir = ca_join(cadir, sandbox_id);
-	/* under the lock, so a concurrent ca_get() cannot reload it half-gone */
+	/* under the lock: a concurrent ca_get() must not load it half-gone */
 	pthread_mutex_lock(&ca_reg_lock);
 	if ((ca = ca_find(state_dir, sandbox_id)) != NULL) {
 		TAILQ_REMOVE(&ca_live, ca, ca_entry);
@@ -715,7 +728,7 @@ ca_registry_drop(const char *state_dir, const char *sandbox_id)
 		log_info("sandbox %s: CA deleted", sandbox_id);
 	free(dir);
 	free(cadir);
-	return rv;
+	return rv == -1 ? -1 : 0;
 }
 
 void

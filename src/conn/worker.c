@@ -143,6 +143,26 @@ worker_free(struct worker *w)
 	cfg_unref(w->w_cfg);
 }
 
+/*
+ * One loop per thread, never shared: no lock needed, and the epoll
+ * changelist folds the many enable/disable calls of a request into one
+ * epoll_ctl per fd per loop iteration.
+ */
+static struct event_base *
+worker_base_new(void)
+{
+	struct event_config	*ec;
+	struct event_base	*base;
+
+	if ((ec = event_config_new()) == NULL)
+		return NULL;
+	if (getenv("AIRLOCK_NO_CHANGELIST") == NULL)
+		event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	base = event_base_new_with_config(ec);
+	event_config_free(ec);
+	return base;
+}
+
 /* TLS contexts follow the worker's config (min_version, ca_file). */
 static int
 worker_tls_ctx(struct worker *w, const struct cfg *cfg)
@@ -208,7 +228,7 @@ workers_start(struct cfg *cfg)
 		w->w_cfg = cfg_ref(cfg);
 		TAILQ_INIT(&w->w_conns);
 		TAILQ_INIT(&w->w_idle);
-		if ((w->w_base = event_base_new()) == NULL)
+		if ((w->w_base = worker_base_new()) == NULL)
 			fatalx("event_base_new failed");
 		w->w_dns = dns_base_new(w->w_base, cfg);
 		w->w_scratch = evbuffer_new();

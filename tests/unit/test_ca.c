@@ -19,6 +19,9 @@
 
 #include <openssl/asn1.h>
 #include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
@@ -198,7 +201,8 @@ START_TEST(test_ca_extensions)
 	ck_assert_int_eq(X509_check_ca(x), 1);
 	ck_assert_int_eq(X509_get_pathlen(x), 0);
 	ck_assert_int_eq(ext_critical(x, NID_basic_constraints), 1);
-	ck_assert_uint_eq(X509_get_key_usage(x), KU_KEY_CERT_SIGN | KU_CRL_SIGN);
+	ck_assert_uint_eq(X509_get_key_usage(x),
+	    KU_KEY_CERT_SIGN | KU_CRL_SIGN);
 	ck_assert_int_eq(ext_critical(x, NID_key_usage), 1);
 	ck_assert_ptr_nonnull(X509_get0_subject_key_id(x));
 	X509_NAME_oneline(X509_get_subject_name(x), subj, sizeof(subj));
@@ -218,7 +222,8 @@ START_TEST(test_ca_extensions)
 	ck_assert_int_eq(EVP_PKEY_get_bits(ca_leaf_key(ca)), 256);
 	ck_assert_int_ne(EVP_PKEY_eq(pk, ca_leaf_key(ca)), 1);
 
-	ck_assert_int_ge(secs_from_now(X509_get0_notBefore(x)), -3600 - SLACK_S);
+	ck_assert_int_ge(secs_from_now(X509_get0_notBefore(x)),
+	    -3600 - SLACK_S);
 	ck_assert_int_le(secs_from_now(X509_get0_notBefore(x)), -3600 + 5);
 	ck_assert_int_ge(secs_from_now(X509_get0_notAfter(x)),
 	    3650L * 86400);
@@ -324,6 +329,27 @@ START_TEST(test_ca_key_mismatch_refused)
 	ck_assert_ptr_null(ca_get(state_dir, "a"));
 	ck_assert_ptr_nonnull(ca_get(state_dir, "b"));
 	free(key);
+}
+END_TEST
+
+/* An encrypted key is refused, without asking for a passphrase. */
+START_TEST(test_ca_encrypted_key_refused)
+{
+	EVP_PKEY	*k;
+	FILE		*f;
+
+	ck_assert_ptr_nonnull(ca_get(state_dir, "enc"));
+	ca_registry_free();
+	ck_assert_ptr_nonnull(f = fopen(path_of("enc", "ca.key"), "r"));
+	ck_assert_ptr_nonnull(k = PEM_read_PrivateKey(f, NULL, NULL, NULL));
+	fclose(f);
+	ck_assert_ptr_nonnull(f = fopen(path_of("enc", "ca.key"), "w"));
+	ck_assert_int_eq(PEM_write_PrivateKey(f, k, EVP_aes_128_cbc(),
+	    (unsigned char *)"secret", 6, NULL, NULL), 1);
+	fclose(f);
+	EVP_PKEY_free(k);
+	ck_assert_int_eq(mode_of(path_of("enc", "ca.key")), 0600);
+	ck_assert_ptr_null(ca_get(state_dir, "enc"));
 }
 END_TEST
 
@@ -569,7 +595,8 @@ END_TEST
 
 static const char *const bad_hosts[] = {
 	"", ".", ".example.com", "a b.test", "new\nline.test", "*.example.com",
-	"ex/ample.test", "1.2.3", "300.1.1.1", "fe80::1%eth0", "[::1]",
+	"ex/ample.test", "1.2.3", "300.1.1.1", "01.2.3.4", "1.2.3.4 ",
+	"fe80::1%eth0", "[::1]",
 	"a,DNS:evil.test", "caf\xc3\xa9.test",
 };
 
@@ -611,6 +638,91 @@ START_TEST(test_leaf_serials_differ)
 	check_serial(b);
 	X509_free(a);
 	X509_free(b);
+}
+END_TEST
+
+/*
+ * End to end, as src/conn uses it: a TLS 1.3 server with the cached leaf
+ * and ca_leaf_key(), a client trusting only the sandbox's CA and checking
+ * the name, over an in-memory BIO pair.
+ */
+static int
+tls_pump(SSL *cli, SSL *srv)
+{
+	int	i, rc, rs, done_c = 0, done_s = 0;
+
+	for (i = 0; i < 100 && !(done_c && done_s); i++) {
+		if (!done_c) {
+			rc = SSL_do_handshake(cli);
+			if (rc == 1)
+				done_c = 1;
+			else if (SSL_get_error(cli, rc) != SSL_ERROR_WANT_READ)
+				return -1;
+		}
+		if (!done_s) {
+			rs = SSL_do_handshake(srv);
+			if (rs == 1)
+				done_s = 1;
+			else if (SSL_get_error(srv, rs) != SSL_ERROR_WANT_READ)
+				return -1;
+		}
+	}
+	return done_c && done_s ? 0 : -1;
+}
+
+static long
+tls_handshake(struct ca *srv_ca, struct ca *trusted, const char *host)
+{
+	struct ca_cache	*cc;
+	SSL_CTX		*sctx, *cctx;
+	SSL		*srv, *cli;
+	BIO		*bs, *bc;
+	X509		*leaf;
+	long		 res;
+	int		 ok;
+
+	ck_assert_ptr_nonnull(cc = ca_cache_new(10));
+	ck_assert_ptr_nonnull(sctx = SSL_CTX_new(TLS_server_method()));
+	ck_assert_ptr_nonnull(cctx = SSL_CTX_new(TLS_client_method()));
+	ck_assert_int_eq(X509_STORE_add_cert(SSL_CTX_get_cert_store(cctx),
+	    ca_cert(trusted)), 1);
+	SSL_CTX_set_verify(cctx, SSL_VERIFY_PEER, NULL);
+	ck_assert_ptr_nonnull(srv = SSL_new(sctx));
+	ck_assert_ptr_nonnull(cli = SSL_new(cctx));
+	ck_assert_ptr_nonnull(leaf = ca_cache_get(cc, srv_ca, host, DAY_MS,
+	    NULL));
+	ck_assert_int_eq(SSL_use_certificate(srv, leaf), 1);
+	ck_assert_int_eq(SSL_use_PrivateKey(srv, ca_leaf_key(srv_ca)), 1);
+	X509_free(leaf);
+	ck_assert_int_eq(SSL_set_tlsext_host_name(cli, host), 1);
+	ck_assert_int_eq(SSL_set1_host(cli, host), 1);
+	ck_assert_int_eq(BIO_new_bio_pair(&bs, 0, &bc, 0), 1);
+	SSL_set_bio(srv, bs, bs);
+	SSL_set_bio(cli, bc, bc);
+	SSL_set_accept_state(srv);
+	SSL_set_connect_state(cli);
+	ok = tls_pump(cli, srv) == 0;
+	res = SSL_get_verify_result(cli);
+	if (!ok && res == X509_V_OK)
+		res = -1;		/* failed, but not in verification */
+	SSL_free(cli);
+	SSL_free(srv);
+	SSL_CTX_free(cctx);
+	SSL_CTX_free(sctx);
+	ca_cache_free(cc);
+	ERR_clear_error();
+	return res;
+}
+
+START_TEST(test_leaf_tls_handshake)
+{
+	struct ca	*ca, *other;
+
+	ck_assert_ptr_nonnull(ca = ca_get(state_dir, "tls"));
+	ck_assert_ptr_nonnull(other = ca_get(state_dir, "tls2"));
+	ck_assert_int_eq(tls_handshake(ca, ca, "api.example.com"), X509_V_OK);
+	ck_assert_int_eq(tls_handshake(ca, other, "api.example.com"),
+	    X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
 }
 END_TEST
 
@@ -904,6 +1016,7 @@ suite_ca(void)
 	tcase_add_test(tc, test_ca_reload);
 	tcase_add_test(tc, test_ca_key_mode_refused);
 	tcase_add_test(tc, test_ca_key_mismatch_refused);
+	tcase_add_test(tc, test_ca_encrypted_key_refused);
 	tcase_add_test(tc, test_ca_half_written);
 	tcase_add_loop_test(tc, test_ca_bad_id, 0, NELEM(bad_ids));
 	tcase_add_test(tc, test_ca_drop);
@@ -918,6 +1031,7 @@ suite_ca(void)
 	tcase_add_loop_test(tc, test_leaf_bad_host, 0, NELEM(bad_hosts));
 	tcase_add_test(tc, test_leaf_too_long_host);
 	tcase_add_test(tc, test_leaf_serials_differ);
+	tcase_add_test(tc, test_leaf_tls_handshake);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cache");
