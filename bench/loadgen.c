@@ -449,11 +449,29 @@ lc_drop(struct lg_conn *c)
 	c->c_nreq = 0;
 }
 
+/*
+ * Close a healthy TLS connection as clients do, with close_notify. Besides
+ * politeness, OpenSSL marks the session of a connection freed without it
+ * as not resumable, which would defeat --resume.
+ */
+static void
+lc_shutdown(struct lg_conn *c)
+{
+	SSL *ssl;
+
+	if (c->c_bev == NULL || !c->c_ready ||
+	    (ssl = bufferevent_openssl_get_ssl(c->c_bev)) == NULL)
+		return;
+	(void)SSL_shutdown(ssl);
+	ERR_clear_error();
+}
+
 static void
 lc_finish(struct lg_conn *c)
 {
 	struct lg_thread *t = c->c_t;
 
+	lc_shutdown(c);
 	lc_drop(c);
 	c->c_done = 1;
 	if (--t->t_active == 0)
@@ -666,8 +684,10 @@ lc_complete(struct lg_conn *c)
 {
 	lc_record(c);
 	c->c_nreq++;
-	if (!keepalive || c->c_close)
+	if (!keepalive || c->c_close) {
+		lc_shutdown(c);
 		lc_drop(c);
+	}
 	lc_start(c);
 }
 

@@ -23,6 +23,8 @@ echo "== release build (-Werror) and make check"
 echo "== ASan+UBSan build and make check"
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+# Check forks per test by default; LeakSanitizer only fails a run in-process
+export CK_FORK=no
 (cd _build/asan && ../../configure --enable-werror --enable-sanitizers \
     >/dev/null && make -j"$jobs" >/dev/null && make -j"$jobs" check) || {
 	cat _build/asan/test-suite.log 2>/dev/null || true

@@ -1,12 +1,29 @@
 #!/bin/sh
-# CONNECT opens a plain tunnel to an allowed host:port (audited as proto
-# "tunnel"); denied or malformed CONNECTs are refused; a WebSocket upgrade
-# passes after policy and then carries bytes both ways.
+# CONNECT to an allowed host:port opens a tunnel (audited as proto
+# "tunnel"); a TLS session to a TLS upstream runs through it end to end
+# (rule intercept: false where the daemon knows the key, i.e. splice);
+# denied or malformed CONNECTs are refused; a WebSocket upgrade passes
+# after policy and then carries bytes both ways.
 . "$top_srcdir/tests/integration/lib.sh"
 
+command -v openssl >/dev/null 2>&1 || skip "openssl CLI not found"
+sh "$top_srcdir/tests/harness/mkpki.sh" "$T/pki" >"$T/mkpki.log" 2>&1 ||
+    hard_error "mkpki.sh: $(cat "$T/mkpki.log")"
+start_origin tls -C "$T/pki/good.crt" -K "$T/pki/good.key"
+TLS_PORT=$ORIGIN_PORT
 start_origin
 AIRLOCK_PORT=$(free_port)
-export AIRLOCK_PORT ORIGIN_PORT T
+export AIRLOCK_PORT ORIGIN_PORT TLS_PORT T
+
+# Does this airlockd know "intercept" (TLS interception) yet?
+cat >"$T/probe.yaml" <<'YAML'
+policies:
+  - name: p
+    rules:
+      - {host: "a.test", intercept: false}
+YAML
+SPLICE=
+"$AIRLOCKD" -c "$T/probe.yaml" -t >/dev/null 2>&1 && SPLICE=", intercept: false"
 {
 	config_common "$AIRLOCK_PORT" local
 	cat <<YAML
@@ -17,6 +34,7 @@ policies:
   - name: p
     rules:
       - {host: "api.test", ports: [$ORIGIN_PORT], paths: ["/ws", "/echo", "/size/*"]}
+      - {host: "api.test", ports: [$TLS_PORT]$SPLICE}
 sandboxes:
   - {id: local, policy: p}
 YAML
@@ -32,42 +50,55 @@ olog = os.environ["T"] + "/origin.log"
 t = itlib.Checks()
 A = b"api.test:%d" % op
 
-# CONNECT, then HTTP through the tunnel
+# CONNECT, then TLS end to end and HTTP inside it
+import ssl
+tp = itlib.env_int("TLS_PORT")
+TA = b"api.test:%d" % tp
 s = connect(ap)
-s.sendall(b"CONNECT " + A + b" HTTP/1.1\r\nHost: " + A + b"\r\n\r\n")
+s.sendall(b"CONNECT " + TA + b" HTTP/1.1\r\nHost: " + TA + b"\r\n\r\n")
 rd = Reader(s)
 r = read_response(rd, "CONNECT")
 rid = r.header("X-Airlock-Request-Id")
-if t.ok(r.status == 200, "CONNECT to an allowed host:port", repr(r)):
-    s.sendall(b"GET /echo?via=tunnel HTTP/1.1\r\nHost: " + A + b"\r\n\r\n")
-    r2 = read_response(rd)
+if t.ok(r.status == 200 and not rd.buf, "CONNECT to an allowed host:port",
+        repr(r)):
+    ctx = ssl.create_default_context(cafile=os.environ["T"] + "/pki/ca.crt")
+    ts = ctx.wrap_socket(s, server_hostname="api.test")
+    t.ok(ts.getpeercert()["subjectAltName"][0] == ("DNS", "api.test"),
+         "the upstream's own certificate arrives through the tunnel")
+    trd = Reader(ts)
+    ts.sendall(b"GET /echo?via=tunnel HTTP/1.1\r\nHost: " + TA + b"\r\n\r\n")
+    r2 = read_response(trd)
     t.ok(r2.status == 200 and r2.body.startswith(b"GET /echo?via=tunnel "),
-         "HTTP through the tunnel", repr(r2))
-    s.sendall(b"GET /size/1000000 HTTP/1.1\r\nHost: " + A + b"\r\n\r\n")
-    r3 = read_response(rd)
+         "HTTP inside TLS through the tunnel", repr(r2))
+    ts.sendall(b"GET /size/1000000 HTTP/1.1\r\nHost: " + TA + b"\r\n\r\n")
+    r3 = read_response(trd)
     t.ok(r3.status == 200 and len(r3.body) == 1000000,
          "1 MB through the tunnel", len(r3.body))
+    ts.close()
 s.close()
 rec = itlib.audit_wait(audit, lambda a: a.get("method") == "CONNECT" and
                        a.get("decision") == "allow", 10)
 if t.ok(rec is not None, "tunnel audited"):
     t.ok(rec.get("proto") == "tunnel", "audit proto tunnel", rec)
-    t.ok(rec.get("host") == "api.test" and rec.get("port") == op,
+    t.ok(rec.get("host") == "api.test" and rec.get("port") == tp,
          "audit host and port", rec)
     t.ok(rid is None or rec.get("id") == rid, "audit id matches the header",
          (rid, rec.get("id")))
     bi, bo = rec.get("bytes_in"), rec.get("bytes_out")
     t.ok(isinstance(bi, int) and isinstance(bo, int) and bi > 1000000 and
          bo > 60, "audit bytes_in/bytes_out count the tunnel", (bi, bo))
-    t.ok(rec.get("sandbox") == "local" and rec.get("tls") in ("none", None)
-         and rec.get("upstream") == "127.0.0.1:%d" % op,
-         "audit sandbox, upstream", rec)
+    t.ok(rec.get("sandbox") == "local" and
+         rec.get("tls") in ("none", "splice") and
+         rec.get("upstream") == "127.0.0.1:%d" % tp,
+         "audit sandbox, tls, upstream", rec)
+    t.ok(rec.get("status") == 200, "audit status 200", rec)
     t.ok("path" not in rec or rec["path"] in (None, ""),
          "no path for a tunnel", rec)
 
 # refused CONNECTs
 for target, status, code, what in (
         (b"api.test:1", 403, "denied", "denied port"),
+        (b"api.test:%d" % op, 403, "denied", "port allowed for paths only"),
         (b"other.test:%d" % op, 403, "denied", "denied host"),
         (b"127.0.0.2:%d" % op, 403, "denied", "denied network"),
         (b"api.test", 400, "bad_request", "no port"),

@@ -181,14 +181,16 @@ sys.exit(1)
 EOF
 }
 
-# start_origin [NAME]: the mock upstream on an ephemeral port; sets
-# ORIGIN_PORT and ORIGIN_PID, logs to $T/NAME.log (default origin).
+# start_origin [NAME [ARGS...]]: the mock upstream on an ephemeral port
+# (extra ARGS, e.g. -C CERT -K KEY for TLS); sets ORIGIN_PORT and
+# ORIGIN_PID, logs to $T/NAME.log (default origin).
 start_origin()
 {
 	_on=${1:-origin}
+	[ $# -gt 0 ] && shift
 	[ -x "$ORIGIN" ] || hard_error "$ORIGIN not built"
 	rm -f "$T/$_on.port"
-	"$ORIGIN" -p 0 -P "$T/$_on.port" -l "$T/$_on.log" \
+	"$ORIGIN" -p 0 -P "$T/$_on.port" -l "$T/$_on.log" "$@" \
 	    2>"$T/$_on.err" &
 	ORIGIN_PID=$!
 	track_pid "$ORIGIN_PID"
