@@ -22,6 +22,7 @@
 #include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/worker.h"
+#include "secrets/sec.h"
 #include "tls/tls.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -134,6 +135,12 @@ load_config(const char *path)
 		cfg_unref(cfg);
 		return NULL;
 	}
+	/* secret values: loaded now, held in locked memory */
+	if (cfg->c_nsecrets > 0 &&
+	    (cfg->c_store = sec_store_new(cfg, stderr)) == NULL) {
+		cfg_unref(cfg);
+		return NULL;
+	}
 	/* static sandboxes get their CA now: fetchable before any request */
 	for (i = 0; i < cfg->c_nsandboxes; i++)
 		if (ca_get(cfg->c_state_dir, cfg->c_sandboxes[i].s_id) == NULL) {
@@ -223,12 +230,20 @@ main(int argc, char *argv[])
 			    nerr == 1 ? "" : "s");
 			return 1;
 		}
+		/* secret sources must resolve too (values never printed) */
+		if (cfg->c_nsecrets > 0 &&
+		    (cfg->c_store = sec_store_new(cfg, stderr)) == NULL) {
+			cfg_unref(cfg);
+			return 1;
+		}
 		cfg_unref(cfg);
 		printf("%s: configuration OK\n", cfg_path);
 		return 0;
 	}
 
 	signal(SIGPIPE, SIG_IGN);
+	/* secrets live in this process: no core dumps, no ptrace peers */
+	sec_harden_process();
 	if (evthread_use_pthreads() != 0)
 		fatalx("evthread_use_pthreads failed");
 	tls_global_init();

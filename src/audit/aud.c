@@ -39,6 +39,7 @@ static struct {
 	char			*path;		/* NULL: stdout */
 	int			 fd;
 	int			 chain;
+	int			 prev_known;
 	char			 prev[SHA256_DIGEST_LENGTH * 2 + 1];
 	uint64_t		 errors;
 } aud = {
@@ -101,12 +102,18 @@ aud_open_file(void)
 		log_warn("audit: open %s", aud.path);
 		return -1;
 	}
-	if (aud.chain) {
+	if (aud.chain && !aud.prev_known) {
+		/* first open: continue the chain from the file's last line;
+		 * a reopen (rotation) continues from the hash in memory */
 		int rfd = open(aud.path, O_RDONLY | O_CLOEXEC);
+
+		memset(aud.prev, '0', SHA256_DIGEST_LENGTH * 2);
+		aud.prev[SHA256_DIGEST_LENGTH * 2] = '\0';
 		if (rfd != -1) {
 			aud_load_prev(rfd);
 			close(rfd);
 		}
+		aud.prev_known = 1;
 	}
 	aud.fd = fd;
 	return 0;
@@ -255,6 +262,8 @@ aud_start(const struct cfg *cfg)
 {
 	STAILQ_INIT(&aud.queue);
 	aud.chain = cfg->c_audit_hash_chain;
+	memset(aud.prev, '0', SHA256_DIGEST_LENGTH * 2);
+	aud.prev[SHA256_DIGEST_LENGTH * 2] = '\0';
 	aud.path = strcmp(cfg->c_audit_file, "-") == 0 ? NULL :
 	    xstrdup(cfg->c_audit_file);
 	if (aud_open_file() == -1)
@@ -359,6 +368,15 @@ aud_rec_json(const struct aud_rec *r)
 	add_str(o, "decision", r->ar_decision);
 	add_str(o, "reason", r->ar_reason);
 	add_str(o, "rule", r->ar_rule);
+	if (r->ar_nsecrets > 0) {
+		json_object	*a = json_object_new_array();
+		size_t		 i;
+
+		for (i = 0; i < r->ar_nsecrets; i++)
+			json_object_array_add(a,
+			    json_object_new_string(r->ar_secrets[i]));
+		json_object_object_add(o, "secrets", a);
+	}
 	add_int(o, "bytes_in", r->ar_bytes_in);
 	add_int(o, "bytes_out", r->ar_bytes_out);
 	add_int(o, "duration_ms", r->ar_duration_ms);

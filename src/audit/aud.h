@@ -26,6 +26,8 @@ struct aud_rec {
 	const char	*ar_decision;	/* allow|deny */
 	const char	*ar_reason;
 	const char	*ar_rule;	/* POLICY#INDEX */
+	const char *const *ar_secrets;	/* names attached, never values */
+	size_t		 ar_nsecrets;
 	int64_t		 ar_bytes_in;	/* -1: absent */
 	int64_t		 ar_bytes_out;
 	int64_t		 ar_duration_ms;

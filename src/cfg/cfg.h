@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 struct net_guard;
+struct sec_store;
 
 struct cfg_rule {
 	char		 *r_host;	/* lowercase: exact, "*.suffix" or "*" */
@@ -21,8 +22,38 @@ struct cfg_rule {
 	char		**r_paths;	/* globs; NULL/0 = any */
 	size_t		  r_npaths;
 	int		  r_intercept;	/* default 1; 0 = splice TLS by SNI */
+	size_t		 *r_secrets;	/* indexes into cfg->c_secrets */
+	size_t		  r_nsecrets;
 	int		  r_line;	/* 1-based position of the rule */
 	int		  r_col;
+};
+
+enum cfg_inject {
+	CFG_INJECT_NONE = 0,	/* placeholder only */
+	CFG_INJECT_HEADER,	/* {header: NAME, value: TEMPLATE} */
+	CFG_INJECT_BASIC,	/* {basic: {username: U}} */
+	CFG_INJECT_QUERY,	/* {query: PARAM} */
+	CFG_INJECT_SIGV4,	/* {aws_sigv4: {region: R, service: S}} */
+};
+
+struct cfg_secret {
+	char		 *sc_name;
+	char		 *sc_source;	/* "env:X" | "file:/abs" | "exec:CMD" |
+					   "literal:V" (file: made absolute) */
+	uint64_t	  sc_refresh_ms;	/* exec: only; 0 = never */
+	char		**sc_hosts;	/* lowercase patterns like rule hosts */
+	size_t		  sc_nhosts;
+	enum cfg_inject	  sc_inject;
+	char		 *sc_header;	/* HEADER: header name */
+	char		 *sc_template;	/* HEADER: value, "${secret}" inside */
+	char		 *sc_username;	/* BASIC: NULL = secret is user:pass */
+	char		 *sc_query;	/* QUERY: parameter name */
+	char		 *sc_region;	/* SIGV4 */
+	char		 *sc_service;	/* SIGV4 */
+	char		 *sc_placeholder;	/* NULL = none */
+	char		 *sc_sandbox_env;	/* NULL = none */
+	int		  sc_line;	/* position of the secret's mapping */
+	int		  sc_col;
 };
 
 struct cfg_policy {
@@ -84,6 +115,11 @@ struct cfg {
 	uint64_t		  c_tls_leaf_validity_ms; /* 7d, <= 30d */
 	int			  c_tls_min_version;	/* TLS1_2_VERSION or
 							   TLS1_3_VERSION */
+
+	struct cfg_secret	 *c_secrets;
+	size_t			  c_nsecrets;
+	struct sec_store	 *c_store;	/* values, set by the daemon
+						   after load; cfg_free frees */
 
 	struct cfg_policy	 *c_policies;
 	size_t			  c_npolicies;

@@ -21,6 +21,14 @@
 #define CFG_MAX_NAME	64		/* sandbox ids, policy names */
 #define CFG_EXEC_TIMEOUT_MS 10000	/* exec: sources */
 #define CFG_MAX_LEAF_VALIDITY_MS (30ULL * 24 * 3600 * 1000) /* tls */
+#define CFG_MIN_PLACEHOLDER 8		/* characters of a secret placeholder */
+#define CFG_MIN_REFRESH_MS 100		/* exec: secret refresh interval */
+
+/* A rule's "secrets" item, resolved once every secret is known. */
+struct cfg_secref {
+	struct cfg_rule		*sr_rule;
+	const yaml_node_t	*sr_node;	/* the name, in the rule's list */
+};
 
 /* One load: where messages go and what is still to be cross-checked. */
 struct cfg_parse {
@@ -37,6 +45,9 @@ struct cfg_parse {
 	int			  cp_deny_seen;
 	const yaml_node_t	 *cp_default_sandbox;
 	const yaml_node_t	**cp_sbx_policy;	/* per sandbox */
+	struct cfg_secref	 *cp_secrefs;	/* rule "secrets" items */
+	size_t			  cp_nsecrefs;
+	size_t			  cp_secrefs_cap;
 };
 
 /* Keyword tables, one per mapping kind, checked by cfg_walk_map(). */
@@ -104,6 +115,9 @@ const char	*cfg_host_name(const char *, char **);
 char		*cfg_ip_canon(const char *);
 int		 cfg_name_ok(const char *);
 int		 cfg_method_ok(const char *);
+int		 cfg_header_name_ok(const char *);
+int		 cfg_env_name_ok(const char *);
+int		 cfg_hosts_cover(char **, size_t, const char *);
 const char	*cfg_path_glob_check(const char *);
 int		 cfg_pem_count(int, char *, size_t);
 int		 cfg_source_read(struct cfg_parse *, const yaml_node_t *,

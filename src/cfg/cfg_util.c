@@ -1,6 +1,6 @@
 /*
  * Value parsers for the configuration: durations, sizes, names, addresses,
- * host patterns, secret sources and PEM files. Apart from cfg_check_dups()
+ * host patterns and their coverage, secret sources and PEM files. Apart from cfg_check_dups()
  * and cfg_source_read() nothing here prints; callers word the message.
  */
 #include "config.h"
@@ -30,6 +30,7 @@
 
 #include "cfg/cfg_internal.h"
 #include "dns/net_guard.h"
+#include "policy/pol.h"
 #include "util/util.h"
 
 #define CFG_MAX_KEYLEN	40	/* longer keys get no suggestion */
@@ -497,6 +498,73 @@ cfg_method_ok(const char *s)
 		    strchr("!#$%&'*+-.^_`|~", s[i]) == NULL)
 			return 0;
 	return 1;
+}
+
+/* A header name: an RFC 9110 token of reasonable length. */
+int
+cfg_header_name_ok(const char *s)
+{
+	size_t	i;
+
+	if (*s == '\0' || strlen(s) > 64)
+		return 0;
+	for (i = 0; s[i] != '\0'; i++)
+		if (!isalnum((unsigned char)s[i]) &&
+		    strchr("!#$%&'*+-.^_`|~", s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+/* An environment variable name a shell can set: [A-Z_][A-Z0-9_]*. */
+int
+cfg_env_name_ok(const char *s)
+{
+	size_t	i;
+
+	if (*s == '\0' || isdigit((unsigned char)*s) || strlen(s) > 128)
+		return 0;
+	for (i = 0; s[i] != '\0'; i++)
+		if (!(s[i] >= 'A' && s[i] <= 'Z') &&
+		    !isdigit((unsigned char)s[i]) && s[i] != '_')
+			return 0;
+	return 1;
+}
+
+/*
+ * Does the set of host patterns <pats> match every host that rule host
+ * <rule> can match? Both are normalised patterns (see cfg_host_pattern).
+ * An exact host needs one matching pattern; "*.s" needs "*" or a "*.t"
+ * with s equal to t or a subdomain of it; "*" only "*".
+ */
+int
+cfg_hosts_cover(char **pats, size_t n, const char *rule)
+{
+	const char	*s, *t;
+	size_t		 i, sl, tl;
+
+	for (i = 0; i < n; i++) {
+		if (pats[i] == NULL)
+			continue;
+		if (strcmp(pats[i], "*") == 0)
+			return 1;
+		if (strcmp(rule, "*") == 0)
+			continue;
+		if (rule[0] != '*') {
+			if (pol_host_match(pats[i], rule))
+				return 1;
+			continue;
+		}
+		if (pats[i][0] != '*')
+			continue;
+		s = rule + 2;
+		t = pats[i] + 2;
+		sl = strlen(s);
+		tl = strlen(t);
+		if (strcmp(s, t) == 0 || (sl > tl + 1 &&
+		    strcmp(s + sl - tl, t) == 0 && s[sl - tl - 1] == '.'))
+			return 1;
+	}
+	return 0;
 }
 
 /* Paths are matched after normalisation: refuse globs that never match. */

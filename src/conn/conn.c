@@ -26,6 +26,8 @@
 #include "dns/dns.h"
 #include "http/http_target.h"
 #include "policy/pol.h"
+#include "secrets/sec.h"
+#include "secrets/sec_inject.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -38,6 +40,9 @@ static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	conn_timer_cb(evutil_socket_t, short, void *);
 static void	conn_feed_response(struct conn *);
 static void	conn_feed_request_loop(struct conn *);
+static int	request_secrets(struct conn *, const struct cfg_rule *);
+static void	conn_find_upstream(struct conn *);
+static void	conn_body_buffered(struct conn *);
 
 /* per-sandbox connection counts, indexed like cfg->c_sandboxes */
 static int	 sbx_conns[4096];
@@ -85,6 +90,7 @@ timer_head(struct conn *c)
 static void
 req_clear(struct conn *c)
 {
+	sec_req_free(c->c_r.r_sec);
 	free(c->c_r.r_path);
 	free(c->c_r.r_query);
 	memset(&c->c_r, 0, sizeof(c->c_r));
@@ -116,48 +122,88 @@ msg_empty_body_left(const struct http_msg *m)
 	    (m->hm_framing == HTTP_BODY_LENGTH && m->hm_content_length == 0));
 }
 
+/*
+ * Write one piece of body to <to>, chunk-framed when <chunked>. Built in
+ * the worker's scratch buffer and moved in one go, so a TLS bufferevent
+ * makes one record of it, not three.
+ */
+static void
+body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
+    int chunked, uint64_t *count)
+{
+	struct evbuffer	*tmp = c->c_worker->w_scratch;
+
+	if (len == 0)
+		return;
+	if (chunked)
+		evbuffer_add_printf(tmp, "%zx\r\n", len);
+	evbuffer_add(tmp, p, len);
+	if (chunked)
+		evbuffer_add(tmp, "\r\n", 2);
+	*count += evbuffer_get_length(tmp);
+	bufferevent_write_buffer(to, tmp);
+}
+
 static void
 request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
-	struct evbuffer	*out;
-	char		 hdr[24];
-	int		 n;
+	struct sec_req	*sr = c->c_r.r_sec;
 
-	if (c->c_up == NULL || len == 0)
+	if (c->c_state == CONN_BODY_BUFFER) {
+		/* SigV4 signs the body's hash: hold it, within body_bytes */
+		if (sr->sr_body == NULL)
+			sr->sr_body = evbuffer_new();
+		if (evbuffer_get_length(sr->sr_body) + len >
+		    c->c_cfg->c_limits.l_body_bytes) {
+			c->c_r.r_body_too_large = 1;
+			return;
+		}
+		evbuffer_add(sr->sr_body, p, len);
 		return;
-	out = bufferevent_get_output(c->c_up->u_bev);
-	if (c->c_r.r_up_chunked) {
-		n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
-		evbuffer_add(out, hdr, (size_t)n);
-		evbuffer_add(out, p, len);
-		evbuffer_add(out, "\r\n", 2);
-		c->c_r.r_bytes_out += (size_t)n + len + 2;
-	} else {
-		evbuffer_add(out, p, len);
-		c->c_r.r_bytes_out += len;
 	}
+	if (c->c_up == NULL)
+		return;
+	body_out(c, c->c_up->u_bev, p, len, c->c_r.r_up_chunked,
+	    &c->c_r.r_bytes_out);
 }
 
 static void
 response_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
-	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
-	char		 hdr[24];
-	int		 n;
+	struct evbuffer	*scanned = c->c_worker->w_scratch2;
+	size_t		 n;
 
-	if (len == 0)
+	if (c->c_r.r_sec != NULL && c->c_r.r_sec->sr_reflect != NULL) {
+		/* a secret went out: it must not come back */
+		sec_scan_feed(c->c_r.r_sec->sr_reflect, p, len, scanned);
+		n = evbuffer_get_length(scanned);
+		body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
+		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_r.r_bytes_in);
+		evbuffer_drain(scanned, n);
 		return;
+	}
+	body_out(c, c->c_bev, p, len, c->c_r.r_rechunk, &c->c_r.r_bytes_in);
+}
+
+/* End of a response body: what the scanner held, then the last chunk. */
+static void
+response_body_end(struct conn *c)
+{
+	struct evbuffer	*scanned = c->c_worker->w_scratch2;
+	size_t		 n;
+
+	if (c->c_r.r_sec != NULL && c->c_r.r_sec->sr_reflect != NULL) {
+		sec_scan_finish(c->c_r.r_sec->sr_reflect, scanned);
+		n = evbuffer_get_length(scanned);
+		body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
+		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_r.r_bytes_in);
+		evbuffer_drain(scanned, n);
+	}
 	if (c->c_r.r_rechunk) {
-		n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
-		evbuffer_add(out, hdr, (size_t)n);
-		evbuffer_add(out, p, len);
-		evbuffer_add(out, "\r\n", 2);
-		c->c_r.r_bytes_in += (size_t)n + len + 2;
-	} else {
-		evbuffer_add(out, p, len);
-		c->c_r.r_bytes_in += len;
+		bufferevent_write(c->c_bev, "0\r\n\r\n", 5);
+		c->c_r.r_bytes_in += 5;
 	}
 }
 
@@ -509,7 +555,6 @@ on_request_head(struct conn *c)
 	struct http_msg		*m = &c->c_req;
 	struct pol_request	 pr;
 	struct pol_result	 res;
-	char			 key[300];
 	int			 i;
 
 	snprintf(c->c_r.r_method, sizeof(c->c_r.r_method), "%s",
@@ -563,6 +608,53 @@ on_request_head(struct conn *c)
 			c->c_r.r_upgrade = 1;
 	}
 
+	if (request_secrets(c, &c->c_sandbox->s_policy->p_rules[res.pr_rule])
+	    == -1)
+		return;
+	if (c->c_r.r_sec != NULL && c->c_r.r_sec->sr_need_body &&
+	    !msg_empty_body_left(m)) {
+		/* SigV4 over the body: read it whole before going out */
+		c->c_state = CONN_BODY_BUFFER;
+		conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
+		http_msg_resume(m);
+		return;
+	}
+	conn_find_upstream(c);
+}
+
+/* Secrets stage: placeholders, injection. 0, or -1 after answering. */
+static int
+request_secrets(struct conn *c, const struct cfg_rule *rule)
+{
+	struct sec_facts	 f;
+	char			 reason[300];
+
+	f.sf_cfg = c->c_cfg;
+	f.sf_rule = rule;
+	f.sf_msg = &c->c_req;
+	f.sf_host = c->c_r.r_host;
+	f.sf_path = c->c_r.r_path;
+	f.sf_query = c->c_r.r_query;
+	switch (sec_req_prepare(&f, &c->c_r.r_sec, reason, sizeof(reason))) {
+	case SEC_OK:
+		return 0;
+	case SEC_MISUSE:
+		c->c_r.r_allowed = 0;
+		conn_deny(c, 403, "secret_misuse", reason);
+		return -1;
+	case SEC_ERROR:
+		conn_deny(c, 503, "secret_unavailable", reason);
+		return -1;
+	}
+	return -1;
+}
+
+/* A pooled upstream for the request, else resolve and connect. */
+static void
+conn_find_upstream(struct conn *c)
+{
+	char	key[300];
+
 	c->c_state = CONN_WAIT;
 	if (!c->c_r.r_upgrade) {
 		conn_upstream_key(c, key, sizeof(key));
@@ -572,6 +664,13 @@ on_request_head(struct conn *c)
 		}
 	}
 	conn_resolve(c);
+}
+
+/* The body is held (SigV4): the request is whole, go upstream. */
+static void
+conn_body_buffered(struct conn *c)
+{
+	conn_find_upstream(c);
 }
 
 /* Resolve the request's host; dns_done() carries on. */
@@ -589,46 +688,80 @@ static void
 write_request_head(struct conn *c)
 {
 	struct http_msg	*m = &c->c_req;
+	struct sec_req	*sr = c->c_r.r_sec;
 	/* built aside: a TLS bufferevent drains its output as we add */
 	struct evbuffer	*out = c->c_worker->w_scratch;
-	const char	*name, *v;
-	size_t		 nlen, vlen;
+	const char	*name, *v, *path, *query;
+	char		 host[300], *subst;
+	size_t		 nlen, vlen, slen;
 	int		 i, v6 = strchr(c->c_r.r_host, ':') != NULL;
 
-	evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s%s%s",
-	    c->c_r.r_method, c->c_r.r_path, c->c_r.r_query ? "?" : "",
-	    c->c_r.r_query ? c->c_r.r_query : "", v6 ? "[" : "",
-	    c->c_r.r_host, v6 ? "]" : "");
+	path = sr != NULL && sr->sr_path != NULL ? sr->sr_path : c->c_r.r_path;
+	query = sr != NULL && sr->sr_query != NULL ? sr->sr_query :
+	    c->c_r.r_query;
 	if (c->c_r.r_port != (c->c_tls ? 443 : 80))
-		evbuffer_add_printf(out, ":%d", c->c_r.r_port);
-	evbuffer_add(out, "\r\n", 2);
+		snprintf(host, sizeof(host), "%s%s%s:%d", v6 ? "[" : "",
+		    c->c_r.r_host, v6 ? "]" : "", c->c_r.r_port);
+	else
+		snprintf(host, sizeof(host), "%s%s%s", v6 ? "[" : "",
+		    c->c_r.r_host, v6 ? "]" : "");
+	if (sr != NULL && sr->sr_sigv4 != 0 && !c->c_r.r_signed) {
+		if (sec_req_sign(sr, c->c_cfg, c->c_r.r_method, host, path,
+		    query != NULL && query[0] != '\0' ? query : NULL, m) == -1)
+			log_warnx("SigV4 signing failed (secret %s)",
+			    c->c_cfg->c_secrets[sr->sr_sigv4 - 1].sc_name);
+		c->c_r.r_signed = 1;
+	}
+	evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n",
+	    c->c_r.r_method, path, query != NULL && query[0] ? "?" : "",
+	    query != NULL ? query : "", host);
 	for (i = 0; i < m->hm_nhdrs; i++) {
 		name = http_msg_str(m, m->hm_hdrs[i].h_name);
 		nlen = m->hm_hdrs[i].h_name_len;
 		if (http_msg_is_hop(m, name, nlen) ||
 		    util_strncaseeq(name, nlen, "host") ||
 		    util_strncaseeq(name, nlen, "content-length") ||
-		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0))
+		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0) ||
+		    sec_req_drops(sr, name, nlen))
 			continue;
 		v = http_msg_str(m, m->hm_hdrs[i].h_value);
 		vlen = m->hm_hdrs[i].h_value_len;
 		util_trim_ows(&v, &vlen);
 		evbuffer_add(out, name, nlen);
 		evbuffer_add(out, ": ", 2);
-		evbuffer_add(out, v, vlen);
+		if (sr != NULL && sr->sr_subst != NULL) {
+			/* placeholders become the real value, bound hosts only */
+			subst = sec_scan_string(sr->sr_subst, v, vlen, &slen,
+			    NULL);
+			evbuffer_add(out, subst, slen);
+			OPENSSL_cleanse(subst, slen);
+			free(subst);
+		} else
+			evbuffer_add(out, v, vlen);
 		evbuffer_add(out, "\r\n", 2);
 	}
+	if (sr != NULL)
+		evbuffer_add(out, evbuffer_pullup(sr->sr_add, -1),
+		    evbuffer_get_length(sr->sr_add));
 	if (c->c_r.r_upgrade)
 		evbuffer_add_printf(out,
 		    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
 	c->c_r.r_up_chunked = 0;
-	if (m->hm_framing == HTTP_BODY_CHUNKED) {
-		evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
-		c->c_r.r_up_chunked = 1;
-	} else if (m->hm_framing == HTTP_BODY_LENGTH)
-		evbuffer_add_printf(out, "Content-Length: %llu\r\n",
-		    (unsigned long long)m->hm_content_length);
-	evbuffer_add(out, "\r\n", 2);
+	if (sr != NULL && sr->sr_body != NULL) {
+		evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n",
+		    evbuffer_get_length(sr->sr_body));
+		evbuffer_add(out, evbuffer_pullup(sr->sr_body, -1),
+		    evbuffer_get_length(sr->sr_body));
+	} else {
+		if (m->hm_framing == HTTP_BODY_CHUNKED) {
+			evbuffer_add_printf(out,
+			    "Transfer-Encoding: chunked\r\n");
+			c->c_r.r_up_chunked = 1;
+		} else if (m->hm_framing == HTTP_BODY_LENGTH)
+			evbuffer_add_printf(out, "Content-Length: %llu\r\n",
+			    (unsigned long long)m->hm_content_length);
+		evbuffer_add(out, "\r\n", 2);
+	}
 	c->c_r.r_bytes_out += evbuffer_get_length(out);
 	bufferevent_write_buffer(c->c_up->u_bev, out);
 }
@@ -655,7 +788,9 @@ conn_upstream_ready(struct conn *c)
 	c->c_resp.hm_no_body = c->c_req.hm_method == HTTP_HEAD;
 	write_request_head(c);
 	/* upstream_timeout runs once the request is sent; before, idleness */
-	conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
+	conn_timer_arm(c, c->c_r.r_req_done ?
+	    c->c_cfg->c_limits.l_upstream_timeout_ms :
+	    c->c_cfg->c_limits.l_idle_timeout_ms);
 	http_msg_resume(&c->c_req);
 	conn_feed_request(c);
 }
@@ -707,8 +842,9 @@ conn_feed_request_loop(struct conn *c)
 	size_t			 used;
 
 	while (!c->c_closing && (c->c_state == CONN_HEAD ||
+	    c->c_state == CONN_BODY_BUFFER ||
 	    (c->c_state == CONN_FORWARD && !c->c_r.r_req_done)) &&
-	    (evbuffer_get_length(in) > 0 || (c->c_state == CONN_FORWARD &&
+	    (evbuffer_get_length(in) > 0 || (c->c_state != CONN_HEAD &&
 	    msg_empty_body_left(&c->c_req)))) {
 		if (c->c_up != NULL && evbuffer_get_length(
 		    bufferevent_get_output(c->c_up->u_bev)) >= CONN_HIWAT) {
@@ -727,6 +863,12 @@ conn_feed_request_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
+		if (c->c_r.r_body_too_large) {
+			conn_reply_error(c, 413, "body_too_large", "request body "
+			    "over limits.body_bytes (needed whole for signing)",
+			    1);
+			return;
+		}
 		switch (f) {
 		case HTTP_FEED_MORE:
 			break;
@@ -739,9 +881,13 @@ conn_feed_request_loop(struct conn *c)
 				conn_timer_arm(c,
 				    c->c_cfg->c_limits.l_upstream_timeout_ms);
 			if (c->c_r.r_up_chunked && c->c_up != NULL) {
-				evbuffer_add(bufferevent_get_output(
-				    c->c_up->u_bev), "0\r\n\r\n", 5);
+				bufferevent_write(c->c_up->u_bev,
+				    "0\r\n\r\n", 5);
 				c->c_r.r_bytes_out += 5;
+			}
+			if (c->c_state == CONN_BODY_BUFFER) {
+				conn_body_buffered(c);
+				break;
 			}
 			if (c->c_r.r_resp_done)
 				conn_request_finished(c);
@@ -776,6 +922,13 @@ write_response_head(struct conn *c, int interim)
 	size_t		 nlen, vlen;
 	int		 i, http10 = c->c_req.hm_minor == 0;
 	int		 upgrade = m->hm_status == 101;
+	struct sec_scan	*reflect = c->c_r.r_sec != NULL ?
+			    c->c_r.r_sec->sr_reflect : NULL;
+	enum http_framing framing = m->hm_framing;
+
+	/* redaction changes the length: the body is re-framed */
+	if (reflect != NULL && framing == HTTP_BODY_LENGTH)
+		framing = HTTP_BODY_CHUNKED;
 
 	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", m->hm_status,
 	    (int)m->hm_reason_len, http_msg_str(m, m->hm_reason));
@@ -791,13 +944,22 @@ write_response_head(struct conn *c, int interim)
 		util_trim_ows(&v, &vlen);
 		evbuffer_add(out, name, nlen);
 		evbuffer_add(out, ": ", 2);
-		evbuffer_add(out, v, vlen);
+		if (reflect != NULL) {
+			/* a reflected secret never reaches the sandbox */
+			char	*clean;
+			size_t	 clen;
+
+			clean = sec_scan_string(reflect, v, vlen, &clen, NULL);
+			evbuffer_add(out, clean, clen);
+			free(clean);
+		} else
+			evbuffer_add(out, v, vlen);
 		evbuffer_add(out, "\r\n", 2);
 	}
 	if (!interim) {
 		evbuffer_add_printf(out, "X-Airlock-Request-Id: %s\r\n",
 		    c->c_r.r_id);
-		switch (m->hm_framing) {
+		switch (framing) {
 		case HTTP_BODY_LENGTH:
 			evbuffer_add_printf(out, "Content-Length: %llu\r\n",
 			    (unsigned long long)m->hm_content_length);
@@ -880,11 +1042,7 @@ conn_feed_response(struct conn *c)
 				write_response_head(c, 0);
 				c->c_r.r_resp_started = 1;
 			}
-			if (c->c_r.r_rechunk) {
-				evbuffer_add(bufferevent_get_output(c->c_bev),
-				    "0\r\n\r\n", 5);
-				c->c_r.r_bytes_in += 5;
-			}
+			response_body_end(c);
 			c->c_r.r_resp_done = 1;
 			conn_request_finished(c);
 			return;
@@ -1062,11 +1220,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		if (c->c_resp.hm_head_done &&
 		    c->c_resp.hm_framing == HTTP_BODY_EOF &&
 		    http_msg_finish(&c->c_resp) == HTTP_FEED_DONE) {
-			if (c->c_r.r_rechunk) {
-				evbuffer_add(bufferevent_get_output(c->c_bev),
-				    "0\r\n\r\n", 5);
-				c->c_r.r_bytes_in += 5;
-			}
+			response_body_end(c);
 			c->c_r.r_resp_done = 1;
 			c->c_resp.hm_keepalive = 0;
 			conn_request_finished(c);
@@ -1111,6 +1265,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_upstream_failed(c, 504, "upstream_timeout",
 		    "connecting to the upstream timed out");
 		break;
+	case CONN_BODY_BUFFER:
 	case CONN_FORWARD:
 	case CONN_TUNNEL:
 		if (c->c_state == CONN_FORWARD && !c->c_r.r_resp_started &&

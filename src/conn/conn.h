@@ -20,12 +20,14 @@ struct worker;
 struct cfg;
 struct cfg_sandbox;
 struct bufferevent;
+struct sec_req;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
 
 enum conn_state {
 	CONN_HEAD = 0,		/* reading a request head */
+	CONN_BODY_BUFFER,	/* holding a body to sign it (SigV4) */
 	CONN_WAIT,		/* resolving or connecting upstream */
 	CONN_FORWARD,		/* request and response streaming */
 	CONN_TUNNEL,		/* CONNECT / upgrade: raw bytes both ways */
@@ -74,6 +76,9 @@ struct conn_req {
 	int		 r_retried;
 	int		 r_active;	/* a request is in progress */
 	char		 r_upstream[64];/* "IP:PORT" connected to */
+	struct sec_req	*r_sec;		/* secrets involved, or NULL */
+	int		 r_signed;	/* SigV4 headers added */
+	int		 r_body_too_large;
 	struct net_addr	 r_addrs[8];
 	size_t		 r_naddrs;
 	size_t		 r_next_addr;

@@ -13,6 +13,7 @@
 #include "conn/conn.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
+#include "secrets/sec_inject.h"
 #include "util/util.h"
 
 const char *
@@ -123,6 +124,10 @@ conn_audit(struct conn *c)
 	r.ar_decision = q->r_allowed ? "allow" : "deny";
 	r.ar_reason = q->r_reason[0] ? q->r_reason : NULL;
 	r.ar_rule = q->r_rule[0] ? q->r_rule : NULL;
+	if (q->r_sec != NULL) {
+		r.ar_secrets = q->r_sec->sr_names;
+		r.ar_nsecrets = q->r_sec->sr_nnames;
+	}
 	r.ar_bytes_in = (int64_t)q->r_bytes_in;
 	r.ar_bytes_out = (int64_t)q->r_bytes_out;
 	r.ar_duration_ms = (int64_t)(util_now_ms() - q->r_start_ms);

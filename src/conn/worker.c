@@ -136,6 +136,8 @@ worker_free(struct worker *w)
 	dns_base_free(w->w_dns);
 	if (w->w_scratch != NULL)
 		evbuffer_free(w->w_scratch);
+	if (w->w_scratch2 != NULL)
+		evbuffer_free(w->w_scratch2);
 	SSL_CTX_free(w->w_tls_server);
 	SSL_CTX_free(w->w_tls_client);
 	if (w->w_base != NULL)
@@ -232,6 +234,7 @@ workers_start(struct cfg *cfg)
 			fatalx("event_base_new failed");
 		w->w_dns = dns_base_new(w->w_base, cfg);
 		w->w_scratch = evbuffer_new();
+		w->w_scratch2 = evbuffer_new();
 		if (worker_tls_ctx(w, cfg) == -1)
 			fatalx("cannot set up TLS contexts");
 		w->w_stop_ev = event_new(w->w_base, -1, 0, stop_cb, w);

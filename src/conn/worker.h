@@ -32,6 +32,7 @@ struct worker {
 	uint64_t		  w_seq;	/* request ids */
 	int			  w_stopping;
 	struct evbuffer		 *w_scratch;	/* heads are built here */
+	struct evbuffer		 *w_scratch2;	/* redacted body pieces */
 	struct ssl_ctx_st	 *w_tls_server;	/* towards intercepted clients */
 	struct ssl_ctx_st	 *w_tls_client;	/* towards upstreams */
 	struct event		 *w_reload_ev;	/* main hands a new config */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <ctype.h>
 
 #include "http/http_msg.h"
 #include "util/util.h"
@@ -160,6 +161,37 @@ hdr_value(const struct http_msg *m, int i, const char **v, size_t *len)
 	util_trim_ows(v, len);
 }
 
+/*
+ * A name that is not Transfer-Encoding or Content-Length but becomes one
+ * when "_" is read as "-" (CGI, WSGI and some frameworks do).
+ */
+static int
+look_alike(const char *name, size_t len)
+{
+	static const char *const framing[] = {
+		"transfer-encoding", "content-length",
+	};
+	size_t	i, j;
+	int	under;
+
+	for (i = 0; i < 2; i++) {
+		if (len != strlen(framing[i]))
+			continue;
+		under = 0;
+		for (j = 0; j < len; j++) {
+			char ch = (char)tolower((unsigned char)name[j]);
+
+			if (ch == '_' && framing[i][j] == '-')
+				under = 1;
+			else if (ch != framing[i][j])
+				break;
+		}
+		if (j == len && under)
+			return 1;
+	}
+	return 0;
+}
+
 /* Checks the head as a whole; returns 0 or an llhttp error. */
 static int
 msg_check_head(struct http_msg *m)
@@ -184,6 +216,19 @@ msg_check_head(struct http_msg *m)
 		if (!util_strncaseeq(v, vlen, "chunked"))
 			return msg_fail(m, req ? 501 : 502,
 			    "unsupported transfer coding");
+		/* we and llhttp must agree the body is chunked */
+		if (!(m->hm_parser.flags & F_CHUNKED))
+			return msg_fail(m, bad, "ambiguous Transfer-Encoding");
+		if (m->hm_parser.http_major == 1 &&
+		    m->hm_parser.http_minor == 0)
+			return msg_fail(m, bad,
+			    "Transfer-Encoding in an HTTP/1.0 message");
+	}
+	for (i = 0; i < m->hm_nhdrs; i++) {
+		/* "Transfer_Encoding" is Transfer-Encoding to some backends */
+		if (look_alike(m->hm_buf + m->hm_hdrs[i].h_name,
+		    m->hm_hdrs[i].h_name_len))
+			return msg_fail(m, bad, "ambiguous framing header name");
 	}
 	for (i = 0; i < m->hm_nhdrs; i++)
 		if (m->hm_hdrs[i].h_name_len == 0)
@@ -289,6 +334,8 @@ msg_clear(struct http_msg *m)
 	m->hm_err_status = 0;
 	m->hm_err_reason[0] = '\0';
 	m->hm_body_bytes = 0;
+	m->hm_raw_prev = m->hm_raw_prev2 = 0;
+	m->hm_raw_lines = 0;
 }
 
 void
@@ -356,6 +403,38 @@ msg_error(struct http_msg *m, llhttp_errno_t err)
 	return HTTP_FEED_ERROR;
 }
 
+/*
+ * Every line of a head ends in CRLF and no header line starts with
+ * whitespace (obs-fold). llhttp is lenient on some of this (an empty
+ * value followed by a folded line, a bare LF ending the head), so the raw
+ * bytes are checked too. The last two bytes carry over between feeds.
+ */
+static int
+head_bytes_bad(struct http_msg *m, const char *p, size_t len)
+{
+	size_t	i;
+	char	prev = m->hm_raw_prev, prev2 = m->hm_raw_prev2;
+
+	for (i = 0; i < len; i++) {
+		char ch = p[i];
+
+		if (prev == '\r' && ch != '\n')
+			return 1;			/* bare CR */
+		if (ch == '\n' && prev != '\r')
+			return 1;			/* bare LF */
+		if ((ch == ' ' || ch == '\t') && prev == '\n' &&
+		    prev2 == '\r' && m->hm_raw_lines > 0)
+			return 1;			/* obs-fold */
+		if (ch == '\n')
+			m->hm_raw_lines++;
+		prev2 = prev;
+		prev = ch;
+	}
+	m->hm_raw_prev = prev;
+	m->hm_raw_prev2 = prev2;
+	return 0;
+}
+
 enum http_feed
 http_msg_feed(struct http_msg *m, const char *data, size_t len,
     size_t *consumed)
@@ -378,6 +457,13 @@ http_msg_feed(struct http_msg *m, const char *data, size_t len,
 		used = pos != NULL && pos >= data ? (size_t)(pos - data) : 0;
 	}
 	*consumed = used;
+	/* line endings of the head are checked on the raw bytes */
+	if (in_head && head_bytes_bad(m, data, m->hm_head_done ? used : len) &&
+	    m->hm_err_status == 0) {
+		msg_fail(m, m->hm_type == HTTP_REQUEST ? 400 : 502,
+		    "bare CR or LF, or obsolete line folding, in head");
+		return HTTP_FEED_ERROR;
+	}
 	/* a head completed in this call is bounded by the arena instead */
 	if (in_head && !m->hm_head_done) {
 		m->hm_head_bytes += used;
@@ -401,6 +487,11 @@ http_msg_finish(struct http_msg *m)
 {
 	llhttp_errno_t	err;
 
+	/* after a pause at the head, step into the body state first */
+	if (llhttp_get_errno(&m->hm_parser) == HPE_OK)
+		(void)llhttp_execute(&m->hm_parser, "", 0);
+	if (m->hm_complete)
+		return HTTP_FEED_DONE;
 	err = llhttp_finish(&m->hm_parser);
 	if (err == HPE_OK || err == HPE_PAUSED)
 		return m->hm_complete ? HTTP_FEED_DONE : HTTP_FEED_MORE;

@@ -59,6 +59,9 @@ struct http_msg {
 	const char	*hm_feed_start;	/* buffer of the current feed */
 	const char	*hm_feed_end;
 	int		 hm_value_at_end; /* last value piece ended it */
+	char		 hm_raw_prev;	/* last two raw head bytes */
+	char		 hm_raw_prev2;
+	unsigned	 hm_raw_lines;	/* LFs seen in the head */
 
 	int		 hm_method;	/* llhttp_method_t */
 	int		 hm_status;	/* response status */

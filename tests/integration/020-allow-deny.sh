@@ -227,3 +227,34 @@ t.ok(r is not None and r.status == 200, "odd-radix allowed via allow_networks",
 t.done()
 PY
 stop_airlockd
+
+# Without allow_networks, loopback is refused even when a rule allows the
+# name; the reason names the network.
+AIRLOCK_PORT=$(free_port)
+{
+	config_common "$AIRLOCK_PORT" local
+	cat <<YAML
+upstream:
+  hosts: {"api.test": "127.0.0.1"}
+policies:
+  - name: p
+    rules:
+      - {host: "*", ports: [$ORIGIN_PORT]}
+sandboxes:
+  - {id: local, policy: p}
+YAML
+} >"$T/airlock2.yaml"
+start_airlockd "$T/airlock2.yaml"
+n0=$(origin_count)
+for u in "http://api.test:$ORIGIN_PORT/echo?m=nolo1" "http://127.0.0.1:$ORIGIN_PORT/echo?m=nolo2" \
+    "http://2130706433:$ORIGIN_PORT/echo?m=nolo3" "http://[::ffff:7f00:1]:$ORIGIN_PORT/echo?m=nolo4"; do
+	code=$(curl -sS -g -x "http://127.0.0.1:$AIRLOCK_PORT" -o "$T/b" -w '%{http_code}' "$u")
+	[ "$code" = 403 ] || fail "$u without allow_networks: status $code"
+	body=$(cat "$T/b")
+	[ "$(json_field "$body" error)" = denied ] || fail "$u: $body"
+	json_field "$body" reason | grep -Eq '127\.0\.0\.0/8|loopback' ||
+	    fail "$u: reason does not name the denied network: $body"
+done
+[ "$(origin_count)" = "$n0" ] || fail "a loopback request reached the origin"
+ok "loopback refused without allow_networks, reason names 127.0.0.0/8"
+stop_airlockd

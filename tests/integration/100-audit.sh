@@ -30,6 +30,15 @@ sandboxes:
   - {id: other, policy: first, token: "literal:other-token-9"}
 YAML
 }
+# wait_lines FILE N: until FILE has N lines (the writer thread is async)
+wait_lines()
+{
+	_i=0
+	while [ "$(cat "$1" 2>/dev/null | wc -l)" -lt "$2" ] && [ $_i -lt 200 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+}
 write_cfg "$T/airlock.yaml" "{file: $T/audit.jsonl}"
 start_airlockd "$T/airlock.yaml"
 
@@ -132,6 +141,7 @@ t.done()
 PY
 
 # SIGUSR1: reopen after the file was moved away
+wait_lines "$T/audit.jsonl" 3
 mv "$T/audit.jsonl" "$T/audit.jsonl.1"
 kill -USR1 "$AIRLOCK_PID"
 i=0
@@ -181,9 +191,14 @@ for i in 4 5; do
 	curl -sS -x "http://127.0.0.1:$AIRLOCK_PORT" -o /dev/null \
 	    "http://api.test:$ORIGIN_PORT/size/$i" || fail "curl $i (chain)"
 done
+wait_lines "$T/chain.jsonl" 6
 mv "$T/chain.jsonl" "$T/chain.jsonl.1"
 kill -USR1 "$AIRLOCK_PID"
-sleep 0.3
+i=0
+while [ ! -f "$T/chain.jsonl" ] && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
 for i in 6 7; do
 	curl -sS -x "http://127.0.0.1:$AIRLOCK_PORT" -o /dev/null \
 	    "http://api.test:$ORIGIN_PORT/size/$i" || fail "curl $i (chain)"

@@ -39,7 +39,12 @@ code()
 # workers: 3
 write_cfg 3 '"/size/*", "/delay/*", "/stall"'
 start_airlockd "$T/airlock.yaml"
-ntask=$(ls "/proc/$AIRLOCK_PID/task" | wc -l)
+i=0
+while ntask=$(ls "/proc/$AIRLOCK_PID/task" | wc -l) && [ "$ntask" -lt 4 ] &&
+    [ $i -lt 60 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
 [ "$ntask" -ge 4 ] || check_fail "workers: 3 but only $ntask threads"
 "$PYTHON" - <<'PY' || check_fail "concurrent requests"
 import threading, time, itlib
@@ -109,6 +114,7 @@ t1=$(date +%s)
 ok "shutdown_grace bounds the drain ($((t1 - t0))s)"
 kill "$CURL_PID" 2>/dev/null
 wait "$CURL_PID" 2>/dev/null
+untrack_pid "$CURL_PID"
 
 # SIGHUP: a new rule takes effect
 write_cfg 2 '"/size/*"'
@@ -142,5 +148,21 @@ kill -0 "$AIRLOCK_PID" 2>/dev/null || fail "airlockd died on a broken reload"
 [ "$(code "$U/echo")" = 200 ] || check_fail "broken reload: old rule /echo lost"
 [ "$(code "$U/status/200")" = 403 ] || check_fail "broken reload: half-applied (/status allowed)"
 ok "broken SIGHUP reload keeps the old config"
+stop_airlockd
+
+# workers: 0 = one per core
+write_cfg 0 '"/size/*"'
+start_airlockd "$T/airlock.yaml"
+ncpu=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
+i=0
+while ntask=$(ls "/proc/$AIRLOCK_PID/task" | wc -l) &&
+    [ "$ntask" -lt $((ncpu + 1)) ] && [ $i -lt 60 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+[ "$ntask" -ge $((ncpu + 1)) ] ||
+    check_fail "workers: 0 on $ncpu CPUs gives only $ntask threads"
+[ "$(code "$U/size/3")" = 200 ] || check_fail "workers: 0 does not serve"
+ok "workers: 0 ($ntask threads on $ncpu CPUs)"
 stop_airlockd
 finish

@@ -66,10 +66,20 @@ _it_cleanup()
 trap _it_cleanup EXIT
 trap 'exit 99' INT TERM
 
-# Register a background process for cleanup.
+# Register a background process for cleanup; untrack it once reaped, so
+# that cleanup never signals a recycled PID.
 track_pid()
 {
 	_it_pids="$_it_pids $1"
+}
+
+untrack_pid()
+{
+	_np=""
+	for _p in $_it_pids; do
+		[ "$_p" = "$1" ] || _np="$_np $_p"
+	done
+	_it_pids=$_np
 }
 
 fail()
@@ -259,6 +269,7 @@ wait_exit()
 		if [ "$_i" -gt "$_lim" ]; then
 			kill -9 "$_wp" 2>/dev/null
 			wait "$_wp" 2>/dev/null
+			untrack_pid "$_wp"
 			WAIT_STATUS=124
 			return 0
 		fi
@@ -266,6 +277,7 @@ wait_exit()
 	done
 	wait "$_wp"
 	WAIT_STATUS=$?
+	untrack_pid "$_wp"
 }
 
 # peak_rss_kb PID: VmHWM in KiB.

@@ -68,6 +68,13 @@ has_error(const char *out, const char *where, const char *msg)
 #define SBX	"policies:\n  - name: p\nsandboxes:\n  - id: s\n" \
 		"    policy: p\n"
 
+/* A secret (lines 1-4) with no inject or placeholder yet; PH adds one. */
+#define SECK	"secrets:\n  - name: k\n    source: literal:v\n" \
+		"    hosts: [api.test]\n"
+#define PH	"    placeholder: airlock-k-1234\n"
+/* A policy whose only rule (at the line after) has host <h>. */
+#define RULE(h)	"policies:\n  - name: p\n    rules:\n      - host: " h "\n"
+
 struct err_case {
 	const char	*ec_yaml;
 	const char	*ec_where;	/* exact "FILE:LINE:COL: " prefix */
@@ -84,12 +91,8 @@ static const struct err_case err_cases[] = {
 	    "unknown key \"lisen\" at the top level (did you mean "
 	    "\"listen\"?)" },
 	/* SPEC keys of later features */
-	{ "secrets: []\n", "t.yaml:1:1: ",
-	    "key \"secrets\" is not supported yet" },
 	{ "listen:\n  transparent: \"10.0.0.1:3129\"\n", "t.yaml:2:3: ",
 	    "key \"transparent\" is not supported yet" },
-	{ POL "        secrets: [openai]\n", "t.yaml:5:9: ",
-	    "key \"secrets\" is not supported yet" },
 	{ POL "        meter: openai\n", "t.yaml:5:9: ",
 	    "key \"meter\" is not supported yet" },
 	{ "policies:\n  - name: p\n    caps: {usd: 5}\n", "t.yaml:3:5: ",
@@ -268,6 +271,182 @@ static const struct err_case err_cases[] = {
 	    "\"token\" is empty" },
 	{ SBX "    token: file:/nonexistent/token\n", "t.yaml:6:12: ",
 	    "cannot read file \"/nonexistent/token\"" },
+	/* secrets: the list and each secret's keys */
+	{ "secrets: {}\n", "t.yaml:1:10: ",
+	    "\"secrets\" must be a list, not a mapping" },
+	{ "secrets: [k]\n", "t.yaml:1:11: ",
+	    "a secret must be a mapping, not a single value" },
+	{ SECK, "t.yaml:2:5: ",
+	    "secret \"k\" needs \"inject\", \"placeholder\" or both" },
+	{ SECK "    hsots: [a.test]\n" PH, "t.yaml:5:5: ",
+	    "unknown key \"hsots\" in secret (did you mean \"hosts\"?)" },
+	{ "secrets:\n  - source: literal:v\n    hosts: [a.test]\n" PH,
+	    "t.yaml:2:5: ", "missing required key \"name\" in secret" },
+	{ "secrets:\n  - name: k\n    hosts: [a.test]\n" PH, "t.yaml:2:5: ",
+	    "missing required key \"source\" in secret" },
+	{ "secrets:\n  - name: k\n    source: literal:v\n" PH, "t.yaml:2:5: ",
+	    "missing required key \"hosts\" in secret" },
+	{ "secrets:\n  - name: \"../k\"\n    source: literal:v\n"
+	    "    hosts: [a.test]\n" PH, "t.yaml:2:11: ",
+	    "bad secret name \"../k\": use letters, digits" },
+	{ SECK PH "  - name: k\n    source: literal:w\n    hosts: [b.test]\n"
+	    "    inject: {query: key}\n", "t.yaml:6:11: ",
+	    "duplicate secret name \"k\" (first at 2:11)" },
+	/* sources are checked for form only; values are the store's */
+	{ "secrets:\n  - name: k\n    source: hunter2\n    hosts: [a.test]\n"
+	    PH, "t.yaml:3:13: ", "\"source\" must be env:NAME, file:PATH, "
+	    "exec:COMMAND or literal:VALUE (a bare value is refused)" },
+	{ "secrets:\n  - name: k\n    source: \"env:\"\n"
+	    "    hosts: [a.test]\n" PH, "t.yaml:3:13: ",
+	    "\"source\": env: needs a variable name" },
+	{ "secrets:\n  - name: k\n    source: \"exec:\"\n"
+	    "    hosts: [a.test]\n" PH, "t.yaml:3:13: ",
+	    "\"source\": exec: needs a command" },
+	{ "secrets:\n  - name: k\n    source: [env:X]\n"
+	    "    hosts: [a.test]\n" PH, "t.yaml:3:13: ",
+	    "\"source\" must be a source such as env:NAME, not a list" },
+	/* refresh */
+	{ SECK PH "    refresh: 5m\n", "t.yaml:6:14: ",
+	    "\"refresh\" applies only to exec: sources" },
+	{ "secrets:\n  - name: k\n    source: \"exec:echo v\"\n"
+	    "    refresh: 10\n    hosts: [a.test]\n" PH, "t.yaml:4:14: ",
+	    "bad duration \"10\" for \"refresh\"" },
+	{ "secrets:\n  - name: k\n    source: \"exec:echo v\"\n"
+	    "    refresh: 50ms\n    hosts: [a.test]\n" PH, "t.yaml:4:14: ",
+	    "\"refresh\" must be at least 100ms, not \"50ms\"" },
+	/* hosts */
+	{ "secrets:\n  - name: k\n    source: literal:v\n    hosts: []\n" PH,
+	    "t.yaml:4:12: ", "\"hosts\" is an empty list: a secret must be "
+	    "bound to at least one host" },
+	{ "secrets:\n  - name: k\n    source: literal:v\n"
+	    "    hosts: [a.test, \"b.*.test\"]\n" PH, "t.yaml:4:21: ",
+	    "bad host \"b.*.test\"" },
+	{ "secrets:\n  - name: k\n    source: literal:v\n"
+	    "    hosts: api.test\n" PH, "t.yaml:4:12: ",
+	    "\"hosts\" must be a list, not a single value" },
+	{ "secrets:\n  - name: k\n    source: literal:v\n"
+	    "    hosts: [a.test, A.Test.]\n" PH, "t.yaml:4:21: ",
+	    "duplicate host \"a.test\" (first at 4:13)" },
+	/* inject */
+	{ SECK "    inject: header\n", "t.yaml:5:13: ",
+	    "\"inject\" must be a mapping, not a single value" },
+	{ SECK "    inject: {}\n", "t.yaml:5:13: ",
+	    "\"inject\" needs one of: header (with value), basic, query, "
+	    "aws_sigv4" },
+	{ SECK "    inject: {heder: X-Key, query: key}\n", "t.yaml:5:14: ",
+	    "unknown key \"heder\" in inject (did you mean \"header\"?)" },
+	{ SECK "    inject: {header: X-Key}\n", "t.yaml:5:13: ",
+	    "\"header\" needs \"value\", a template such as" },
+	{ SECK "    inject: {value: \"${secret}\"}\n", "t.yaml:5:13: ",
+	    "\"value\" needs \"header\"" },
+	{ SECK "    inject: {header: X-Key, value: \"Bearer $secret\"}\n",
+	    "t.yaml:5:36: ", "\"value\" must contain ${secret}" },
+	{ SECK "    inject: {header: X-Key, value: \"a\\nb${secret}\"}\n",
+	    "t.yaml:5:36: ", "\"value\" contains control characters" },
+	{ SECK "    inject: {header: \"X Key\", value: \"${secret}\"}\n",
+	    "t.yaml:5:22: ", "bad header name \"X Key\": not an HTTP header "
+	    "token" },
+	{ SECK "    inject: {header: Content-Length, value: \"${secret}\"}\n",
+	    "t.yaml:5:22: ", "header \"Content-Length\" cannot be injected: "
+	    "it frames or routes the request" },
+	{ SECK "    inject: {query: key, basic: {}}\n", "t.yaml:5:13: ",
+	    "\"inject\" takes one form, not basic and query" },
+	{ SECK "    inject:\n      header: A\n      value: \"${secret}\"\n"
+	    "      aws_sigv4: {region: r, service: s}\n", "t.yaml:6:7: ",
+	    "\"inject\" takes one form, not header and aws_sigv4" },
+	{ SECK "    inject:\n      basic:\n", "t.yaml:6:7: ",
+	    "\"basic\" needs a mapping: {} when the secret is "
+	    "\"user:password\", or {username: U}" },
+	{ SECK "    inject: {basic: user}\n", "t.yaml:5:21: ",
+	    "\"basic\" must be a mapping, not a single value" },
+	{ SECK "    inject: {basic: {username: \"a:b\"}}\n", "t.yaml:5:32: ",
+	    "bad \"username\" \"a:b\": Basic user names have no \":\"" },
+	{ SECK "    inject: {basic: {username: \"\"}}\n", "t.yaml:5:32: ",
+	    "\"username\" is empty" },
+	{ SECK "    inject: {basic: {user: u}}\n", "t.yaml:5:22: ",
+	    "unknown key \"user\" in basic" },
+	{ SECK "    inject: {query: \"a&b\"}\n", "t.yaml:5:21: ",
+	    "bad query parameter \"a&b\": use letters, digits" },
+	{ SECK "    inject: {query: [key]}\n", "t.yaml:5:21: ",
+	    "\"query\" must be a parameter name, not a list" },
+	{ SECK "    inject:\n      aws_sigv4: {region: us-east-1}\n",
+	    "t.yaml:6:18: ", "missing required key \"service\" in aws_sigv4" },
+	{ SECK "    inject:\n      aws_sigv4: {region: US_EAST, service: s3}\n",
+	    "t.yaml:6:27: ", "bad \"region\" \"US_EAST\": use lowercase "
+	    "letters, digits and \"-\", e.g. us-east-1" },
+	{ SECK "    inject:\n      aws_sigv4: {region: a, service: S3}\n",
+	    "t.yaml:6:39: ", "bad \"service\" \"S3\"" },
+	{ SECK "    inject:\n      aws_sigv4: {region: ~, service: s3}\n",
+	    "t.yaml:6:27: ", "\"region\" needs a value" },
+	/* placeholder and sandbox_env */
+	{ SECK "    placeholder: short\n", "t.yaml:5:18: ",
+	    "\"placeholder\" \"short\" is too short: at least 8 characters" },
+	{ SECK "    placeholder: \"ph#12345678\"\n", "t.yaml:5:18: ",
+	    "bad \"placeholder\" \"ph#12345678\": use letters, digits and" },
+	{ SECK "    placeholder: \"airlock k 1\"\n", "t.yaml:5:18: ",
+	    "bad \"placeholder\" \"airlock k 1\"" },
+	{ SECK "    placeholder: {a: b}\n", "t.yaml:5:18: ",
+	    "\"placeholder\" must be a string, not a mapping" },
+	{ SECK PH "  - name: j\n    source: literal:w\n    hosts: [a.test]\n"
+	    "    placeholder: airlock-k-12345\n", "t.yaml:9:18: ",
+	    "placeholder \"airlock-k-12345\" contains the placeholder of "
+	    "secret \"k\" (at 5:18)" },
+	{ SECK PH "  - name: j\n    source: literal:w\n    hosts: [a.test]\n"
+	    "    placeholder: airlock-k\n", "t.yaml:9:18: ",
+	    "placeholder \"airlock-k\" is part of the placeholder of secret "
+	    "\"k\" (at 5:18)" },
+	{ SECK PH "  - name: j\n    source: literal:w\n    hosts: [a.test]\n"
+	    "    placeholder: airlock-k-1234\n", "t.yaml:9:18: ",
+	    "placeholder \"airlock-k-1234\" repeats the placeholder of "
+	    "secret \"k\"" },
+	{ SECK PH "    sandbox_env: api_key\n", "t.yaml:6:18: ",
+	    "bad \"sandbox_env\" \"api_key\": use A-Z, 0-9 and \"_\"" },
+	{ SECK PH "    sandbox_env: 1KEY\n", "t.yaml:6:18: ",
+	    "bad \"sandbox_env\" \"1KEY\"" },
+	{ SECK PH "    sandbox_env: PATH\n", "t.yaml:6:18: ",
+	    "\"sandbox_env\" \"PATH\" is set by airlock itself inside a "
+	    "sandbox" },
+	{ SECK PH "    sandbox_env: AIRLOCK_GATEWAY\n", "t.yaml:6:18: ",
+	    "\"sandbox_env\" \"AIRLOCK_GATEWAY\" is set by airlock" },
+	{ SECK "    inject: {query: key}\n    sandbox_env: KEY\n",
+	    "t.yaml:6:18: ", "\"sandbox_env\" needs a \"placeholder\" to give "
+	    "to the sandbox" },
+	{ SECK PH "    sandbox_env: KEY\n  - name: j\n    source: literal:w\n"
+	    "    hosts: [a.test]\n    placeholder: other-placeholder\n"
+	    "    sandbox_env: KEY\n", "t.yaml:11:18: ",
+	    "duplicate sandbox_env \"KEY\" (first at 6:18)" },
+	/* rule secrets: defined, bound to hosts covering the rule's */
+	{ SECK PH RULE("api.test") "        secrets: [k, nope]\n",
+	    "t.yaml:10:22: ", "secret \"nope\" is not defined" },
+	{ RULE("api.test") "        secrets: [k]\n", "t.yaml:5:19: ",
+	    "secret \"k\" is not defined" },
+	{ SECK PH RULE("other.test") "        secrets: [k]\n", "t.yaml:10:19: ",
+	    "secret \"k\" is bound to hosts [\"api.test\"] which do not "
+	    "cover rule host \"other.test\"" },
+	{ SECK PH RULE("\"*.test\"") "        secrets: [k]\n",
+	    "t.yaml:10:19: ", "secret \"k\" is bound to hosts [\"api.test\"] "
+	    "which do not cover rule host \"*.test\"" },
+	{ "secrets:\n  - name: k\n    source: literal:v\n"
+	    "    hosts: [\"*.test\", a.test]\n" PH RULE("\"*\"")
+	    "        secrets: [k]\n", "t.yaml:10:19: ",
+	    "secret \"k\" is bound to hosts [\"*.test\", \"a.test\"] which "
+	    "do not cover rule host \"*\"" },
+	{ "secrets:\n  - name: k\n    source: literal:v\n"
+	    "    hosts: [\"*.a.test\"]\n" PH RULE("\"*.test\"")
+	    "        secrets: [k]\n", "t.yaml:10:19: ",
+	    "which do not cover rule host \"*.test\"" },
+	{ "secrets:\n  - name: k\n    source: literal:v\n"
+	    "    hosts: [\"*.api.test\"]\n" PH RULE("api.test")
+	    "        secrets: [k]\n", "t.yaml:10:19: ",
+	    "which do not cover rule host \"api.test\"" },
+	{ SECK PH RULE("api.test") "        secrets: [k, k]\n", "t.yaml:10:22: ",
+	    "duplicate secret \"k\" (first at 10:19)" },
+	{ SECK PH RULE("api.test") "        secrets: k\n", "t.yaml:10:18: ",
+	    "\"secrets\" must be a list, not a single value" },
+	{ SECK PH RULE("api.test") "        intercept: false\n"
+	    "        secrets: [k]\n", "t.yaml:11:9: ",
+	    "secrets cannot be attached on a spliced (intercept: false) rule; "
+	    "remove \"secrets\" or intercept the rule" },
 	/* audit */
 	{ "audit:\n  hash_chain: maybe\n", "t.yaml:2:15: ",
 	    "\"hash_chain\" must be true or false, not \"maybe\"" },

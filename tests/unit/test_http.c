@@ -54,6 +54,18 @@ static const struct http_case reject_cases[] = {
 	{ "bad method", "G@T http://a/ HTTP/1.1\r\n\r\n", 501 },
 	{ "space in name", "GET http://a/ HTTP/1.1\r\nX A: b\r\n\r\n", 400 },
 	{ "empty name", "GET http://a/ HTTP/1.1\r\n: b\r\n\r\n", 400 },
+	{ "obs-fold empty value", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding:"
+	    "\r\n chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "bare lf ends head", "POST http://a/ HTTP/1.1\r\nHost: a\r\n\n"
+	    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "te trailing tab", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: "
+	    "chunked\t\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 400 },
+	{ "te in http/1.0", "POST http://a/ HTTP/1.0\r\nTransfer-Encoding: "
+	    "chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "te look-alike", "POST http://a/ HTTP/1.1\r\nTransfer_Encoding: "
+	    "chunked\r\n\r\n", 400 },
+	{ "cl look-alike", "POST http://a/ HTTP/1.1\r\ncontent_length: 5"
+	    "\r\n\r\nhello", 400 },
 	{ "good get", "GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", 0 },
 	{ "good chunked", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: "
 	    "Chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 0 },

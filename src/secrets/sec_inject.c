@@ -1,0 +1,489 @@
+/*
+ * Secrets stage: binding is checked here, at the moment of attaching,
+ * whatever the rule asked for (the config loader checked it too).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include "cfg/cfg.h"
+#include "http/http_msg.h"
+#include "policy/pol.h"
+#include "secrets/sec.h"
+#include "secrets/sec_inject.h"
+#include "util/util.h"
+
+static int
+sec_bound(const struct cfg_secret *s, const char *host)
+{
+	size_t	i;
+
+	for (i = 0; i < s->sc_nhosts; i++)
+		if (pol_host_match(s->sc_hosts[i], host))
+			return 1;
+	return 0;
+}
+
+static struct sec_req *
+req_get(struct sec_req **srp)
+{
+	if (*srp == NULL) {
+		*srp = xcalloc(1, sizeof(**srp));
+		(*srp)->sr_add = evbuffer_new();
+		(*srp)->sr_reflect = sec_scan_new();
+	}
+	return *srp;
+}
+
+/* Keep a reference to a value for the life of the request. */
+static struct sec_val *
+req_value(struct sec_req *sr, const struct cfg *cfg, size_t idx)
+{
+	struct sec_val	*v;
+
+	if (sr->sr_nvals == SEC_REQ_MAX)
+		return NULL;
+	if ((v = sec_store_get(cfg->c_store, idx)) == NULL)
+		return NULL;
+	sr->sr_vals[sr->sr_nvals++] = v;
+	return v;
+}
+
+static void
+req_drop(struct sec_req *sr, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < sr->sr_ndrop; i++)
+		if (strcasecmp(sr->sr_drop[i], name) == 0)
+			return;
+	if (sr->sr_ndrop < sizeof(sr->sr_drop) / sizeof(sr->sr_drop[0]))
+		sr->sr_drop[sr->sr_ndrop++] = name;
+}
+
+static void
+req_name(struct sec_req *sr, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < sr->sr_nnames; i++)
+		if (strcmp(sr->sr_names[i], name) == 0)
+			return;
+	if (sr->sr_nnames < SEC_REQ_MAX)
+		sr->sr_names[sr->sr_nnames++] = name;
+}
+
+/* Redact <pat> from responses as "[airlock:redacted:NAME]". */
+static void
+req_reflect(struct sec_req *sr, const char *name, const char *pat,
+    size_t len)
+{
+	char	repl[128];
+	int	n;
+
+	if (len == 0)
+		return;
+	n = snprintf(repl, sizeof(repl), "[airlock:redacted:%s]", name);
+	sec_scan_add(sr->sr_reflect, pat, len, repl, (size_t)n);
+}
+
+static char *
+b64(const char *in, size_t len)
+{
+	char	*out = xmalloc(4 * ((len + 2) / 3) + 1);
+
+	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)in,
+	    (int)len);
+	return out;
+}
+
+/* Percent-encode everything but RFC 3986 unreserved characters. */
+static char *
+url_encode(const char *in, size_t len)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	char			*out = xmalloc(3 * len + 1), *p = out;
+	size_t			 i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char	ch = (unsigned char)in[i];
+
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' ||
+		    ch == '_' || ch == '~')
+			*p++ = (char)ch;
+		else {
+			*p++ = '%';
+			*p++ = hex[ch >> 4];
+			*p++ = hex[ch & 15];
+		}
+	}
+	*p = '\0';
+	return out;
+}
+
+static void
+wipe_free(char *p)
+{
+	if (p != NULL) {
+		OPENSSL_cleanse(p, strlen(p));
+		free(p);
+	}
+}
+
+/* Does any header value or the target carry <ph>? */
+static int
+placeholder_sent(const struct sec_facts *f, const char *ph)
+{
+	const struct http_msg	*m = f->sf_msg;
+	size_t			 plen = strlen(ph);
+	int			 i;
+
+	for (i = 0; i < m->hm_nhdrs; i++)
+		if (memmem(m->hm_buf + m->hm_hdrs[i].h_value,
+		    m->hm_hdrs[i].h_value_len, ph, plen) != NULL)
+			return 1;
+	if (f->sf_path != NULL && strstr(f->sf_path, ph) != NULL)
+		return 1;
+	if (f->sf_query != NULL && strstr(f->sf_query, ph) != NULL)
+		return 1;
+	/* the target may carry it percent-encoded (":" as %3A) */
+	if (f->sf_query != NULL) {
+		char	*enc = url_encode(ph, plen);
+		int	 found = strstr(f->sf_query, enc) != NULL;
+
+		free(enc);
+		return found;
+	}
+	return 0;
+}
+
+/* <query> without any "<param>=..." pair (new string, "" if none). */
+static char *
+sr_query_without(const char *query, const char *param)
+{
+	struct evbuffer	*b;
+	const char	*p, *amp;
+	size_t		 plen = strlen(param), len, n;
+	char		*out;
+	int		 first = 1;
+
+	if (query == NULL)
+		return xstrdup("");
+	b = evbuffer_new();
+	for (p = query; *p != '\0'; p = amp + 1) {
+		amp = strchr(p, '&');
+		if (amp == NULL)
+			amp = p + strlen(p) - 1 + 1;
+		len = (size_t)(amp - p);
+		if (len > 0 && !(len >= plen && strncmp(p, param, plen) == 0 &&
+		    (len == plen || p[plen] == '='))) {
+			if (!first)
+				evbuffer_add(b, "&", 1);
+			evbuffer_add(b, p, len);
+			first = 0;
+		}
+		if (*amp == '\0')
+			break;
+	}
+	n = evbuffer_get_length(b);
+	out = xmalloc(n + 1);
+	evbuffer_remove(b, out, n);
+	out[n] = '\0';
+	evbuffer_free(b);
+	return out;
+}
+
+/* Attach secret <idx> the way its `inject` says. */
+static int
+attach(struct sec_req *sr, const struct sec_facts *f, size_t idx)
+{
+	const struct cfg_secret	*s = &f->sf_cfg->c_secrets[idx];
+	struct sec_val		*v;
+	char			*enc, *tmp, *q;
+	const char		*t;
+	size_t			 n;
+
+	if ((v = req_value(sr, f->sf_cfg, idx)) == NULL)
+		return -1;
+	req_name(sr, s->sc_name);
+	req_reflect(sr, s->sc_name, v->sv_data, v->sv_len);
+	switch (s->sc_inject) {
+	case CFG_INJECT_NONE:
+		break;
+	case CFG_INJECT_HEADER:
+		req_drop(sr, s->sc_header);
+		evbuffer_add_printf(sr->sr_add, "%s: ", s->sc_header);
+		for (t = s->sc_template; *t != '\0'; ) {
+			if (strncmp(t, "${secret}", 9) == 0) {
+				evbuffer_add(sr->sr_add, v->sv_data, v->sv_len);
+				t += 9;
+			} else
+				evbuffer_add(sr->sr_add, t++, 1);
+		}
+		evbuffer_add(sr->sr_add, "\r\n", 2);
+		break;
+	case CFG_INJECT_BASIC:
+		req_drop(sr, "authorization");
+		if (s->sc_username != NULL) {
+			n = strlen(s->sc_username) + 1 + v->sv_len;
+			tmp = xmalloc(n + 1);
+			snprintf(tmp, n + 1, "%s:%s", s->sc_username,
+			    v->sv_data);
+		} else {
+			n = v->sv_len;
+			tmp = xstrndup(v->sv_data, n);
+		}
+		enc = b64(tmp, n);
+		evbuffer_add_printf(sr->sr_add, "Authorization: Basic %s\r\n",
+		    enc);
+		/* the encoded form is as much a secret as the value */
+		req_reflect(sr, s->sc_name, enc, strlen(enc));
+		wipe_free(enc);
+		OPENSSL_cleanse(tmp, n);
+		free(tmp);
+		break;
+	case CFG_INJECT_QUERY:
+		enc = url_encode(v->sv_data, v->sv_len);
+		req_reflect(sr, s->sc_name, enc, strlen(enc));
+		q = sr_query_without(sr->sr_query != NULL ? sr->sr_query :
+		    f->sf_query, s->sc_query);
+		n = strlen(q) + strlen(s->sc_query) + strlen(enc) + 3;
+		tmp = xmalloc(n);
+		snprintf(tmp, n, "%s%s%s=%s", q, q[0] ? "&" : "", s->sc_query,
+		    enc);
+		wipe_free(q);
+		wipe_free(sr->sr_query);
+		sr->sr_query = tmp;
+		wipe_free(enc);
+		break;
+	case CFG_INJECT_SIGV4:
+		sr->sr_sigv4 = (int)idx + 1;
+		sr->sr_sigv4_val = v;
+		req_drop(sr, "authorization");
+		req_drop(sr, "x-amz-date");
+		req_drop(sr, "x-amz-content-sha256");
+		req_drop(sr, "x-amz-security-token");
+		/* S3 takes UNSIGNED-PAYLOAD; others sign the body's hash */
+		sr->sr_need_body = strcmp(s->sc_service, "s3") != 0;
+		break;
+	}
+	return 0;
+}
+
+enum sec_verdict
+sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
+    size_t reasonsz)
+{
+	const struct cfg	*cfg = f->sf_cfg;
+	const struct cfg_secret	*s;
+	struct sec_req		*sr = NULL;
+	struct sec_val		*v;
+	size_t			 i, n;
+	char			*tmp;
+
+	*out = NULL;
+	if (cfg->c_nsecrets == 0)
+		return SEC_OK;
+	/* placeholders first: misuse stops everything */
+	for (i = 0; i < cfg->c_nsecrets; i++) {
+		s = &cfg->c_secrets[i];
+		if (s->sc_placeholder == NULL || !placeholder_sent(f,
+		    s->sc_placeholder))
+			continue;
+		if (!sec_bound(s, f->sf_host)) {
+			snprintf(reason, reasonsz, "placeholder of secret \"%s\" "
+			    "sent towards %s, which it is not bound to",
+			    s->sc_name, f->sf_host);
+			sec_req_free(sr);
+			return SEC_MISUSE;
+		}
+		req_get(&sr);
+		if ((v = req_value(sr, cfg, i)) == NULL)
+			goto noval;
+		if (sr->sr_subst == NULL)
+			sr->sr_subst = sec_scan_new();
+		sec_scan_add(sr->sr_subst, s->sc_placeholder,
+		    strlen(s->sc_placeholder), v->sv_data, v->sv_len);
+		req_name(sr, s->sc_name);
+		req_reflect(sr, s->sc_name, v->sv_data, v->sv_len);
+	}
+	for (n = 0; f->sf_rule != NULL && n < f->sf_rule->r_nsecrets; n++) {
+		i = f->sf_rule->r_secrets[n];
+		s = &cfg->c_secrets[i];
+		if (!sec_bound(s, f->sf_host))
+			continue;	/* never sent outside its binding */
+		req_get(&sr);
+		if (attach(sr, f, i) == -1)
+			goto noval;
+	}
+	if (sr == NULL)
+		return SEC_OK;
+	if (sr->sr_subst != NULL) {
+		if (f->sf_query != NULL && sr->sr_query == NULL) {
+			tmp = sec_scan_string(sr->sr_subst, f->sf_query,
+			    strlen(f->sf_query), &n, NULL);
+			sr->sr_query = tmp;
+		} else if (sr->sr_query != NULL) {
+			tmp = sec_scan_string(sr->sr_subst, sr->sr_query,
+			    strlen(sr->sr_query), &n, NULL);
+			wipe_free(sr->sr_query);
+			sr->sr_query = tmp;
+		}
+		if (f->sf_path != NULL)
+			sr->sr_path = sec_scan_string(sr->sr_subst, f->sf_path,
+			    strlen(f->sf_path), &n, NULL);
+	}
+	/* responses must come back scannable */
+	req_drop(sr, "accept-encoding");
+	evbuffer_add_printf(sr->sr_add, "Accept-Encoding: identity\r\n");
+	*out = sr;
+	return SEC_OK;
+noval:
+	snprintf(reason, reasonsz, "secret \"%s\" has no value", s->sc_name);
+	sec_req_free(sr);
+	return SEC_ERROR;
+}
+
+void
+sec_req_free(struct sec_req *sr)
+{
+	size_t	i, n;
+	char	*p;
+
+	if (sr == NULL)
+		return;
+	for (i = 0; i < sr->sr_nvals; i++)
+		sec_val_unref(sr->sr_vals[i]);
+	sec_scan_free(sr->sr_subst);
+	sec_scan_free(sr->sr_reflect);
+	if (sr->sr_add != NULL) {
+		/* injected header lines hold values: wipe them */
+		while ((n = evbuffer_get_length(sr->sr_add)) > 0) {
+			p = (char *)evbuffer_pullup(sr->sr_add, (ssize_t)n);
+			OPENSSL_cleanse(p, n);
+			evbuffer_drain(sr->sr_add, n);
+		}
+		evbuffer_free(sr->sr_add);
+	}
+	if (sr->sr_body != NULL)
+		evbuffer_free(sr->sr_body);
+	wipe_free(sr->sr_query);
+	wipe_free(sr->sr_path);
+	free(sr);
+}
+
+int
+sec_req_drops(const struct sec_req *sr, const char *name, size_t len)
+{
+	size_t	i;
+
+	if (sr == NULL)
+		return 0;
+	for (i = 0; i < sr->sr_ndrop; i++)
+		if (util_strncaseeq(name, len, sr->sr_drop[i]))
+			return 1;
+	return 0;
+}
+
+int
+sec_req_sign(struct sec_req *sr, const struct cfg *cfg, const char *method,
+    const char *host_header, const char *path, const char *query,
+    const struct http_msg *m)
+{
+	const struct cfg_secret	*s;
+	struct sec_val		*v = NULL;
+	struct sigv4_header	 hdrs[HTTP_MAX_HEADERS + 1];
+	struct sigv4_req	 r;
+	struct sigv4_out	 o;
+	unsigned char		 d[SHA256_DIGEST_LENGTH];
+	char			 hash[SHA256_DIGEST_LENGTH * 2 + 1], *val;
+	char			*akid, *key, *tok;
+	const char		*name;
+	size_t			 i, nh = 0, nlen, blen;
+	int			 rc;
+
+	if (sr == NULL || sr->sr_sigv4 == 0)
+		return 0;
+	s = &cfg->c_secrets[sr->sr_sigv4 - 1];
+	if ((v = sr->sr_sigv4_val) == NULL)
+		return -1;
+	/* "AKID:SECRET[:SESSION_TOKEN]" */
+	val = xstrndup(v->sv_data, v->sv_len);
+	akid = val;
+	if ((key = strchr(akid, ':')) == NULL) {
+		wipe_free(val);
+		return -1;
+	}
+	*key++ = '\0';
+	if ((tok = strchr(key, ':')) != NULL)
+		*tok++ = '\0';
+	if (tok != NULL)
+		req_reflect(sr, s->sc_name, tok, strlen(tok));
+	req_reflect(sr, s->sc_name, key, strlen(key));
+
+	if (!sr->sr_need_body)
+		snprintf(hash, sizeof(hash), "UNSIGNED-PAYLOAD");
+	else {
+		blen = sr->sr_body ? evbuffer_get_length(sr->sr_body) : 0;
+		SHA256(blen ? evbuffer_pullup(sr->sr_body, (ssize_t)blen) :
+		    (const unsigned char *)"", blen, d);
+		for (i = 0; i < sizeof(d); i++)
+			snprintf(hash + 2 * i, 3, "%02x", d[i]);
+	}
+	hdrs[nh].name = "host";
+	hdrs[nh].name_len = 4;
+	hdrs[nh].value = host_header;
+	hdrs[nh++].value_len = strlen(host_header);
+	/* sign what identifies the call; leave hop-by-hop and UA alone */
+	for (i = 0; i < (size_t)m->hm_nhdrs; i++) {
+		name = m->hm_buf + m->hm_hdrs[i].h_name;
+		nlen = m->hm_hdrs[i].h_name_len;
+		if (sec_req_drops(sr, name, nlen) ||
+		    !(util_strncaseeq(name, nlen, "content-type") ||
+		    (nlen > 6 && strncasecmp(name, "x-amz-", 6) == 0)))
+			continue;
+		hdrs[nh].name = name;
+		hdrs[nh].name_len = nlen;
+		hdrs[nh].value = m->hm_buf + m->hm_hdrs[i].h_value;
+		hdrs[nh++].value_len = m->hm_hdrs[i].h_value_len;
+	}
+	memset(&r, 0, sizeof(r));
+	r.method = method;
+	r.path = path;
+	r.query = query;
+	r.headers = hdrs;
+	r.nheaders = nh;
+	r.payload_hash = hash;
+	r.region = s->sc_region;
+	r.service = s->sc_service;
+	r.access_key = akid;
+	r.secret_key = key;
+	r.session_token = tok;
+	r.when = time(NULL);
+	r.normalize_path = strcmp(s->sc_service, "s3") != 0;
+	r.add_content_sha256 = 1;
+	memset(&o, 0, sizeof(o));
+	rc = sigv4_sign(&r, &o);
+	if (rc == 0) {
+		evbuffer_add_printf(sr->sr_add, "Authorization: %s\r\n"
+		    "X-Amz-Date: %s\r\nX-Amz-Content-Sha256: %s\r\n",
+		    o.authorization, o.amz_date, hash);
+		if (tok != NULL)
+			evbuffer_add_printf(sr->sr_add,
+			    "X-Amz-Security-Token: %s\r\n", tok);
+	}
+	sigv4_out_fini(&o);
+	OPENSSL_cleanse(val, v->sv_len);
+	free(val);
+	return rc;
+}

@@ -1,0 +1,531 @@
+/*
+ * Reflection guard: a streaming multi-pattern replacer.
+ *
+ * Semantics are those of the obvious loop: at each position take the
+ * longest pattern that matches there, emit its replacement and skip it,
+ * else emit the byte and move on (leftmost-longest, non-overlapping,
+ * replacements never rescanned). Streaming must not change the result, so
+ * the scanner holds back exactly the bytes that could still begin a match.
+ *
+ * The patterns go into an Aho-Corasick automaton (a trie with failure
+ * links, children as sibling lists: a handful of patterns of a few KiB
+ * make a few thousand mostly single-child nodes). Per node:
+ *   out_len  the longest pattern that is a suffix of the node's string:
+ *            the earliest-starting match ending at this byte;
+ *   live     the depth of the deepest suffix (the node itself or along the
+ *            failure chain) that still has children, i.e. the length of
+ *            the longest tail that could still grow into a match.
+ * While scanning, the best match seen so far (smallest start, then longest)
+ * is final once every live partial match starts after it; then its
+ * replacement is emitted and scanning restarts right after it. Bytes before
+ * (position - live) can never be part of a match and are released; the
+ * rest, at most longest pattern - 1 bytes, are held.
+ *
+ * Speed comes from the root state: there the scanner jumps to the next byte
+ * that starts some pattern (memchr when there is one such byte, a table
+ * otherwise), so ordinary text costs a table look-up per byte.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <openssl/crypto.h>
+
+#include "secrets/sec.h"
+#include "util/util.h"
+
+#define ROOT		0
+/* Bytes copied per step while something is held: bounds the copying. */
+#define SCAN_PIECE	16384
+
+struct scan_node {
+	uint32_t	child;		/* first child, 0 = none */
+	uint32_t	sibling;	/* next child of the parent, 0 = none */
+	uint32_t	fail;
+	uint32_t	depth;
+	uint32_t	live;
+	uint32_t	out_len;	/* 0 = no pattern ends here */
+	uint32_t	out_pat;
+	unsigned char	byte;
+};
+
+struct scan_pat {
+	char	*pat;
+	size_t	 len;
+	char	*repl;
+	size_t	 rlen;
+};
+
+/* Where a scan stands: the stream's own, or a one-shot string's. */
+struct scan_run {
+	uint32_t	 state;
+	int		 have;		/* a match candidate is pending */
+	size_t		 cstart;	/* its start, relative to the buffer */
+	size_t		 clen;
+	uint32_t	 cpat;
+	unsigned char	*w;		/* held bytes (stream only) */
+	size_t		 wlen;
+	size_t		 wcap;
+	size_t		 scanned;	/* bytes of w the automaton has seen */
+};
+
+struct sec_scan {
+	struct scan_pat		*pats;
+	size_t			 npats;
+	size_t			 cappats;
+	size_t			 maxlen;
+	struct scan_node	*nodes;		/* NULL until built */
+	size_t			 nnodes;
+	uint32_t		 root_next[256];
+	unsigned char		 first[256];	/* starts some pattern */
+	int			 nfirst;
+	unsigned char		 first_byte;	/* when nfirst == 1 */
+	struct scan_run		 run;
+};
+
+/* Output: the stream's evbuffer, or a heap string (sec_scan_string). */
+struct sink {
+	struct evbuffer	*eb;
+	char		*b;
+	size_t		 len;
+	size_t		 cap;
+};
+
+static void
+wipe_free(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	OPENSSL_cleanse(p, n);
+	free(p);
+}
+
+static void
+sink_add(struct sink *sk, const void *p, size_t n)
+{
+	char	*nb;
+	size_t	 ncap;
+
+	if (n == 0)
+		return;
+	if (sk->eb != NULL) {
+		evbuffer_add(sk->eb, p, n);
+		return;
+	}
+	if (sk->len + n + 1 > sk->cap) {
+		ncap = sk->cap ? sk->cap : 64;
+		while (ncap < sk->len + n + 1)
+			ncap *= 2;
+		/* the string may carry a secret (placeholder substitution) */
+		nb = xmalloc(ncap);
+		if (sk->b != NULL) {
+			memcpy(nb, sk->b, sk->len);
+			wipe_free(sk->b, sk->cap);
+		}
+		sk->b = nb;
+		sk->cap = ncap;
+	}
+	memcpy(sk->b + sk->len, p, n);
+	sk->len += n;
+}
+
+/* ---- automaton --------------------------------------------------------- */
+
+static void
+nodes_wipe(struct sec_scan *sc)
+{
+	/* the trie spells the secrets out */
+	wipe_free(sc->nodes, sc->nnodes * sizeof(*sc->nodes));
+	sc->nodes = NULL;
+	sc->nnodes = 0;
+}
+
+static inline uint32_t
+go(const struct sec_scan *sc, uint32_t st, unsigned char c)
+{
+	const struct scan_node	*nodes = sc->nodes;
+	uint32_t		 k;
+
+	for (;;) {
+		if (st == ROOT)
+			return sc->root_next[c];
+		for (k = nodes[st].child; k != 0; k = nodes[k].sibling)
+			if (nodes[k].byte == c)
+				return k;
+		st = nodes[st].fail;
+	}
+}
+
+static void
+build(struct sec_scan *sc)
+{
+	struct scan_node	*n;
+	uint32_t		*queue, st, k, f;
+	size_t			 total = 1, i, j, qh = 0, qt = 0;
+	unsigned char		 c;
+
+	nodes_wipe(sc);
+	for (i = 0; i < sc->npats; i++)
+		total += sc->pats[i].len;
+	sc->nodes = n = xcalloc(total, sizeof(*n));
+	sc->nnodes = 1;
+	memset(sc->root_next, 0, sizeof(sc->root_next));
+
+	/* trie; root children also in root_next for the fast path */
+	for (i = 0; i < sc->npats; i++) {
+		st = ROOT;
+		for (j = 0; j < sc->pats[i].len; j++) {
+			c = (unsigned char)sc->pats[i].pat[j];
+			if (st == ROOT)
+				k = sc->root_next[c];
+			else
+				for (k = n[st].child; k != 0 && n[k].byte != c;
+				    k = n[k].sibling)
+					;
+			if (k == 0) {
+				k = (uint32_t)sc->nnodes++;
+				n[k].byte = c;
+				n[k].depth = n[st].depth + 1;
+				n[k].sibling = n[st].child;
+				n[st].child = k;
+				if (st == ROOT)
+					sc->root_next[c] = k;
+			}
+			st = k;
+		}
+		/* a duplicate pattern keeps the first replacement */
+		if (n[st].out_len == 0) {
+			n[st].out_len = n[st].depth;
+			n[st].out_pat = (uint32_t)i;
+		}
+	}
+
+	/* failure links, out_len and live, breadth first */
+	queue = xcalloc(sc->nnodes, sizeof(*queue));
+	n[ROOT].live = 0;
+	for (k = n[ROOT].child; k != 0; k = n[k].sibling) {
+		n[k].fail = ROOT;
+		queue[qt++] = k;
+	}
+	while (qh < qt) {
+		st = queue[qh++];
+		f = n[st].fail;
+		if (n[st].out_len == 0 && n[f].out_len != 0) {
+			n[st].out_len = n[f].out_len;
+			n[st].out_pat = n[f].out_pat;
+		}
+		n[st].live = n[st].child != 0 ? n[st].depth : n[f].live;
+		for (k = n[st].child; k != 0; k = n[k].sibling) {
+			n[k].fail = go(sc, f, n[k].byte);
+			queue[qt++] = k;
+		}
+	}
+	free(queue);
+
+	memset(sc->first, 0, sizeof(sc->first));
+	sc->nfirst = 0;
+	for (i = 0; i < 256; i++)
+		if (sc->root_next[i] != 0) {
+			sc->first[i] = 1;
+			sc->first_byte = (unsigned char)i;
+			sc->nfirst++;
+		}
+}
+
+/* ---- scanning ---------------------------------------------------------- */
+
+/* Next index >= i whose byte starts some pattern, or n. */
+static inline size_t
+skip(const struct sec_scan *sc, const unsigned char *p, size_t i, size_t n)
+{
+	const unsigned char	*t = sc->first, *q;
+
+	if (sc->nfirst == 1) {
+		q = memchr(p + i, sc->first_byte, n - i);
+		return q != NULL ? (size_t)(q - p) : n;
+	}
+	while (i + 4 <= n) {
+		if (t[p[i]])
+			return i;
+		if (t[p[i + 1]])
+			return i + 1;
+		if (t[p[i + 2]])
+			return i + 2;
+		if (t[p[i + 3]])
+			return i + 3;
+		i += 4;
+	}
+	while (i < n && !t[p[i]])
+		i++;
+	return i;
+}
+
+/*
+ * Scan buf[i..n) from run state <r> (buf[0] is the first byte not yet
+ * released, buf[0..i) already scanned). Releases what is decided to <sk>
+ * and returns how many bytes of buf were released; the rest must be kept
+ * and handed back, in front of what follows. <final>: nothing follows,
+ * release everything.
+ */
+static size_t
+scan_buf(const struct sec_scan *sc, struct scan_run *r,
+    const unsigned char *buf, size_t n, size_t i, int final, struct sink *sk,
+    size_t *nrepl)
+{
+	const struct scan_node	*nodes = sc->nodes, *nd;
+	const struct scan_pat	*sp;
+	size_t			 e = 0, s, rel;
+	uint32_t		 st = r->state;
+
+	for (;;) {
+		while (i < n) {
+			if (st == ROOT) {
+				/* nothing pending: jump to a first byte */
+				if ((i = skip(sc, buf, i, n)) == n)
+					break;
+			}
+			st = go(sc, st, buf[i++]);
+			nd = &nodes[st];
+			if (nd->out_len != 0) {
+				s = i - nd->out_len;
+				/* earlier start wins; same start: longer */
+				if (!r->have || s <= r->cstart) {
+					r->have = 1;
+					r->cstart = s;
+					r->clen = nd->out_len;
+					r->cpat = nd->out_pat;
+				}
+			}
+			if (!r->have || r->cstart >= i - nd->live)
+				continue;
+			/* no live partial starts at or before it: final */
+			sp = &sc->pats[r->cpat];
+			sink_add(sk, buf + e, r->cstart - e);
+			sink_add(sk, sp->repl, sp->rlen);
+			(*nrepl)++;
+			e = i = r->cstart + r->clen;
+			r->have = 0;
+			st = ROOT;
+		}
+		if (!final || !r->have)
+			break;
+		/* end of stream: nothing can beat the candidate any more */
+		sp = &sc->pats[r->cpat];
+		sink_add(sk, buf + e, r->cstart - e);
+		sink_add(sk, sp->repl, sp->rlen);
+		(*nrepl)++;
+		e = i = r->cstart + r->clen;
+		r->have = 0;
+		st = ROOT;
+	}
+	rel = final ? n : n - nodes[st].live;
+	sink_add(sk, buf + e, rel - e);
+	r->state = final ? ROOT : st;
+	if (r->have)
+		r->cstart -= rel;
+	return rel;
+}
+
+static void
+run_reserve(struct scan_run *r, size_t need)
+{
+	unsigned char	*nw;
+	size_t		 ncap;
+
+	if (r->wlen + need <= r->wcap)
+		return;
+	ncap = r->wcap ? r->wcap : 256;
+	while (ncap < r->wlen + need)
+		ncap *= 2;
+	nw = xmalloc(ncap);
+	if (r->w != NULL) {
+		memcpy(nw, r->w, r->wlen);
+		wipe_free(r->w, r->wcap);
+	}
+	r->w = nw;
+	r->wcap = ncap;
+}
+
+/* Drop the first <rel> held bytes, wiping what is no longer held. */
+static void
+run_release(struct scan_run *r, size_t rel)
+{
+	size_t	keep = r->wlen - rel;
+
+	if (rel == 0)
+		return;
+	memmove(r->w, r->w + rel, keep);
+	OPENSSL_cleanse(r->w + keep, r->wlen - keep);
+	r->wlen = keep;
+}
+
+static void
+run_reset(struct scan_run *r)
+{
+	if (r->w != NULL)
+		OPENSSL_cleanse(r->w, r->wcap);
+	r->wlen = 0;
+	r->scanned = 0;
+	r->state = ROOT;
+	r->have = 0;
+}
+
+static void
+ensure_built(struct sec_scan *sc)
+{
+	if (sc->nodes != NULL)
+		return;
+	build(sc);
+	/* held bytes are rescanned under the new automaton */
+	sc->run.state = ROOT;
+	sc->run.have = 0;
+	sc->run.scanned = 0;
+}
+
+/* ---- API ----------------------------------------------------------------- */
+
+struct sec_scan *
+sec_scan_new(void)
+{
+	return xcalloc(1, sizeof(struct sec_scan));
+}
+
+void
+sec_scan_add(struct sec_scan *sc, const char *pat, size_t patlen,
+    const char *repl, size_t repllen)
+{
+	struct scan_pat	*p;
+
+	/* an empty pattern would match everywhere */
+	if (patlen == 0 || patlen >= UINT32_MAX / 2)
+		return;
+	if (sc->npats == sc->cappats) {
+		sc->cappats = sc->cappats ? sc->cappats * 2 : 4;
+		sc->pats = xrealloc(sc->pats, sc->cappats * sizeof(*sc->pats));
+	}
+	p = &sc->pats[sc->npats++];
+	p->pat = xmalloc(patlen);
+	memcpy(p->pat, pat, patlen);
+	p->len = patlen;
+	p->repl = xmalloc(repllen);
+	if (repllen > 0)
+		memcpy(p->repl, repl, repllen);
+	p->rlen = repllen;
+	if (patlen > sc->maxlen)
+		sc->maxlen = patlen;
+	/* rebuilt at the next use */
+	nodes_wipe(sc);
+}
+
+size_t
+sec_scan_npatterns(const struct sec_scan *sc)
+{
+	return sc->npats;
+}
+
+size_t
+sec_scan_feed(struct sec_scan *sc, const char *data, size_t len,
+    struct evbuffer *out)
+{
+	struct scan_run		*r = &sc->run;
+	struct sink		 sk = { out, NULL, 0, 0 };
+	const unsigned char	*p = (const unsigned char *)data;
+	size_t			 nrepl = 0, rel, piece;
+
+	if (sc->npats == 0) {
+		evbuffer_add(out, data, len);
+		return 0;
+	}
+	ensure_built(sc);
+	while (len > 0) {
+		if (r->wlen == 0) {
+			/* nothing held: scan the caller's bytes in place */
+			r->state = ROOT;
+			rel = scan_buf(sc, r, p, len, 0, 0, &sk, &nrepl);
+			if (rel < len) {
+				run_reserve(r, len - rel);
+				memcpy(r->w, p + rel, len - rel);
+			}
+			r->wlen = r->scanned = len - rel;
+			break;
+		}
+		/* continue behind the held bytes, a piece at a time */
+		piece = SCAN_PIECE > sc->maxlen ? SCAN_PIECE : sc->maxlen;
+		if (piece > len)
+			piece = len;
+		run_reserve(r, piece);
+		memcpy(r->w + r->wlen, p, piece);
+		r->wlen += piece;
+		p += piece;
+		len -= piece;
+		rel = scan_buf(sc, r, r->w, r->wlen, r->scanned, 0, &sk,
+		    &nrepl);
+		run_release(r, rel);
+		r->scanned = r->wlen;
+	}
+	return nrepl;
+}
+
+void
+sec_scan_finish(struct sec_scan *sc, struct evbuffer *out)
+{
+	struct scan_run	*r = &sc->run;
+	struct sink	 sk = { out, NULL, 0, 0 };
+	size_t		 nrepl = 0;
+
+	if (sc->npats > 0 && r->wlen > 0) {
+		ensure_built(sc);
+		(void)scan_buf(sc, r, r->w, r->wlen, r->scanned, 1, &sk,
+		    &nrepl);
+	}
+	run_reset(r);
+}
+
+char *
+sec_scan_string(struct sec_scan *sc, const char *s, size_t len,
+    size_t *outlen, size_t *nrepl)
+{
+	struct scan_run	 r;
+	struct sink	 sk = { NULL, NULL, 0, 0 };
+	size_t		 n = 0;
+
+	/* a run of its own: the stream's state is left alone */
+	memset(&r, 0, sizeof(r));
+	if (sc->npats > 0) {
+		ensure_built(sc);
+		(void)scan_buf(sc, &r, (const unsigned char *)s, len, 0, 1,
+		    &sk, &n);
+	} else
+		sink_add(&sk, s, len);
+	if (sk.b == NULL) {
+		sk.b = xmalloc(1);
+		sk.cap = 1;
+	}
+	sk.b[sk.len] = '\0';
+	if (outlen != NULL)
+		*outlen = sk.len;
+	if (nrepl != NULL)
+		*nrepl = n;
+	return sk.b;
+}
+
+void
+sec_scan_free(struct sec_scan *sc)
+{
+	size_t	i;
+
+	if (sc == NULL)
+		return;
+	for (i = 0; i < sc->npats; i++) {
+		wipe_free(sc->pats[i].pat, sc->pats[i].len);
+		wipe_free(sc->pats[i].repl, sc->pats[i].rlen);
+	}
+	free(sc->pats);
+	nodes_wipe(sc);
+	wipe_free(sc->run.w, sc->run.wcap);
+	OPENSSL_cleanse(sc, sizeof(*sc));
+	free(sc);
+}
