@@ -953,6 +953,7 @@ lc_readcb(struct bufferevent *bev, void *arg)
 		lc_complete(c);
 		break;
 	case -1:
+		lc_say(c->c_t, "malformed response");
 		lc_error(c);
 		break;
 	}
@@ -1017,6 +1018,13 @@ lc_eventcb(struct bufferevent *bev, short what, void *arg)
 		lc_send(c);
 		return;
 	}
+	lc_say(t, "connection %s %s",
+	    (what & BEV_EVENT_TIMEOUT) ? "timed out" :
+	    (what & BEV_EVENT_EOF) ? "closed by the server" :
+	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
+	    c->c_state == LC_CONNECT ? "before the CONNECT answer" :
+	    c->c_got ? "in the middle of a response" :
+	    "before any byte of the response");
 	lc_error(c);
 }
 

@@ -18,7 +18,10 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "cfg/cfg.h"
 #include "conn/conn.h"
@@ -280,6 +283,9 @@ conn_free(struct conn *c)
 		upstream_free(c->c_up);
 	if (c->c_timer != NULL)
 		event_free(c->c_timer);
+	if (c->c_under_cb != NULL)
+		evbuffer_remove_cb_entry(bufferevent_get_output(
+		    bufferevent_get_underlying(c->c_bev)), c->c_under_cb);
 	if (c->c_bev != NULL)
 		bufferevent_free(c->c_bev);
 	http_msg_fini(&c->c_req);
@@ -313,14 +319,69 @@ conn_close(struct conn *c)
 	}
 }
 
+/* The TLS socket under an intercepted session's filter drained. */
 static void
-close_when_flushed(struct conn *c)
+under_drained(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct conn	*c = arg;
+
+	/* we are inside libevent's write path: close from the timer */
+	if (evbuffer_get_length(buf) == 0 && c->c_state == CONN_CLOSING)
+		conn_timer_arm(c, 0);
+}
+
+/*
+ * The plaintext is all in the TLS filter: send close_notify (unless the
+ * handshake failed: then only the alert already queued goes out), and
+ * close once the socket below has written everything.
+ */
+static void
+tls_finish(struct conn *c)
+{
+	struct bufferevent	*under = bufferevent_get_underlying(c->c_bev);
+	struct evbuffer		*out;
+	SSL			*ssl;
+
+	if (under == NULL) {
+		conn_close(c);
+		return;
+	}
+	out = bufferevent_get_output(under);
+	ssl = bufferevent_openssl_get_ssl(c->c_bev);
+	if (ssl == NULL || !SSL_is_init_finished(ssl)) {
+		/*
+		 * A failed handshake: libevent has stopped this socket, so
+		 * write the alert OpenSSL queued (a few bytes) ourselves.
+		 */
+		evbuffer_unfreeze(out, 1);	/* libevent froze it on error */
+		(void)evbuffer_write(out, bufferevent_getfd(under));
+		conn_close(c);
+		return;
+	}
+	if (!c->c_tls_shut) {
+		c->c_tls_shut = 1;
+		(void)SSL_shutdown(ssl);
+		ERR_clear_error();
+	}
+	if (evbuffer_get_length(out) == 0) {
+		conn_close(c);
+		return;
+	}
+	if (c->c_under_cb == NULL)
+		c->c_under_cb = evbuffer_add_cb(out, under_drained, c);
+	conn_timer_arm(c, 5000);	/* a peer that never reads */
+}
+
+void
+conn_close_when_flushed(struct conn *c)
 {
 	c->c_state = CONN_CLOSING;
 	bufferevent_disable(c->c_bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
-		conn_close(c);
+		tls_finish(c);
 	else {
+		/* client_write_cb comes back here once the output drained */
 		bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
 		conn_timer_arm(c, 5000);
 	}
@@ -1089,7 +1150,7 @@ conn_request_finished(struct conn *c)
 			upstream_free(u);
 	}
 	if (!reuse_client) {
-		close_when_flushed(c);
+		conn_close_when_flushed(c);
 		return;
 	}
 	req_clear(c);
@@ -1124,9 +1185,10 @@ client_write_cb(struct bufferevent *bev, void *arg)
 
 	conn_enter(c);
 	conn_touch(c);
-	if (c->c_state == CONN_CLOSING)
-		conn_close(c);
-	else if (c->c_state == CONN_TUNNEL) {
+	if (c->c_state == CONN_CLOSING) {
+		if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
+			tls_finish(c);
+	} else if (c->c_state == CONN_TUNNEL) {
 		conn_tunnel_start(c);
 		conn_tunnel_check(c);
 	} else if (c->c_up != NULL) {
@@ -1291,6 +1353,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_close(c);
 		break;
 	case CONN_CLOSING:
+		/* drained (under_drained), or the 5 s grace is over */
 		conn_close(c);
 		break;
 	}

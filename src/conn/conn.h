@@ -110,6 +110,9 @@ struct conn {
 	char			 c_tls_fronting[256]; /* CONNECT host when
 						   the SNI differs */
 	int			 c_tls_h2_only;	/* client offered only h2 */
+	int			 c_tls_shut;	/* close_notify sent */
+	struct evbuffer_cb_entry *c_under_cb;	/* watching the TLS socket
+						   drain before closing */
 	int			 c_closing;
 	int			 c_nreq;	/* requests served */
 	struct conn_req		 c_r;
@@ -153,6 +156,8 @@ void	conn_request_finished(struct conn *);
 void	conn_leave(struct conn *);
 void	conn_touch(struct conn *);
 
+/* Flush what is queued for the client (TLS: and close_notify), then end. */
+void	conn_close_when_flushed(struct conn *);
 void	conn_deny(struct conn *, int status, const char *code,
 	    const char *reason);
 void	conn_timer_arm(struct conn *, uint64_t ms);

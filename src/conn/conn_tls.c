@@ -197,5 +197,7 @@ conn_tls_handshake_event(struct conn *c, short what)
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
 	log_info("%s: sandbox %s, %s: %s", c->c_client, c->c_sandbox->s_id,
 	    c->c_tls_host, reason);
-	conn_close(c);
+	conn_audit(c);
+	/* let the alert OpenSSL queued reach the client before we close */
+	conn_close_when_flushed(c);
 }

@@ -453,6 +453,9 @@ sec_exec(const char *cmd, int stopfd, int *stopped, char *why, size_t whysz)
 		if (over == 1)
 			snprintf(why, whysz, "command printed more than %d "
 			    "bytes", SEC_MAX_VALUE);
+		else if (over == 2 && sec_exec_timeout_ms % 1000 == 0)
+			snprintf(why, whysz, "command timed out after %llus",
+			    (unsigned long long)sec_exec_timeout_ms / 1000);
 		else if (over == 2)
 			snprintf(why, whysz, "command timed out after %llums",
 			    (unsigned long long)sec_exec_timeout_ms);

@@ -1371,6 +1371,228 @@ START_TEST(test_cfg_token_sources)
 }
 END_TEST
 
+/* A bare secret source is refused without echoing it. */
+START_TEST(test_cfg_bare_source_not_echoed)
+{
+	char	*out;
+	int	 nerr;
+
+	ck_assert_ptr_null(load("secrets:\n  - name: k\n    source: hunter2\n"
+	    "    hosts: [a.test]\n" PH, &out, &nerr));
+	ck_assert_int_eq(nerr, 1);
+	ck_assert_ptr_null(strstr(out, "hunter2"));
+	free(out);
+}
+END_TEST
+
+/* Each inject form, and what every secret key is stored as. */
+START_TEST(test_cfg_secrets)
+{
+	static const char	*yaml =
+	    "policies:\n"			/* rules before secrets */
+	    "  - name: p\n"
+	    "    rules:\n"
+	    "      - host: API.OpenAI.com\n"
+	    "        secrets: [openai, both]\n"
+	    "      - host: \"*.s3.amazonaws.com\"\n"
+	    "        secrets: [s3]\n"
+	    "      - host: \"*.eu.s3.amazonaws.com\"\n"
+	    "        secrets: [s3, ph]\n"
+	    "      - host: files.example\n"
+	    "        secrets: []\n"
+	    "      - host: \"*\"\n"
+	    "        secrets: [any]\n"
+	    "secrets:\n"
+	    "  - name: openai\n"
+	    "    source: env:OPENAI_API_KEY\n"
+	    "    hosts: [\"API.OpenAI.com.\"]\n"
+	    "    inject:\n"
+	    "      header: Authorization\n"
+	    "      value: \"Bearer ${secret}\"\n"
+	    "    placeholder: \"airlock:openai\"\n"
+	    "    sandbox_env: OPENAI_API_KEY\n"
+	    "  - name: both\n"
+	    "    source: \"exec:pass show api\"\n"
+	    "    refresh: 5m\n"
+	    "    hosts: [\"*.openai.com\", api.test]\n"
+	    "    inject: {basic: {username: Aladdin}}\n"
+	    "  - name: s3\n"
+	    "    source: file:/run/secrets/aws\n"
+	    "    hosts: [\"*.s3.amazonaws.com\"]\n"
+	    "    inject:\n"
+	    "      aws_sigv4: {region: us-east-1, service: s3}\n"
+	    "  - name: ph\n"
+	    "    source: literal:user:pass\n"
+	    "    hosts: [\"*.amazonaws.com\"]\n"
+	    "    inject: {basic: {}}\n"
+	    "  - name: q\n"
+	    "    source: \"literal:k\"\n"
+	    "    hosts: [maps.test]\n"
+	    "    inject: {query: api_key}\n"
+	    "    placeholder: q-placeholder\n"
+	    "  - name: any\n"
+	    "    source: literal:x\n"
+	    "    hosts: [\"*\"]\n"
+	    "    placeholder: any-placeholder\n";
+	const struct cfg_secret	*sc;
+	const struct cfg_rule	*r;
+	struct cfg		*c;
+	char			*out;
+	int			 nerr = -1;
+
+	c = load(yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "errors:\n%s", out);
+	ck_assert_int_eq(nerr, 0);
+	free(out);
+	ck_assert_ptr_null(c->c_store);
+	ck_assert_uint_eq(c->c_nsecrets, 6);
+
+	sc = &c->c_secrets[0];
+	ck_assert_str_eq(sc->sc_name, "openai");
+	ck_assert_str_eq(sc->sc_source, "env:OPENAI_API_KEY");
+	ck_assert_uint_eq(sc->sc_refresh_ms, 0);
+	ck_assert_uint_eq(sc->sc_nhosts, 1);
+	ck_assert_str_eq(sc->sc_hosts[0], "api.openai.com");
+	ck_assert_int_eq(sc->sc_inject, CFG_INJECT_HEADER);
+	ck_assert_str_eq(sc->sc_header, "Authorization");
+	ck_assert_str_eq(sc->sc_template, "Bearer ${secret}");
+	ck_assert_ptr_null(sc->sc_username);
+	ck_assert_ptr_null(sc->sc_query);
+	ck_assert_ptr_null(sc->sc_region);
+	ck_assert_str_eq(sc->sc_placeholder, "airlock:openai");
+	ck_assert_str_eq(sc->sc_sandbox_env, "OPENAI_API_KEY");
+	ck_assert_int_eq(sc->sc_line, 15);
+	ck_assert_int_eq(sc->sc_col, 5);
+
+	sc = &c->c_secrets[1];
+	ck_assert_str_eq(sc->sc_source, "exec:pass show api");
+	ck_assert_uint_eq(sc->sc_refresh_ms, 300000);
+	ck_assert_uint_eq(sc->sc_nhosts, 2);
+	ck_assert_str_eq(sc->sc_hosts[0], "*.openai.com");
+	ck_assert_str_eq(sc->sc_hosts[1], "api.test");
+	ck_assert_int_eq(sc->sc_inject, CFG_INJECT_BASIC);
+	ck_assert_str_eq(sc->sc_username, "Aladdin");
+	ck_assert_ptr_null(sc->sc_header);
+	ck_assert_ptr_null(sc->sc_placeholder);
+	ck_assert_ptr_null(sc->sc_sandbox_env);
+
+	sc = &c->c_secrets[2];
+	ck_assert_str_eq(sc->sc_source, "file:/run/secrets/aws");
+	ck_assert_int_eq(sc->sc_inject, CFG_INJECT_SIGV4);
+	ck_assert_str_eq(sc->sc_region, "us-east-1");
+	ck_assert_str_eq(sc->sc_service, "s3");
+
+	sc = &c->c_secrets[3];
+	ck_assert_int_eq(sc->sc_inject, CFG_INJECT_BASIC);
+	ck_assert_ptr_null(sc->sc_username);	/* the secret is user:pass */
+	ck_assert_str_eq(sc->sc_source, "literal:user:pass");
+
+	sc = &c->c_secrets[4];
+	ck_assert_int_eq(sc->sc_inject, CFG_INJECT_QUERY);
+	ck_assert_str_eq(sc->sc_query, "api_key");
+	ck_assert_str_eq(sc->sc_placeholder, "q-placeholder");
+
+	sc = &c->c_secrets[5];
+	ck_assert_int_eq(sc->sc_inject, CFG_INJECT_NONE);
+	ck_assert_str_eq(sc->sc_hosts[0], "*");
+
+	/* rule secrets are indexes into c_secrets, in the order listed */
+	r = &c->c_policies[0].p_rules[0];
+	ck_assert_uint_eq(r->r_nsecrets, 2);
+	ck_assert_uint_eq(r->r_secrets[0], 0);
+	ck_assert_uint_eq(r->r_secrets[1], 1);
+	r = &c->c_policies[0].p_rules[1];
+	ck_assert_uint_eq(r->r_nsecrets, 1);
+	ck_assert_uint_eq(r->r_secrets[0], 2);
+	r = &c->c_policies[0].p_rules[2];
+	ck_assert_uint_eq(r->r_nsecrets, 2);
+	ck_assert_uint_eq(r->r_secrets[0], 2);
+	ck_assert_uint_eq(r->r_secrets[1], 3);
+	r = &c->c_policies[0].p_rules[3];
+	ck_assert_uint_eq(r->r_nsecrets, 0);
+	r = &c->c_policies[0].p_rules[4];
+	ck_assert_uint_eq(r->r_nsecrets, 1);
+	ck_assert_uint_eq(r->r_secrets[0], 5);
+	cfg_unref(c);
+}
+END_TEST
+
+/* file: sources are made absolute against the configuration's dir. */
+START_TEST(test_cfg_secret_file_path)
+{
+	struct tmpconf	 t;
+	struct cfg	*c;
+	char		*out, want[600];
+	int		 nerr;
+
+	tmp_init(&t);
+	c = tmp_load(&t, "secrets:\n  - name: k\n    source: file:./keys/k\n"
+	    "    hosts: [a.test]\n" PH, &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	snprintf(want, sizeof(want), "file:%s/keys/k", t.dir);
+	ck_assert_str_eq(c->c_secrets[0].sc_source, want);
+	free(out);
+	cfg_unref(c);
+	tmp_fini(&t);
+}
+END_TEST
+
+/* Which secret hosts cover which rule hosts. */
+struct cover_case {
+	const char	*cc_secret;	/* YAML list of the secret's hosts */
+	const char	*cc_rule;	/* the rule's host */
+	int		 cc_ok;
+};
+
+static const struct cover_case cover_cases[] = {
+	{ "[api.test]", "api.test", 1 },
+	{ "[API.Test.]", "api.TEST", 1 },
+	{ "[api.test]", "b.test", 0 },
+	{ "[\"*.test\"]", "api.test", 1 },
+	{ "[\"*.test\"]", "test", 0 },
+	{ "[\"*.test\"]", "\"*.test\"", 1 },
+	{ "[\"*.test\"]", "\"*.a.test\"", 1 },
+	{ "[\"*.test\"]", "\"*.atest\"", 0 },
+	{ "[\"*.a.test\"]", "\"*.test\"", 0 },
+	{ "[a.test, b.test]", "\"*.test\"", 0 },
+	{ "[\"*\"]", "\"*\"", 1 },
+	{ "[\"*\"]", "\"*.test\"", 1 },
+	{ "[\"*\"]", "a.test", 1 },
+	{ "[\"*.test\"]", "\"*\"", 0 },
+	{ "[a.test, \"*.b.test\"]", "x.b.test", 1 },
+	{ "[\"10.0.0.1\"]", "\"10.0.0.1\"", 1 },
+	{ "[\"[::1]\"]", "\"::1\"", 1 },
+	{ "[\"*.test\"]", "\"10.0.0.1\"", 0 },
+};
+
+START_TEST(test_cfg_secret_cover)
+{
+	const struct cover_case	*cc = &cover_cases[_i];
+	struct cfg		*c;
+	char			 yaml[512], *out;
+	int			 nerr;
+
+	snprintf(yaml, sizeof(yaml), "secrets:\n  - name: k\n"
+	    "    source: literal:v\n    hosts: %s\n" PH RULE("%s")
+	    "        secrets: [k]\n", cc->cc_secret, cc->cc_rule);
+	c = load(yaml, &out, &nerr);
+	if (cc->cc_ok) {
+		ck_assert_msg(c != NULL, "%s / %s: %s", cc->cc_secret,
+		    cc->cc_rule, out);
+		ck_assert_uint_eq(c->c_policies[0].p_rules[0].r_nsecrets, 1);
+	} else {
+		ck_assert_msg(c == NULL, "%s / %s loaded", cc->cc_secret,
+		    cc->cc_rule);
+		ck_assert_int_eq(nerr, 1);
+		ck_assert_msg(has_error(out, "t.yaml:10:19: ", "which do not "
+		    "cover rule host"), "%s / %s: %s", cc->cc_secret,
+		    cc->cc_rule, out);
+	}
+	free(out);
+	cfg_unref(c);
+}
+END_TEST
+
 START_TEST(test_cfg_unreadable_file)
 {
 	struct cfg	*c;
@@ -1494,6 +1716,7 @@ suite_cfg(void)
 	tcase_add_loop_test(tc, test_cfg_error_table, 0,
 	    (int)(sizeof(err_cases) / sizeof(err_cases[0])));
 	tcase_add_test(tc, test_cfg_bare_token_not_echoed);
+	tcase_add_test(tc, test_cfg_bare_source_not_echoed);
 	tcase_add_test(tc, test_cfg_all_errors_reported);
 	tcase_add_test(tc, test_cfg_unreadable_file);
 	tcase_add_test(tc, test_cfg_alias_bomb);
@@ -1517,6 +1740,9 @@ suite_cfg(void)
 	    (int)(sizeof(size_cases) / sizeof(size_cases[0])));
 	tcase_add_test(tc, test_cfg_refcount);
 	tcase_add_test(tc, test_cfg_example);
+	tcase_add_test(tc, test_cfg_secrets);
+	tcase_add_loop_test(tc, test_cfg_secret_cover, 0,
+	    (int)(sizeof(cover_cases) / sizeof(cover_cases[0])));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("sources");
@@ -1524,6 +1750,7 @@ suite_cfg(void)
 	tcase_add_test(tc, test_cfg_file_token_mode);
 	tcase_add_test(tc, test_cfg_ca_file);
 	tcase_add_test(tc, test_cfg_token_sources);
+	tcase_add_test(tc, test_cfg_secret_file_path);
 	suite_add_tcase(s, tc);
 	return s;
 }
