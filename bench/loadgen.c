@@ -288,8 +288,13 @@ tls_setup(void)
 	    (const unsigned char *)"\x08http/1.1", 9);
 	/* A close-delimited body may end without close_notify. */
 	SSL_CTX_set_options(sslctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
-	SSL_CTX_set_mode(sslctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-	    SSL_MODE_ENABLE_PARTIAL_WRITE);
+	/*
+	 * libevent may retry a write with a moved buffer. Never
+	 * SSL_MODE_ENABLE_PARTIAL_WRITE: libevent 2.1's SSL write loop
+	 * moves on to the next chunk after a short write, which reorders
+	 * the bytes on the wire.
+	 */
+	SSL_CTX_set_mode(sslctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	if (tls_resume) {
 		SSL_CTX_set_session_cache_mode(sslctx, SSL_SESS_CACHE_CLIENT |
 		    SSL_SESS_CACHE_NO_INTERNAL_STORE);

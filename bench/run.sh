@@ -594,6 +594,12 @@ EOF
 	done
 fi
 
+# What a leaf costs airlockd, when the build has the tool.
+MINT=""
+if [ "$HTTPS" = 1 ] && [ -x "$BUILD/bench/mintbench" ]; then
+	MINT=$("$BUILD/bench/mintbench" 1000 2>/dev/null)
+fi
+
 version() {
 	case $1 in
 	airlockd) "$AIRLOCKD" --version 2>/dev/null | head -n 1 ;;
@@ -612,7 +618,7 @@ cmp_() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
 	if (op == ">=") print (a + 0 >= b + 0) ? 1 : 0
 	else print (a + 0 < b + 0) ? 1 : 0 }'; }
 mul() { awk -v a="$1" -v f="$2" 'BEGIN {
-	if (a == "" || a == "-") print ""; else printf "%.3f", a * f }'; }
+	if (a == "" || a == "-") print "n/a"; else printf "%.1f", a * f }'; }
 
 report() {
 	local px t k
@@ -727,10 +733,13 @@ EOF
 	while read -r t _ _ _; do
 		a="airlockd/$t"
 		for m in rps cpureq; do
+			[ "$m" = rps ] && [ "$t" = dl1m ] && m=mbps
 			case $m in
-			rps) [ "$t" = dl1m ] && m=mbps ;;
+			rps) label="req/s" ;;
+			mbps) label="MB/s" ;;
+			*) label="CPU us/req" ;;
 			esac
-			echo "| $t | $m | $(div "${T[$a/$m]:-}" \
+			echo "| $t | $label | $(div "${T[$a/$m]:-}" \
 			    "${T[squid/$t/$m]:-}" "%.2f") | $(div \
 			    "${T[$a/$m]:-}" "${T[mitmdump/$t/$m]:-}" "%.2f") |" \
 			    "$(div "${T[$a/$m]:-}" "${T[tinyproxy/$t/$m]:-}" \
@@ -773,9 +782,18 @@ EOF
 	[ "$d" = n/a ] && d=""
 	echo "| SSE first event < 1 ms later than direct | ${d:-n/a} ms |" \
 	    "1 ms | $(verdict "$(cmp_ "$d" '<' 1)") |"
-	echo "| peak RSS < Squid's | ${T[$a/rss]:-} MiB |" \
-	    "${T[squid/rss]:-} MiB |" \
+	echo "| peak RSS < Squid's | ${T[$a/rss]:-n/a} MiB |" \
+	    "${T[squid/rss]:-n/a} MiB |" \
 	    "$(verdict "$(cmp_ "${T[$a/rss]:-}" '<' "${T[squid/rss]:-}")") |"
+	if [ -n "$MINT" ]; then
+		echo
+		echo "Leaf minting (bench/mintbench 1000: one thread, no" \
+		    "network; a cache hit does no signing):"
+		echo
+		echo '```'
+		printf '%s\n' "$MINT"
+		echo '```'
+	fi
 	case " $TROWS " in
 	*" mitmdump "*)
 		TNOTES="$TNOTES- mitmdump runs with its defaults, which buffer each response body whole before passing it on (stream_large_bodies unset): its SSE first event arrives with the end of the stream.

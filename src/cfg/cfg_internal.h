@@ -21,13 +21,13 @@
 #define CFG_MAX_NAME	64		/* sandbox ids, policy names */
 #define CFG_EXEC_TIMEOUT_MS 10000	/* exec: sources */
 #define CFG_MAX_LEAF_VALIDITY_MS (30ULL * 24 * 3600 * 1000) /* tls */
-#define CFG_MIN_PLACEHOLDER 8		/* characters of a secret placeholder */
-#define CFG_MIN_REFRESH_MS 100		/* exec: secret refresh interval */
+#define CFG_MIN_PLACEHOLDER 8		/* chars of a secret placeholder */
+#define CFG_MIN_REFRESH_MS 100		/* exec: refresh interval */
 
 /* A rule's "secrets" item, resolved once every secret is known. */
 struct cfg_secref {
 	struct cfg_rule		*sr_rule;
-	const yaml_node_t	*sr_node;	/* the name, in the rule's list */
+	const yaml_node_t	*sr_node;	/* the name in the rule */
 };
 
 /* One load: where messages go and what is still to be cross-checked. */

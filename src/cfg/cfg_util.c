@@ -1,7 +1,8 @@
 /*
  * Value parsers for the configuration: durations, sizes, names, addresses,
- * host patterns and their coverage, secret sources and PEM files. Apart from cfg_check_dups()
- * and cfg_source_read() nothing here prints; callers word the message.
+ * host patterns and their coverage, secret sources and PEM files. Apart
+ * from cfg_check_dups() and cfg_source_read() nothing here prints; callers
+ * word the message.
  */
 #include "config.h"
 

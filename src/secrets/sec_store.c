@@ -39,7 +39,8 @@
 
 #define SEC_MAX_VALUE	(64 * 1024)	/* bytes of one value */
 #define SEC_EXEC_TIMEOUT_MS 10000	/* an exec: command, start to exit */
-#define SEC_WAIT_STEP_MS 10		/* polling a child that closed stdout */
+#define SEC_WAIT_STEP_MS 10		/* polling a child after its EOF */
+#define SEC_FAIL_LOG_MS	60000		/* repeat a refresh failure this often */
 
 extern char	**environ;
 
@@ -56,6 +57,7 @@ struct sec_entry {
 	char		*se_cmd;	/* exec: with refresh, else NULL */
 	uint64_t	 se_refresh_ms;
 	uint64_t	 se_due_ms;	/* monotonic; refresh thread only */
+	uint64_t	 se_failed_ms;	/* last failure logged, 0 = healthy */
 	struct sec_val	*se_val;	/* under ss_mtx */
 	uint64_t	 se_gen;	/* under ss_mtx */
 };
@@ -338,7 +340,7 @@ sec_exec(const char *cmd, int stopfd, int *stopped, char *why, size_t whysz)
 	pid_t				 pid, w = -1;
 	ssize_t				 r;
 	int				 p[2], i, fd, err, status, rc;
-	int				 over = 0, eof = 0;
+	int				 over = 0, eof = 0, perr = 0;
 
 	*stopped = 0;
 	if ((v = sec_val_alloc(SEC_MAX_VALUE + 1)) == NULL) {
@@ -420,6 +422,7 @@ sec_exec(const char *cmd, int stopfd, int *stopped, char *why, size_t whysz)
 		if ((rc = poll(pfd, 2, i)) == -1 && errno == EINTR)
 			continue;
 		if (rc == -1) {
+			perr = errno;
 			over = 3;
 			break;
 		}
@@ -459,6 +462,8 @@ sec_exec(const char *cmd, int stopfd, int *stopped, char *why, size_t whysz)
 		else if (over == 2)
 			snprintf(why, whysz, "command timed out after %llums",
 			    (unsigned long long)sec_exec_timeout_ms);
+		else if (perr != 0)
+			snprintf(why, whysz, "poll: %s", strerror(perr));
 		else
 			snprintf(why, whysz, "command stopped");
 		return NULL;
@@ -508,15 +513,25 @@ sec_refresh_one(struct sec_store *ss, struct sec_entry *e)
 {
 	struct sec_val	*v, *old;
 	char		 why[512];
+	uint64_t	 now;
 	int		 stopped;
 
 	v = sec_exec(e->se_cmd, ss->ss_wake[0], &stopped, why, sizeof(why));
-	e->se_due_ms = util_now_ms() + e->se_refresh_ms;
+	now = util_now_ms();
+	e->se_due_ms = now + e->se_refresh_ms;
 	if (v == NULL) {
-		if (!stopped)
+		/* Short intervals must not flood the log while it lasts. */
+		if (!stopped && (e->se_failed_ms == 0 ||
+		    now - e->se_failed_ms >= SEC_FAIL_LOG_MS)) {
 			log_warnx("secret \"%s\": refresh failed: %s; the "
 			    "last good value stays", e->se_name, why);
+			e->se_failed_ms = now;
+		}
 		return;
+	}
+	if (e->se_failed_ms != 0) {
+		log_info("secret \"%s\": refresh works again", e->se_name);
+		e->se_failed_ms = 0;
 	}
 	pthread_mutex_lock(&ss->ss_mtx);
 	old = e->se_val;

@@ -1591,9 +1591,13 @@ tls_setup(const char *certfile, const char *keyfile)
 		tls_die("private key", keyfile);
 	if (SSL_CTX_check_private_key(ctx) != 1)
 		tls_die("key does not match", certfile);
-	/* libevent may retry a write with a moved buffer. */
-	SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-	    SSL_MODE_ENABLE_PARTIAL_WRITE);
+	/*
+	 * libevent may retry a write with a moved buffer. Never
+	 * SSL_MODE_ENABLE_PARTIAL_WRITE: libevent 2.1's SSL write loop
+	 * moves on to the next chunk after a short write, which reorders
+	 * the bytes on the wire.
+	 */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	/*
 	 * OpenSSL 3 calls an EOF without close_notify a protocol error,
 	 * which libevent's dirty-shutdown allowance does not cover: make it

@@ -17,6 +17,9 @@ main(void)
 	srunner_add_suite(sr, suite_http());
 	srunner_add_suite(sr, suite_ca());
 	srunner_add_suite(sr, suite_tls());
+	srunner_add_suite(sr, suite_sec_store());
+	srunner_add_suite(sr, suite_sec_sigv4());
+	srunner_add_suite(sr, suite_sec_scan());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -73,7 +73,8 @@ has_error(const char *out, const char *where, const char *msg)
 		"    hosts: [api.test]\n"
 #define PH	"    placeholder: airlock-k-1234\n"
 /* A policy whose only rule (at the line after) has host <h>. */
-#define RULE(h)	"policies:\n  - name: p\n    rules:\n      - host: " h "\n"
+#define RULE(h)	"policies:\n  - name: p\n    rules:\n" \
+		"      - host: " h "\n"
 
 struct err_case {
 	const char	*ec_yaml;
@@ -439,8 +440,8 @@ static const struct err_case err_cases[] = {
 	    "    hosts: [\"*.api.test\"]\n" PH RULE("api.test")
 	    "        secrets: [k]\n", "t.yaml:10:19: ",
 	    "which do not cover rule host \"api.test\"" },
-	{ SECK PH RULE("api.test") "        secrets: [k, k]\n", "t.yaml:10:22: ",
-	    "duplicate secret \"k\" (first at 10:19)" },
+	{ SECK PH RULE("api.test") "        secrets: [k, k]\n",
+	    "t.yaml:10:22: ", "duplicate secret \"k\" (first at 10:19)" },
 	{ SECK PH RULE("api.test") "        secrets: k\n", "t.yaml:10:18: ",
 	    "\"secrets\" must be a list, not a single value" },
 	{ SECK PH RULE("api.test") "        intercept: false\n"
@@ -1484,7 +1485,7 @@ START_TEST(test_cfg_secrets)
 
 	sc = &c->c_secrets[3];
 	ck_assert_int_eq(sc->sc_inject, CFG_INJECT_BASIC);
-	ck_assert_ptr_null(sc->sc_username);	/* the secret is user:pass */
+	ck_assert_ptr_null(sc->sc_username);	/* secret is user:pass */
 	ck_assert_str_eq(sc->sc_source, "literal:user:pass");
 
 	sc = &c->c_secrets[4];
@@ -1539,7 +1540,7 @@ END_TEST
 
 /* Which secret hosts cover which rule hosts. */
 struct cover_case {
-	const char	*cc_secret;	/* YAML list of the secret's hosts */
+	const char	*cc_secret;	/* YAML list: the secret's hosts */
 	const char	*cc_rule;	/* the rule's host */
 	int		 cc_ok;
 };

@@ -161,8 +161,8 @@ START_TEST(test_sec_sources)
 {
 	struct sec_store	*ss;
 	struct cfg		*c;
-	char			 path[512], src[600], *items, *a, *b, *d, *e;
-	char			*out;
+	char			 path[512], src[600];
+	char			*items, *a, *b, *d, *e, *out;
 
 	tmp_setup();
 	ck_assert_int_eq(setenv("AIRLOCK_TEST_SECRET", VALUE, 1), 0);
@@ -487,8 +487,8 @@ START_TEST(test_sec_refresh)
 	struct cfg		*c;
 	struct capture		 cap;
 	struct timespec		 ts = { 0, 700 * 1000 * 1000 };
-	char			 script[512], src[600], fail[600], *it, *out;
-	char			*err;
+	char			 script[512], src[600], fail[600];
+	char			*it, *out, *err;
 	uint64_t		 gen;
 
 	tmp_setup();
@@ -542,6 +542,11 @@ START_TEST(test_sec_refresh)
 	err = capture_end(&cap);
 	ck_assert_msg(strstr(err, "secret \"k\": refresh failed: command "
 	    "exited with status 1") != NULL, "stderr: %s", err);
+	ck_assert_msg(strstr(err, "secret \"k\": refresh works again") !=
+	    NULL, "stderr: %s", err);
+	/* once while it kept failing, not at every interval */
+	ck_assert_ptr_null(strstr(strstr(err, "refresh failed") + 1,
+	    "refresh failed"));
 	ck_assert_msg(strstr(err, "LEAKCHECK") == NULL, "stderr: %s", err);
 	free(err);
 	free(out);

@@ -10,5 +10,8 @@ Suite	*suite_net_guard(void);
 Suite	*suite_http(void);
 Suite	*suite_ca(void);
 Suite	*suite_tls(void);
+Suite	*suite_sec_store(void);
+Suite	*suite_sec_sigv4(void);
+Suite	*suite_sec_scan(void);
 
 #endif
