@@ -24,6 +24,7 @@ struct cfg_rule {
 	int		  r_intercept;	/* default 1; 0 = splice TLS by SNI */
 	size_t		 *r_secrets;	/* indexes into cfg->c_secrets */
 	size_t		  r_nsecrets;
+	enum cfg_meter	  r_meter;	/* usage extraction dialect */
 	int		  r_line;	/* 1-based position of the rule */
 	int		  r_col;
 };
@@ -56,10 +57,41 @@ struct cfg_secret {
 	int		  sc_col;
 };
 
+/* Prices in µUSD per million tokens. */
+struct cfg_price {
+	char		*pr_model;	/* glob, '*' any run */
+	uint64_t	 pr_input;
+	uint64_t	 pr_output;
+	uint64_t	 pr_cached_input;	/* default = input */
+	uint64_t	 pr_cache_write;	/* default = input */
+};
+
+struct cfg_caps {
+	int		 cp_has_usd;
+	uint64_t	 cp_usd;		/* µUSD */
+	int		 cp_has_requests;
+	uint64_t	 cp_requests;
+	int		 cp_has_bytes_in;
+	uint64_t	 cp_bytes_in;
+	int		 cp_has_bytes_out;
+	uint64_t	 cp_bytes_out;
+	int		 cp_has_rate;
+	uint32_t	 cp_rate_n;		/* "50/s": 50 per 1000 ms */
+	uint64_t	 cp_rate_ms;
+	uint64_t	 cp_window_ms;		/* 0 = lifetime */
+};
+
+enum cfg_meter {
+	CFG_METER_NONE = 0,
+	CFG_METER_OPENAI,
+	CFG_METER_ANTHROPIC,
+};
+
 struct cfg_policy {
 	char		 *p_name;
 	struct cfg_rule	 *p_rules;
 	size_t		  p_nrules;
+	struct cfg_caps	  p_caps;	/* all cp_has_* 0 = no caps */
 };
 
 struct cfg_sandbox {
@@ -89,6 +121,8 @@ struct cfg_limits {
 	size_t		 l_max_connections;	/* 20000 */
 	size_t		 l_max_connections_per_sandbox; /* 512 */
 	uint64_t	 l_body_bytes;		/* 16MiB */
+	uint64_t	 l_default_max_tokens;	/* 4096: worst case reserved
+						   when a request names none */
 };
 
 struct cfg {
@@ -115,6 +149,10 @@ struct cfg {
 	uint64_t		  c_tls_leaf_validity_ms; /* 7d, <= 30d */
 	int			  c_tls_min_version;	/* TLS1_2_VERSION or
 							   TLS1_3_VERSION */
+
+	struct cfg_price	 *c_pricing;
+	size_t			  c_npricing;
+	char			 *c_budget_store;	/* "file" */
 
 	struct cfg_secret	 *c_secrets;
 	size_t			  c_nsecrets;

@@ -1,0 +1,118 @@
+/*
+ * Cost plane: usage metering (meter.c, pure), pricing (price.c, pure),
+ * and per-sandbox counters, caps, reservations and the durable ledger
+ * (bud.c). Money is integer micro-dollars (µUSD) end to end.
+ */
+#ifndef AIRLOCK_BUD_H
+#define AIRLOCK_BUD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct cfg;
+struct cfg_caps;
+
+/* ---- metering (meter.c) -------------------------------------------- */
+
+enum meter_dialect {
+	METER_NONE = 0,
+	METER_OPENAI,
+	METER_ANTHROPIC,
+};
+
+struct usage {
+	char		u_model[128];	/* "" when not reported */
+	uint64_t	u_input;	/* every prompt token: cached and
+					   cache-written included */
+	uint64_t	u_cached;	/* cache reads */
+	uint64_t	u_cache_write;	/* cache creation (Anthropic) */
+	uint64_t	u_output;	/* reasoning included */
+	int		u_found;	/* usage was reported */
+};
+
+struct meter;
+
+/*
+ * An incremental usage extractor for one response body. <sse> when the
+ * response is text/event-stream, else a JSON body (parsed with json-c's
+ * incremental tokener, bounded by <max_json> bytes; beyond it metering
+ * gives up and u_found stays 0). Feed any split of the body.
+ * OpenAI: chat completions, completions, embeddings ("usage": prompt/
+ * completion tokens, prompt_tokens_details.cached_tokens), Responses API
+ * (input/output tokens, input_tokens_details.cached_tokens; in SSE the
+ * "response.completed" event's response.usage); streams: the final chunk
+ * with "usage". Anthropic: messages ("usage": input_tokens, output_tokens,
+ * cache_creation_input_tokens, cache_read_input_tokens; input counted as
+ * input + cache creation + cache read), streams: message_start's
+ * message.usage plus message_delta's usage (output_tokens is cumulative:
+ * take the last).
+ */
+struct meter	*meter_new(enum meter_dialect, int sse, size_t max_json);
+void		 meter_feed(struct meter *, const char *, size_t);
+/* End of body; fills <out>. */
+void		 meter_finish(struct meter *, struct usage *out);
+void		 meter_free(struct meter *);
+
+/* ---- pricing (price.c) ---------------------------------------------- */
+
+/*
+ * Cost of <u> under cfg->c_pricing (first glob match on the model, prices
+ * in µUSD per million tokens): uncached input at `input`, cached at
+ * `cached_input`, cache writes at `cache_write`, output at `output`;
+ * rounded up to the next µUSD. No match (or no model): the highest price
+ * of each kind in the table, and *unpriced = 1.
+ */
+uint64_t	 price_usage(const struct cfg *, const struct usage *,
+		    int *unpriced);
+/* Worst case of a request: <input_est> input + <max_output> output at the
+ * model's prices (or the highest). */
+uint64_t	 price_worst(const struct cfg *, const char *model,
+		    uint64_t input_est, uint64_t max_output);
+
+/* ---- counters, caps, ledger (bud.c) -------------------------------- */
+
+struct bud_counters {
+	uint64_t	bc_window_start;	/* unix seconds; 0 = lifetime */
+	uint64_t	bc_requests;
+	uint64_t	bc_bytes_in;
+	uint64_t	bc_bytes_out;
+	uint64_t	bc_spend;		/* settled µUSD */
+	uint64_t	bc_reserved;		/* outstanding µUSD */
+};
+
+enum bud_verdict {
+	BUD_OK = 0,
+	BUD_EXCEEDED,		/* 402 budget_exceeded */
+	BUD_RATE,		/* 429 rate_limited */
+};
+
+/*
+ * Open the ledger under <state_dir> (budget/ledger), replay and compact
+ * it, start the group-commit thread. Returns 0 or -1 (logged). One per
+ * process; thread-safe afterwards.
+ */
+int	bud_open(const char *state_dir);
+void	bud_close(void);
+
+/*
+ * Before forwarding a request of <sandbox> under <caps> (may be NULL: no
+ * caps): roll the window (fixed, UTC-aligned), check requests, bytes and
+ * money (spend + reserved + <reserve> must stay <= usd cap) and the rate
+ * bucket; on BUD_OK count the request and reserve <reserve> µUSD durably
+ * (returns once the reservation is fdatasync'ed, group-committed).
+ * On refusal <why> names the cap ("usd cap 5.000000 reached", "rate cap
+ * 50/s") and *retry_after_s is set for BUD_RATE.
+ */
+enum bud_verdict bud_admit(const char *sandbox, const struct cfg_caps *caps,
+	    uint64_t reserve, char *why, size_t whysz, int *retry_after_s);
+/* Bytes are counted as they flow (flushed to the ledger at least 1/s). */
+void	bud_add_bytes(const char *sandbox, uint64_t in, uint64_t out);
+/* Settle a reservation to the metered cost. */
+void	bud_settle(const char *sandbox, uint64_t reserved, uint64_t cost);
+/* Current counters (admin API, tests); 0 or -1 if unknown sandbox. */
+int	bud_get(const char *sandbox, const struct cfg_caps *caps,
+	    struct bud_counters *out);
+void	bud_reset(const char *sandbox);
+
+#endif
