@@ -13,6 +13,12 @@
 struct net_guard;
 struct sec_store;
 
+enum cfg_meter {
+	CFG_METER_NONE = 0,
+	CFG_METER_OPENAI,
+	CFG_METER_ANTHROPIC,
+};
+
 struct cfg_rule {
 	char		 *r_host;	/* lowercase: exact, "*.suffix" or "*" */
 	int		 *r_ports;	/* default {80, 443} */
@@ -79,12 +85,6 @@ struct cfg_caps {
 	uint32_t	 cp_rate_n;		/* "50/s": 50 per 1000 ms */
 	uint64_t	 cp_rate_ms;
 	uint64_t	 cp_window_ms;		/* 0 = lifetime */
-};
-
-enum cfg_meter {
-	CFG_METER_NONE = 0,
-	CFG_METER_OPENAI,
-	CFG_METER_ANTHROPIC,
 };
 
 struct cfg_policy {
