@@ -19,6 +19,7 @@
 #include <openssl/crypto.h>
 
 #include "audit/aud.h"
+#include "budget/bud.h"
 #include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/worker.h"
@@ -251,6 +252,8 @@ main(int argc, char *argv[])
 		return 1;
 	if (aud_start(current_cfg) == -1)
 		fatalx("audit: cannot start");
+	if (bud_open(current_cfg->c_state_dir) == -1)
+		fatalx("budget ledger: cannot open");
 	workers_start(current_cfg);
 
 	if ((base = event_base_new()) == NULL)
@@ -268,6 +271,7 @@ main(int argc, char *argv[])
 	event_base_dispatch(base);
 
 	workers_join();
+	bud_close();
 	aud_stop();
 	event_free(ev_term);
 	event_free(ev_int);

@@ -14,6 +14,7 @@
 #include <openssl/sha.h>
 
 #include "audit/aud.h"
+#include "budget/bud.h"
 #include "cfg/cfg.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -382,6 +383,33 @@ aud_rec_json(const struct aud_rec *r)
 	add_int(o, "duration_ms", r->ar_duration_ms);
 	add_str(o, "upstream", r->ar_upstream);
 	add_str(o, "tls", r->ar_tls);
+	if (r->ar_usage != NULL) {
+		json_object	*u = json_object_new_object();
+
+		add_str(u, "model", r->ar_usage->u_model[0] ?
+		    r->ar_usage->u_model : NULL);
+		add_int(u, "input_tokens", (int64_t)r->ar_usage->u_input);
+		add_int(u, "cached_tokens", (int64_t)r->ar_usage->u_cached);
+		add_int(u, "cache_write_tokens",
+		    (int64_t)r->ar_usage->u_cache_write);
+		add_int(u, "output_tokens", (int64_t)r->ar_usage->u_output);
+		json_object_object_add(o, "usage", u);
+	}
+	if (r->ar_cost_micro >= 0) {
+		/* a JSON number derived from the integer, never a float sum */
+		char	num[40];
+
+		snprintf(num, sizeof(num), "%lld.%06lld",
+		    (long long)(r->ar_cost_micro / 1000000),
+		    (long long)(r->ar_cost_micro % 1000000));
+		json_object_object_add(o, "cost_usd",
+		    json_object_new_double_s((double)r->ar_cost_micro / 1e6,
+		    num));
+		add_int(o, "cost_microusd", r->ar_cost_micro);
+		if (r->ar_unpriced)
+			json_object_object_add(o, "unpriced",
+			    json_object_new_boolean(1));
+	}
 	text = xstrdup(json_object_to_json_string_ext(o,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);

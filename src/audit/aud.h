@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct cfg;
+struct usage;
 
 /* Everything a record can say; NULL/-1 fields are left out. */
 struct aud_rec {
@@ -33,6 +34,9 @@ struct aud_rec {
 	int64_t		 ar_duration_ms;
 	const char	*ar_upstream;	/* IP:PORT */
 	const char	*ar_tls;	/* intercept|splice|none */
+	const struct usage *ar_usage;	/* metered usage, or NULL */
+	int64_t		 ar_cost_micro;	/* -1: absent */
+	int		 ar_unpriced;	/* no price matched the model */
 };
 
 /*

@@ -95,6 +95,8 @@ cfg_key_fn	 cfg_set_duration;	/* uint64_t ms */
 cfg_key_fn	 cfg_set_size;		/* size_t bytes */
 cfg_key_fn	 cfg_set_size64;	/* uint64_t bytes */
 cfg_key_fn	 cfg_set_count;		/* size_t */
+cfg_key_fn	 cfg_set_count64;	/* uint64_t */
+cfg_key_fn	 cfg_set_money;		/* uint64_t µUSD */
 cfg_key_fn	 cfg_set_bool;		/* int, 0 or 1 */
 
 /* cfg_util.c: value parsers; none of them prints. */
@@ -108,6 +110,8 @@ const char	*cfg_suggest(const char *, const struct cfg_key *);
 char		*cfg_path_join(const char *, const char *);
 int		 cfg_parse_bool(const char *, int *);
 int		 cfg_parse_uint(const char *, uint64_t max, uint64_t *);
+const char	*cfg_parse_money(const char *, uint64_t *);
+const char	*cfg_parse_rate(const char *, uint32_t *, uint64_t *);
 void		 cfg_fmt_duration(uint64_t, char *, size_t);
 const char	*cfg_parse_hostport(const char *, int, char **);
 const char	*cfg_host_pattern(const char *, char **);

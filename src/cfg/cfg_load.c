@@ -183,6 +183,8 @@ static const struct cfg_key cfg_limits_keys[] = {
 	{ "upstream_timeout", 0, cfg_set_duration,
 	    LIM(l_upstream_timeout_ms), 1, 0 },
 	{ "body_bytes", 0, cfg_set_size64, LIM(l_body_bytes), 0, 0 },
+	{ "default_max_tokens", 0, cfg_set_count64, LIM(l_default_max_tokens),
+	    1, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 #undef LIM
@@ -1127,6 +1129,27 @@ cfg_k_rule_secrets(struct cfg_parse *cp, const struct cfg_key *k,
 	free(nv.nv_v);
 }
 
+static void
+cfg_k_rule_meter(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_rule	*r = arg;
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"meter\"", "openai, anthropic or none")) ==
+	    NULL)
+		return;
+	if (strcmp(s, "openai") == 0)
+		r->r_meter = CFG_METER_OPENAI;
+	else if (strcmp(s, "anthropic") == 0)
+		r->r_meter = CFG_METER_ANTHROPIC;
+	else if (strcmp(s, "none") == 0)
+		r->r_meter = CFG_METER_NONE;
+	else
+		cfg_err(cp, v, "\"meter\" must be openai, anthropic or none, "
+		    "not \"%s\"", s);
+}
+
 static const struct cfg_key cfg_rule_keys[] = {
 	{ "host", CFG_K_REQUIRED, cfg_k_rule_host, 0, 0, 0 },
 	{ "ports", 0, cfg_k_rule_ports, 0, 0, 0 },
@@ -1135,14 +1158,15 @@ static const struct cfg_key cfg_rule_keys[] = {
 	{ "intercept", 0, cfg_set_bool, offsetof(struct cfg_rule, r_intercept),
 	    0, 0 },
 	{ "secrets", 0, cfg_k_rule_secrets, 0, 0, 0 },
-	{ "meter", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "meter", 0, cfg_k_rule_meter, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 
 /*
  * A spliced rule lets TLS through undecrypted once its SNI matches the
  * host: no request inside is ever seen, so methods and paths could not be
- * enforced, nor secrets attached. Refused rather than silently ignored.
+ * enforced, nor secrets attached, nor usage metered. Refused rather than
+ * silently ignored.
  */
 static void
 cfg_rule_splice_check(struct cfg_parse *cp, yaml_node_t *map,
@@ -1170,6 +1194,12 @@ cfg_rule_splice_check(struct cfg_parse *cp, yaml_node_t *map,
 		cfg_err(cp, key, "secrets cannot be attached on a spliced "
 		    "(intercept: false) rule; remove \"secrets\" or "
 		    "intercept the rule");
+	/* "meter: none" says what a spliced rule does anyway. */
+	if (r->r_meter != CFG_METER_NONE &&
+	    (key = cfg_map_key(cp, map, "meter", NULL)) != NULL)
+		cfg_err(cp, key, "usage cannot be metered on a spliced "
+		    "(intercept: false) rule, its responses are not decrypted; "
+		    "remove \"meter\" or intercept the rule");
 }
 
 static void
@@ -1221,11 +1251,118 @@ cfg_k_policy_rules(struct cfg_parse *cp, const struct cfg_key *k,
 	}
 }
 
+/*
+ * Caps: each setter marks its cap present once its value is good. The
+ * generic setters report problems themselves: a new error means no value.
+ */
+static void
+cfg_k_cap_usd(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	struct cfg_caps	*cc = arg;
+	int		 nerr = cp->cp_errors;
+
+	cfg_set_money(cp, k, v, arg);
+	cc->cp_has_usd = cp->cp_errors == nerr;
+}
+
+static void
+cfg_k_cap_requests(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_caps	*cc = arg;
+	int		 nerr = cp->cp_errors;
+
+	cfg_set_count64(cp, k, v, arg);
+	cc->cp_has_requests = cp->cp_errors == nerr;
+}
+
+static void
+cfg_k_cap_bytes(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_caps	*cc = arg;
+	int		 nerr = cp->cp_errors;
+
+	cfg_set_size64(cp, k, v, arg);
+	if (cp->cp_errors != nerr)
+		return;
+	if (k->k_off == offsetof(struct cfg_caps, cp_bytes_in))
+		cc->cp_has_bytes_in = 1;
+	else
+		cc->cp_has_bytes_out = 1;
+}
+
+static void
+cfg_k_cap_rate(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_caps	*cc = arg;
+	const char	*s, *why;
+
+	if ((s = cfg_scalar(cp, v, "\"rate\"", "a rate such as 50/s")) ==
+	    NULL)
+		return;
+	if ((why = cfg_parse_rate(s, &cc->cp_rate_n, &cc->cp_rate_ms)) !=
+	    NULL) {
+		cfg_err(cp, v, "bad rate \"%s\": %s (use e.g. 50/s, 600/m, "
+		    "10/h)", s, why);
+		return;
+	}
+	cc->cp_has_rate = 1;
+}
+
+/* Counters are kept per window of whole seconds (bud_counters). */
+static void
+cfg_k_cap_window(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_caps	*cc = arg;
+	const char	*s;
+	uint64_t	 ms;
+
+	if ((s = cfg_scalar(cp, v, "\"window\"", "a duration")) == NULL)
+		return;
+	if (cfg_parse_duration(s, &ms) == -1) {
+		cfg_err(cp, v, "bad duration \"%s\" for \"window\" (use e.g. "
+		    "1h, 24h, 7d)", s);
+		return;
+	}
+	if (ms < 1000 || ms % 1000 != 0) {
+		cfg_err(cp, v, "\"window\" must be a whole number of seconds, "
+		    "at least 1s, not \"%s\"", s);
+		return;
+	}
+	cc->cp_window_ms = ms;
+}
+
+#define CAP(m)	offsetof(struct cfg_caps, m)
+static const struct cfg_key cfg_caps_keys[] = {
+	{ "usd", 0, cfg_k_cap_usd, CAP(cp_usd), 0, 0 },
+	{ "requests", 0, cfg_k_cap_requests, CAP(cp_requests), 0, 0 },
+	{ "bytes_in", 0, cfg_k_cap_bytes, CAP(cp_bytes_in), 0, 0 },
+	{ "bytes_out", 0, cfg_k_cap_bytes, CAP(cp_bytes_out), 0, 0 },
+	{ "rate", 0, cfg_k_cap_rate, 0, 0, 0 },
+	{ "window", 0, cfg_k_cap_window, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+#undef CAP
+
+static void
+cfg_k_policy_caps(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_policy	*p = ((struct cfg_pctx *)arg)->pc_pol;
+
+	if (cfg_want_map(cp, v, "\"caps\"") == 0)
+		cfg_walk_map(cp, v, "caps", cfg_caps_keys, &p->p_caps);
+}
+
 static const struct cfg_key cfg_policy_keys[] = {
 	{ "name", CFG_K_REQUIRED, cfg_k_policy_name, 0, 0, 0 },
 	{ "rules", 0, cfg_k_policy_rules, 0, 0, 0 },
 	{ "geo", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "caps", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "caps", 0, cfg_k_policy_caps, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 
@@ -1381,6 +1518,135 @@ cfg_k_sandboxes(struct cfg_parse *cp, const struct cfg_key *k,
 	free(addrs.nv_v);
 }
 
+/* pricing */
+
+/* One pricing entry while its mapping is walked. */
+struct cfg_prctx {
+	struct cfg_price	*px_price;
+	const yaml_node_t	*px_model;
+	int			 px_cached;	/* cached_input given */
+	int			 px_write;	/* cache_write given */
+};
+
+static void
+cfg_k_price_model(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_prctx	*px = arg;
+	const char		*s, *p;
+
+	if ((s = cfg_scalar(cp, v, "\"model\"", "a model name glob")) == NULL)
+		return;
+	for (p = s; *p != '\0'; p++)
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
+			break;
+	if (*s == '\0' || *p != '\0') {
+		cfg_err(cp, v, "bad model \"%s\": %s", s, *s == '\0' ?
+		    "empty (use \"*\" for any model)" :
+		    "contains a space or control character");
+		return;
+	}
+	px->px_price->pr_model = xstrdup(s);
+	px->px_model = v;
+}
+
+/* A price: k_off is into struct cfg_price, the walk's arg a cfg_prctx. */
+static void
+cfg_k_price(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	struct cfg_prctx	*px = arg;
+	int			 nerr = cp->cp_errors;
+
+	cfg_set_money(cp, k, v, px->px_price);
+	if (cp->cp_errors != nerr)
+		return;
+	if (k->k_off == offsetof(struct cfg_price, pr_cached_input))
+		px->px_cached = 1;
+	else if (k->k_off == offsetof(struct cfg_price, pr_cache_write))
+		px->px_write = 1;
+}
+
+#define PR(m)	offsetof(struct cfg_price, m)
+static const struct cfg_key cfg_price_keys[] = {
+	{ "model", CFG_K_REQUIRED, cfg_k_price_model, 0, 0, 0 },
+	{ "input", CFG_K_REQUIRED, cfg_k_price, PR(pr_input), 0, 0 },
+	{ "output", CFG_K_REQUIRED, cfg_k_price, PR(pr_output), 0, 0 },
+	{ "cached_input", 0, cfg_k_price, PR(pr_cached_input), 0, 0 },
+	{ "cache_write", 0, cfg_k_price, PR(pr_cache_write), 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+#undef PR
+
+/*
+ * First match wins, so an entry repeating an earlier model glob could never
+ * apply: reported as a duplicate.
+ */
+static void
+cfg_k_pricing(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	struct cfg		*c = cp->cp_cfg;
+	struct cfg_namev	 models = { NULL, 0, 0 };
+	struct cfg_prctx	 px;
+	yaml_node_t		*item;
+	size_t			 i;
+
+	if (cfg_want_seq(cp, v, "\"pricing\"") == -1)
+		return;
+	c->c_pricing = xcalloc(cfg_seq_len(v), sizeof(*c->c_pricing));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		memset(&px, 0, sizeof(px));
+		px.px_price = &c->c_pricing[c->c_npricing++];
+		if (cfg_want_map(cp, item, "a pricing entry") == -1)
+			continue;
+		cfg_walk_map(cp, item, "pricing entry", cfg_price_keys, &px);
+		if (cp->cp_toobig)
+			break;
+		if (!px.px_cached)
+			px.px_price->pr_cached_input = px.px_price->pr_input;
+		if (!px.px_write)
+			px.px_price->pr_cache_write = px.px_price->pr_input;
+		if (px.px_price->pr_model != NULL)
+			cfg_namev_add(&models, px.px_price->pr_model,
+			    px.px_model);
+	}
+	cfg_check_dups(cp, models.nv_v, models.nv_n, "pricing model");
+	free(models.nv_v);
+}
+
+/* budget_store */
+
+static void
+cfg_k_budget_store(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s, *auth, *end, *at;
+
+	if ((s = cfg_scalar(cp, v, "\"budget_store\"", "\"file\"")) == NULL)
+		return;
+	if (strcmp(s, "file") == 0) {
+		cp->cp_cfg->c_budget_store = xstrdup(s);
+		return;
+	}
+	if (strncmp(s, "redis://", 8) != 0 && strncmp(s, "rediss://", 9) != 0) {
+		cfg_err(cp, v, "\"budget_store\" must be \"file\", not \"%s\"",
+		    s);
+		return;
+	}
+	/* A password in the URL's user part is not echoed. */
+	auth = strstr(s, "://") + 3;
+	end = auth + strcspn(auth, "/?#");
+	for (at = end; at > auth && *at != '@'; at--)
+		;
+	if (*at == '@')
+		cfg_err(cp, v, "budget_store \"%.*s***%s\" is not supported "
+		    "yet (only \"file\")", (int)(auth - s), s, at);
+	else
+		cfg_err(cp, v, "budget_store \"%s\" is not supported yet "
+		    "(only \"file\")", s);
+}
+
 /* audit */
 
 static void
@@ -1428,8 +1694,8 @@ static const struct cfg_key cfg_top_keys[] = {
 	{ "admin", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ "geoip", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ "secrets", 0, cfg_k_secrets, 0, 0, 0 },
-	{ "pricing", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "budget_store", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "pricing", 0, cfg_k_pricing, 0, 0, 0 },
+	{ "budget_store", 0, cfg_k_budget_store, 0, 0, 0 },
 	{ "launcher", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
@@ -1452,6 +1718,7 @@ cfg_new(char *file, char *dir)
 	c->c_limits.l_max_connections = 20000;
 	c->c_limits.l_max_connections_per_sandbox = 512;
 	c->c_limits.l_body_bytes = 16 * 1024 * 1024;
+	c->c_limits.l_default_max_tokens = 4096;
 	c->c_tls_cert_cache = 10000;
 	c->c_tls_leaf_validity_ms = 7ULL * 24 * 3600 * 1000;
 	c->c_tls_min_version = TLS1_2_VERSION;
@@ -1531,6 +1798,8 @@ cfg_finish(struct cfg_parse *cp)
 		c->c_upstream_ca_file = xstrdup("system");
 	if (c->c_upstream_resolver == NULL)
 		c->c_upstream_resolver = xstrdup("system");
+	if (c->c_budget_store == NULL)
+		c->c_budget_store = xstrdup("file");
 	if (!cp->cp_deny_seen)
 		net_guard_deny_default(c->c_guard);
 	if (cp->cp_toobig)
@@ -1765,6 +2034,10 @@ cfg_free(struct cfg *c)
 		free(p->p_rules);
 	}
 	free(c->c_policies);
+	for (i = 0; i < c->c_npricing; i++)
+		free(c->c_pricing[i].pr_model);
+	free(c->c_pricing);
+	free(c->c_budget_store);
 	for (i = 0; i < c->c_nsandboxes; i++) {
 		s = &c->c_sandboxes[i];
 		free(s->s_id);

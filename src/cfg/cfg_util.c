@@ -35,6 +35,7 @@
 #include "util/util.h"
 
 #define CFG_MAX_KEYLEN	40	/* longer keys get no suggestion */
+#define CFG_NOT_MONEY	"not a decimal number of USD (e.g. 5, 0.15, 2.50)"
 
 extern char	**environ;
 
@@ -136,6 +137,94 @@ cfg_parse_size(const char *s, uint64_t *bytes)
 		return 0;
 	}
 	return -1;
+}
+
+/*
+ * A decimal amount of US dollars ("5", "0.15", "2.50") into whole
+ * micro-dollars, exactly: no floating point, at most 6 decimals. Returns
+ * NULL with *micro set, else the reason.
+ */
+const char *
+cfg_parse_money(const char *s, uint64_t *micro)
+{
+	const char	*p;
+	uint64_t	 whole, frac = 0;
+	int		 ndec = 0;
+
+	if (*s == '-')
+		return "amounts cannot be negative";
+	if ((p = cfg_digits(s, &whole)) == NULL) {
+		/* Digits only, but too many: "too large", not "not a number". */
+		for (p = s; isdigit((unsigned char)*p); p++)
+			;
+		if (p != s && (*p == '\0' || *p == '.'))
+			return "too large";
+		return CFG_NOT_MONEY;
+	}
+	if (*p == '.') {
+		for (p++; isdigit((unsigned char)*p); p++) {
+			if (++ndec > 6)
+				break;
+			frac = frac * 10 + (uint64_t)(*p - '0');
+		}
+		if (ndec > 6) {
+			for (; isdigit((unsigned char)*p); p++)
+				;
+			if (*p == '\0')
+				return "more than 6 decimal places (amounts "
+				    "are whole micro-dollars)";
+			return CFG_NOT_MONEY;
+		}
+		if (ndec == 0)
+			return CFG_NOT_MONEY;
+	}
+	if (*p != '\0')
+		return CFG_NOT_MONEY;
+	for (; ndec < 6; ndec++)
+		frac *= 10;
+	if (whole > (UINT64_MAX - frac) / 1000000)
+		return "too large";
+	*micro = whole * 1000000 + frac;
+	return NULL;
+}
+
+/*
+ * A rate "N/s", "N/m" or "N/h": N (at least 1) per 1000, 60000 or
+ * 3600000 ms. Returns NULL with *n and *ms set, else the reason.
+ */
+const char *
+cfg_parse_rate(const char *s, uint32_t *n, uint64_t *ms)
+{
+	static const struct {
+		const char	*u;
+		uint64_t	 ms;
+	} units[] = {
+		{ "s", 1000 }, { "m", 60 * 1000 }, { "h", 3600 * 1000 },
+	};
+	const char	*u;
+	uint64_t	 v;
+	size_t		 i;
+
+	if ((u = cfg_digits(s, &v)) == NULL) {
+		for (u = s; isdigit((unsigned char)*u); u++)
+			;
+		return u != s && *u == '/' ? "N is too large" :
+		    "expected N/s, N/m or N/h";
+	}
+	if (*u != '/')
+		return "expected N/s, N/m or N/h";
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(u + 1, units[i].u) == 0)
+			break;
+	if (i == sizeof(units) / sizeof(units[0]))
+		return "the unit must be s, m or h";
+	if (v == 0)
+		return "N must be at least 1";
+	if (v > UINT32_MAX)
+		return "N is too large";
+	*n = (uint32_t)v;
+	*ms = units[i].ms;
+	return NULL;
 }
 
 int

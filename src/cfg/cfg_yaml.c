@@ -449,20 +449,21 @@ cfg_set_size64(struct cfg_parse *cp, const struct cfg_key *k,
 	memcpy((char *)arg + k->k_off, &b, sizeof(b));
 }
 
-void
-cfg_set_count(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
-    void *arg)
+/* A whole number within the key's bounds, <max> when it has none. */
+static int
+cfg_get_count(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    uint64_t max, uint64_t *out)
 {
 	const char	*s;
 	char		 what[64];
-	uint64_t	 n, max;
-	size_t		 sz;
+	uint64_t	 n;
 	int		 bad;
 
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	if ((s = cfg_scalar(cp, v, what, "a number")) == NULL)
-		return;
-	max = k->k_max != 0 ? k->k_max : SIZE_MAX;
+		return -1;
+	if (k->k_max != 0)
+		max = k->k_max;
 	if ((bad = (cfg_parse_uint(s, max, &n) == -1)) || n < k->k_min) {
 		if (k->k_max != 0)
 			cfg_err(cp, v, "\"%s\" must be a whole number from "
@@ -477,10 +478,54 @@ cfg_set_count(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 			cfg_err(cp, v, "\"%s\" must be a whole number of at "
 			    "least %llu, not \"%s\"", k->k_name,
 			    (unsigned long long)k->k_min, s);
-		return;
+		return -1;
 	}
+	*out = n;
+	return 0;
+}
+
+void
+cfg_set_count(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	uint64_t	n;
+	size_t		sz;
+
+	if (cfg_get_count(cp, k, v, SIZE_MAX, &n) == -1)
+		return;
 	sz = (size_t)n;
 	memcpy((char *)arg + k->k_off, &sz, sizeof(sz));
+}
+
+void
+cfg_set_count64(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	uint64_t	n;
+
+	if (cfg_get_count(cp, k, v, UINT64_MAX, &n) == -1)
+		return;
+	memcpy((char *)arg + k->k_off, &n, sizeof(n));
+}
+
+/* USD as a decimal, stored as uint64_t micro-dollars. */
+void
+cfg_set_money(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	const char	*s, *why;
+	char		 what[64];
+	uint64_t	 micro;
+
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	if ((s = cfg_scalar(cp, v, what, "an amount of USD")) == NULL)
+		return;
+	if ((why = cfg_parse_money(s, &micro)) != NULL) {
+		cfg_err(cp, v, "bad amount \"%s\" for \"%s\": %s", s,
+		    k->k_name, why);
+		return;
+	}
+	memcpy((char *)arg + k->k_off, &micro, sizeof(micro));
 }
 
 void

@@ -28,6 +28,7 @@
 #include "conn/worker.h"
 #include "dns/dns.h"
 #include "http/http_target.h"
+#include "budget/bud.h"
 #include "policy/pol.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
@@ -46,6 +47,7 @@ static void	conn_feed_request_loop(struct conn *);
 static int	request_secrets(struct conn *, const struct cfg_rule *);
 static void	conn_find_upstream(struct conn *);
 static void	conn_body_buffered(struct conn *);
+static void	conn_proceed(struct conn *);
 
 /* per-sandbox connection counts, indexed like cfg->c_sandboxes */
 static int	 sbx_conns[4096];
@@ -94,6 +96,9 @@ static void
 req_clear(struct conn *c)
 {
 	sec_req_free(c->c_r.r_sec);
+	if (c->c_r.r_body != NULL)
+		evbuffer_free(c->c_r.r_body);
+	meter_free(c->c_r.r_meter);
 	free(c->c_r.r_path);
 	free(c->c_r.r_query);
 	memset(&c->c_r, 0, sizeof(c->c_r));
@@ -151,18 +156,17 @@ static void
 request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
-	struct sec_req	*sr = c->c_r.r_sec;
 
 	if (c->c_state == CONN_BODY_BUFFER) {
-		/* SigV4 signs the body's hash: hold it, within body_bytes */
-		if (sr->sr_body == NULL)
-			sr->sr_body = evbuffer_new();
-		if (evbuffer_get_length(sr->sr_body) + len >
+		/* held whole (SigV4 hash, usage options), within body_bytes */
+		if (c->c_r.r_body == NULL)
+			c->c_r.r_body = evbuffer_new();
+		if (evbuffer_get_length(c->c_r.r_body) + len >
 		    c->c_cfg->c_limits.l_body_bytes) {
 			c->c_r.r_body_too_large = 1;
 			return;
 		}
-		evbuffer_add(sr->sr_body, p, len);
+		evbuffer_add(c->c_r.r_body, p, len);
 		return;
 	}
 	if (c->c_up == NULL)
@@ -178,6 +182,7 @@ response_body_cb(void *arg, const char *p, size_t len)
 	struct evbuffer	*scanned = c->c_worker->w_scratch2;
 	size_t		 n;
 
+	conn_budget_body(c, p, len);
 	if (c->c_r.r_sec != NULL && c->c_r.r_sec->sr_reflect != NULL) {
 		/* a secret went out: it must not come back */
 		sec_scan_feed(c->c_r.r_sec->sr_reflect, p, len, scanned);
@@ -669,17 +674,28 @@ on_request_head(struct conn *c)
 			c->c_r.r_upgrade = 1;
 	}
 
-	if (request_secrets(c, &c->c_sandbox->s_policy->p_rules[res.pr_rule])
-	    == -1)
+	c->c_r.r_rule_p = &c->c_sandbox->s_policy->p_rules[res.pr_rule];
+	if (request_secrets(c, c->c_r.r_rule_p) == -1)
 		return;
-	if (c->c_r.r_sec != NULL && c->c_r.r_sec->sr_need_body &&
+	if (((c->c_r.r_sec != NULL && c->c_r.r_sec->sr_need_body) ||
+	    c->c_r.r_rule_p->r_meter != CFG_METER_NONE) &&
 	    !msg_empty_body_left(m)) {
-		/* SigV4 over the body: read it whole before going out */
+		/* SigV4 signs the body, metering reads (and may rewrite) it:
+		 * hold it whole before going out */
 		c->c_state = CONN_BODY_BUFFER;
 		conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
 		http_msg_resume(m);
 		return;
 	}
+	conn_proceed(c);
+}
+
+/* Budget admission, then upstream. */
+static void
+conn_proceed(struct conn *c)
+{
+	if (conn_budget_admit(c) == -1)
+		return;
 	conn_find_upstream(c);
 }
 
@@ -731,7 +747,7 @@ conn_find_upstream(struct conn *c)
 static void
 conn_body_buffered(struct conn *c)
 {
-	conn_find_upstream(c);
+	conn_proceed(c);
 }
 
 /* Resolve the request's host; dns_done() carries on. */
@@ -768,7 +784,8 @@ write_request_head(struct conn *c)
 		    c->c_r.r_host, v6 ? "]" : "");
 	if (sr != NULL && sr->sr_sigv4 != 0 && !c->c_r.r_signed) {
 		if (sec_req_sign(sr, c->c_cfg, c->c_r.r_method, host, path,
-		    query != NULL && query[0] != '\0' ? query : NULL, m) == -1)
+		    query != NULL && query[0] != '\0' ? query : NULL, m,
+		    c->c_r.r_body) == -1)
 			log_warnx("SigV4 signing failed (secret %s)",
 			    c->c_cfg->c_secrets[sr->sr_sigv4 - 1].sc_name);
 		c->c_r.r_signed = 1;
@@ -808,11 +825,11 @@ write_request_head(struct conn *c)
 		evbuffer_add_printf(out,
 		    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
 	c->c_r.r_up_chunked = 0;
-	if (sr != NULL && sr->sr_body != NULL) {
+	if (c->c_r.r_body != NULL) {
 		evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n",
-		    evbuffer_get_length(sr->sr_body));
-		evbuffer_add(out, evbuffer_pullup(sr->sr_body, -1),
-		    evbuffer_get_length(sr->sr_body));
+		    evbuffer_get_length(c->c_r.r_body));
+		evbuffer_add(out, evbuffer_pullup(c->c_r.r_body, -1),
+		    evbuffer_get_length(c->c_r.r_body));
 	} else {
 		if (m->hm_framing == HTTP_BODY_CHUNKED) {
 			evbuffer_add_printf(out,
@@ -1081,6 +1098,7 @@ conn_feed_response(struct conn *c)
 			break;
 		case HTTP_FEED_HEAD:
 			c->c_r.r_status = c->c_resp.hm_status;
+			conn_budget_response_head(c);
 			write_response_head(c, 0);
 			c->c_r.r_resp_started = 1;
 			/* from here on only idleness is a timeout */

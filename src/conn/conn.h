@@ -21,6 +21,8 @@ struct cfg;
 struct cfg_sandbox;
 struct bufferevent;
 struct sec_req;
+struct meter;
+struct cfg_rule;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
@@ -79,6 +81,13 @@ struct conn_req {
 	struct sec_req	*r_sec;		/* secrets involved, or NULL */
 	int		 r_signed;	/* SigV4 headers added */
 	int		 r_body_too_large;
+	struct evbuffer	*r_body;	/* a body held whole, or NULL */
+	const struct cfg_rule *r_rule_p;	/* matching rule (c_cfg's) */
+	struct meter	*r_meter;	/* usage extraction, or NULL */
+	uint64_t	 r_reserved;	/* µUSD reserved by bud_admit */
+	int		 r_admitted;	/* counted by the budget */
+	int		 r_retry_after;	/* for 429 */
+	char		 r_model[128];	/* from the request body */
 	struct net_addr	 r_addrs[8];
 	size_t		 r_naddrs;
 	size_t		 r_next_addr;
@@ -171,6 +180,17 @@ void	conn_tls_peek(struct conn *);
 void	conn_tls_handshake_event(struct conn *, short what);
 void	conn_set_client_callbacks(struct conn *);
 void	conn_feed_request(struct conn *);
+
+/* conn_budget.c */
+struct aud_rec;
+struct usage;
+/* Admit against the caps (reserving a metered call's worst case);
+ * 0, or -1 after answering 402/429. */
+int	conn_budget_admit(struct conn *);
+void	conn_budget_response_head(struct conn *);
+void	conn_budget_body(struct conn *, const char *, size_t);
+/* Once per request, from conn_audit: settle and report usage. */
+void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "audit/aud.h"
+#include "budget/bud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
@@ -47,6 +48,7 @@ conn_reply_error(struct conn *c, int status, const char *code,
 	struct evbuffer	*out = c->c_worker->w_scratch;
 	json_object	*o;
 	const char	*body;
+	char		 extra[80];
 	size_t		 blen;
 
 	if (c->c_dns != NULL) {
@@ -79,15 +81,22 @@ conn_reply_error(struct conn *c, int status, const char *code,
 	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	blen = strlen(body);
+	if (status == 407)
+		snprintf(extra, sizeof(extra),
+		    "Proxy-Authenticate: Basic realm=\"airlock\"\r\n");
+	else if (status == 429 && c->c_r.r_retry_after > 0)
+		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
+		    c->c_r.r_retry_after);
+	else
+		extra[0] = '\0';
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
 	    "Content-Type: application/json\r\n"
 	    "Content-Length: %zu\r\n"
 	    "X-Airlock-Request-Id: %s\r\n"
 	    "Cache-Control: no-store\r\n"
 	    "%s%s\r\n",
-	    status, conn_status_text(status), blen + 1, c->c_r.r_id,
-	    status == 407 ? "Proxy-Authenticate: Basic realm=\"airlock\"\r\n" :
-	    "", close ? "Connection: close\r\n" : "");
+	    status, conn_status_text(status), blen + 1, c->c_r.r_id, extra,
+	    close ? "Connection: close\r\n" : "");
 	evbuffer_add(out, body, blen);
 	evbuffer_add(out, "\n", 1);
 	json_object_put(o);
@@ -104,12 +113,14 @@ void
 conn_audit(struct conn *c)
 {
 	struct aud_rec	 r;
+	struct usage	 u;
 	struct conn_req	*q = &c->c_r;
 
 	if (!q->r_active)
 		return;
 	q->r_active = 0;
 	memset(&r, 0, sizeof(r));
+	r.ar_cost_micro = -1;
 	r.ar_start_wall_ms = q->r_start_wall;
 	r.ar_id = q->r_id;
 	r.ar_sandbox = c->c_sandbox ? c->c_sandbox->s_id : NULL;
@@ -133,5 +144,6 @@ conn_audit(struct conn *c)
 	r.ar_duration_ms = (int64_t)(util_now_ms() - q->r_start_ms);
 	r.ar_upstream = q->r_upstream[0] ? q->r_upstream : NULL;
 	r.ar_tls = q->r_tls;
+	conn_budget_end(c, &r, &u);
 	aud_submit(&r);
 }

@@ -146,6 +146,9 @@ conn_tls_peek(struct conn *c)
 			tls_refuse(c, reason);
 			return;
 		}
+		/* a spliced tunnel counts as one request */
+		if (conn_budget_admit(c) == -1)
+			return;
 		/* the hello stays buffered and goes out first */
 		conn_resolve(c);
 		return;

@@ -375,8 +375,6 @@ sec_req_free(struct sec_req *sr)
 		}
 		evbuffer_free(sr->sr_add);
 	}
-	if (sr->sr_body != NULL)
-		evbuffer_free(sr->sr_body);
 	wipe_free(sr->sr_query);
 	wipe_free(sr->sr_path);
 	free(sr);
@@ -398,7 +396,7 @@ sec_req_drops(const struct sec_req *sr, const char *name, size_t len)
 int
 sec_req_sign(struct sec_req *sr, const struct cfg *cfg, const char *method,
     const char *host_header, const char *path, const char *query,
-    const struct http_msg *m)
+    const struct http_msg *m, struct evbuffer *body)
 {
 	const struct cfg_secret	*s;
 	struct sec_val		*v = NULL;
@@ -434,8 +432,8 @@ sec_req_sign(struct sec_req *sr, const struct cfg *cfg, const char *method,
 	if (!sr->sr_need_body)
 		snprintf(hash, sizeof(hash), "UNSIGNED-PAYLOAD");
 	else {
-		blen = sr->sr_body ? evbuffer_get_length(sr->sr_body) : 0;
-		SHA256(blen ? evbuffer_pullup(sr->sr_body, (ssize_t)blen) :
+		blen = body ? evbuffer_get_length(body) : 0;
+		SHA256(blen ? evbuffer_pullup(body, (ssize_t)blen) :
 		    (const unsigned char *)"", blen, d);
 		for (i = 0; i < sizeof(d); i++)
 			snprintf(hash + 2 * i, 3, "%02x", d[i]);

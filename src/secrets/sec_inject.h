@@ -37,7 +37,6 @@ struct sec_req {
 	int		 sr_sigv4;	/* index+1 of the SigV4 secret */
 	struct sec_val	*sr_sigv4_val;	/* its value (one of sr_vals) */
 	int		 sr_need_body;	/* SigV4 wants the body's SHA-256 */
-	struct evbuffer	*sr_body;	/* the buffered body (SigV4) */
 };
 
 enum sec_verdict {
@@ -69,13 +68,14 @@ void	sec_req_free(struct sec_req *);
 int	sec_req_drops(const struct sec_req *, const char *name, size_t len);
 
 /*
- * SigV4: sign once the payload hash is known (the body's SHA-256 when
- * buffered, UNSIGNED-PAYLOAD for S3) and add the signature headers.
+ * SigV4: sign once the payload hash is known (the SHA-256 of <body>, the
+ * whole buffered body or NULL for none; UNSIGNED-PAYLOAD for S3) and add
+ * the signature headers.
  * <host_header> is the Host value that goes upstream; <path> and <query>
  * as sent. Returns 0 or -1.
  */
 int	sec_req_sign(struct sec_req *, const struct cfg *, const char *method,
 	    const char *host_header, const char *path, const char *query,
-	    const struct http_msg *);
+	    const struct http_msg *, struct evbuffer *body);
 
 #endif

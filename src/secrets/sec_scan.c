@@ -2,24 +2,27 @@
  * Reflection guard: a streaming multi-pattern replacer.
  *
  * Semantics are those of the obvious loop: at each position take the
- * longest pattern that matches there, emit its replacement and skip it,
+ * longest pattern that starts there, emit its replacement and skip it,
  * else emit the byte and move on (leftmost-longest, non-overlapping,
  * replacements never rescanned). Streaming must not change the result, so
- * the scanner holds back exactly the bytes that could still begin a match.
+ * the scanner holds back the bytes that could still begin a match.
  *
  * The patterns go into an Aho-Corasick automaton (a trie with failure
- * links, children as sibling lists: a handful of patterns of a few KiB
- * make a few thousand mostly single-child nodes). Per node:
- *   out_len  the longest pattern that is a suffix of the node's string:
- *            the earliest-starting match ending at this byte;
- *   live     the depth of the deepest suffix (the node itself or along the
- *            failure chain) that still has children, i.e. the length of
- *            the longest tail that could still grow into a match.
- * While scanning, the best match seen so far (smallest start, then longest)
- * is final once every live partial match starts after it; then its
- * replacement is emitted and scanning restarts right after it. Bytes before
- * (position - live) can never be part of a match and are released; the
- * rest, at most longest pattern - 1 bytes, are held.
+ * links; children as sibling lists, since a handful of patterns of a few
+ * KiB make a few thousand mostly single-child nodes). Every match ending at
+ * each byte is enumerated through the dictionary links (at most one per
+ * pattern) and noted, per start position, in a ring the size of the
+ * longest pattern: "longest match starting here". A position is decided
+ * once no partial match that is still alive (a suffix of the input that
+ * can still grow into a pattern: the node's "live") starts at or before
+ * it; then the greedy loop above runs over decided positions.
+ * Nothing is ever rescanned, so the cost is linear in the input (times
+ * the number of patterns ending at a byte), whatever the patterns are.
+ * Held bytes are those from the first undecided position: at most the
+ * longest pattern - 1, and only what could still begin a match. (A partial
+ * match that began inside a replaced one is skipped along the failure
+ * chain for up to LIVE_WALK links; past that a few more bytes are held
+ * until it dies, within the same bound.)
  *
  * Speed comes from the root state: there the scanner jumps to the next byte
  * that starts some pattern (memchr when there is one such byte, a table
@@ -40,15 +43,21 @@
 #define ROOT		0
 /* Bytes copied per step while something is held: bounds the copying. */
 #define SCAN_PIECE	16384
+/* Failure links followed per byte to release bytes after a replacement. */
+#define LIVE_WALK	8
 
 struct scan_node {
 	uint32_t	child;		/* first child, 0 = none */
 	uint32_t	sibling;	/* next child of the parent, 0 = none */
 	uint32_t	fail;
 	uint32_t	depth;
-	uint32_t	live;
-	uint32_t	out_len;	/* 0 = no pattern ends here */
-	uint32_t	out_pat;
+	uint32_t	live;		/* deepest node on the failure chain,
+					   this one included, with children:
+					   the longest partial match alive */
+	uint32_t	pat;		/* pattern ending exactly here + 1 */
+	uint32_t	out;		/* first such node on the failure chain,
+					   the node included; 0 = none */
+	uint32_t	dict;		/* the next one after this node */
 	unsigned char	byte;
 };
 
@@ -62,11 +71,14 @@ struct scan_pat {
 /* Where a scan stands: the stream's own, or a one-shot string's. */
 struct scan_run {
 	uint32_t	 state;
-	int		 have;		/* a match candidate is pending */
-	size_t		 cstart;	/* its start, relative to the buffer */
-	size_t		 clen;
-	uint32_t	 cpat;
-	unsigned char	*w;		/* held bytes (stream only) */
+	uint64_t	 pos;		/* stream offset of the first held */
+	uint32_t	*ring;		/* per offset: longest match starting
+					   there (its terminal node), 0 = none;
+					   zero outside the held bytes */
+	size_t		 rmask;
+	size_t		 nmatch;	/* non-zero entries in the ring */
+	unsigned char	*w;		/* held bytes at w + woff (stream) */
+	size_t		 woff;
 	size_t		 wlen;
 	size_t		 wcap;
 	size_t		 scanned;	/* bytes of w the automaton has seen */
@@ -197,13 +209,11 @@ build(struct sec_scan *sc)
 			st = k;
 		}
 		/* a duplicate pattern keeps the first replacement */
-		if (n[st].out_len == 0) {
-			n[st].out_len = n[st].depth;
-			n[st].out_pat = (uint32_t)i;
-		}
+		if (n[st].pat == 0)
+			n[st].pat = (uint32_t)i + 1;
 	}
 
-	/* failure links, out_len and live, breadth first */
+	/* failure links, output links and live, breadth first */
 	queue = xcalloc(sc->nnodes, sizeof(*queue));
 	n[ROOT].live = 0;
 	for (k = n[ROOT].child; k != 0; k = n[k].sibling) {
@@ -213,11 +223,9 @@ build(struct sec_scan *sc)
 	while (qh < qt) {
 		st = queue[qh++];
 		f = n[st].fail;
-		if (n[st].out_len == 0 && n[f].out_len != 0) {
-			n[st].out_len = n[f].out_len;
-			n[st].out_pat = n[f].out_pat;
-		}
-		n[st].live = n[st].child != 0 ? n[st].depth : n[f].live;
+		n[st].dict = n[f].out;
+		n[st].out = n[st].pat != 0 ? st : n[st].dict;
+		n[st].live = n[st].child != 0 ? st : n[f].live;
 		for (k = n[st].child; k != 0; k = n[k].sibling) {
 			n[k].fail = go(sc, f, n[k].byte);
 			queue[qt++] = k;
@@ -264,102 +272,151 @@ skip(const struct sec_scan *sc, const unsigned char *p, size_t i, size_t n)
 }
 
 /*
- * Scan buf[i..n) from run state <r> (buf[0] is the first byte not yet
- * released, buf[0..i) already scanned). Releases what is decided to <sk>
- * and returns how many bytes of buf were released; the rest must be kept
- * and handed back, in front of what follows. <final>: nothing follows,
- * release everything.
+ * Offsets before the returned one are decided, at i bytes scanned and g
+ * released: what precedes the longest partial match still alive. One that
+ * began before g (inside a replaced match) does not count: shorter ones,
+ * along the failure chain, are looked for a few steps, else all is held.
+ */
+static inline size_t
+decided(const struct scan_node *nodes, uint32_t st, size_t i, size_t g)
+{
+	uint32_t	x = nodes[st].live;
+	int		k;
+
+	for (k = 0; nodes[x].depth > i - g && k < LIVE_WALK; k++)
+		x = nodes[nodes[x].fail].live;
+	return nodes[x].depth <= i - g ? i - nodes[x].depth : g;
+}
+
+/*
+ * Scan buf[i..n) from run state <r>: buf[0] is the first held byte (stream
+ * offset r->pos), buf[0..i) has been scanned already. Releases what is
+ * decided to <sk> (bytes, or replacements) and returns how many bytes of
+ * buf that was; the rest must be handed back, in front of what follows.
+ * <final>: nothing follows, decide everything.
  */
 static size_t
 scan_buf(const struct sec_scan *sc, struct scan_run *r,
     const unsigned char *buf, size_t n, size_t i, int final, struct sink *sk,
     size_t *nrepl)
 {
-	const struct scan_node	*nodes = sc->nodes, *nd;
+	const struct scan_node	*nodes = sc->nodes;
 	const struct scan_pat	*sp;
-	size_t			 e = 0, s, rel;
-	uint32_t		 st = r->state;
+	uint32_t		*ring = r->ring, *slot, st = r->state, x, d;
+	uint64_t		 base = r->pos;
+	size_t			 mask = r->rmask, g = 0, e = 0, lim, end;
+	int			 done = 0;
 
 	for (;;) {
-		while (i < n) {
-			if (st == ROOT) {
+		if (i < n) {
+			if (st == ROOT && g == i) {
 				/* nothing pending: jump to a first byte */
-				if ((i = skip(sc, buf, i, n)) == n)
-					break;
+				if ((i = g = skip(sc, buf, i, n)) == n)
+					continue;
 			}
 			st = go(sc, st, buf[i++]);
-			nd = &nodes[st];
-			if (nd->out_len != 0) {
-				s = i - nd->out_len;
-				/* earlier start wins; same start: longer */
-				if (!r->have || s <= r->cstart) {
-					r->have = 1;
-					r->cstart = s;
-					r->clen = nd->out_len;
-					r->cpat = nd->out_pat;
-				}
+			/* every match ending here, longest first */
+			for (x = nodes[st].out; x != 0; x = nodes[x].dict) {
+				d = nodes[x].depth;
+				if (d > i - g)
+					continue;	/* starts in the past */
+				slot = &ring[(base + i - d) & mask];
+				if (*slot == 0) {
+					*slot = x;
+					r->nmatch++;
+				} else if (nodes[*slot].depth < d)
+					*slot = x;
 			}
-			if (!r->have || r->cstart >= i - nd->live)
-				continue;
-			/* no live partial starts at or before it: final */
-			sp = &sc->pats[r->cpat];
-			sink_add(sk, buf + e, r->cstart - e);
-			sink_add(sk, sp->repl, sp->rlen);
-			(*nrepl)++;
-			e = i = r->cstart + r->clen;
-			r->have = 0;
-			st = ROOT;
-		}
-		if (!final || !r->have)
+			lim = decided(nodes, st, i, g);
+		} else if (final) {
+			lim = n;
+			done = 1;
+		} else
 			break;
-		/* end of stream: nothing can beat the candidate any more */
-		sp = &sc->pats[r->cpat];
-		sink_add(sk, buf + e, r->cstart - e);
-		sink_add(sk, sp->repl, sp->rlen);
-		(*nrepl)++;
-		e = i = r->cstart + r->clen;
-		r->have = 0;
-		st = ROOT;
+		/* the greedy loop over decided offsets */
+		for (;;) {
+			while (g < lim) {
+				if (r->nmatch == 0) {
+					/* no match noted: all plain bytes */
+					g = lim;
+					break;
+				}
+				slot = &ring[(base + g) & mask];
+				if ((x = *slot) == 0) {
+					g++;
+					continue;
+				}
+				sp = &sc->pats[nodes[x].pat - 1];
+				sink_add(sk, buf + e, g - e);
+				sink_add(sk, sp->repl, sp->rlen);
+				(*nrepl)++;
+				/* matches starting inside it are void */
+				for (end = g + nodes[x].depth; g < end; g++) {
+					slot = &ring[(base + g) & mask];
+					if (*slot != 0) {
+						*slot = 0;
+						r->nmatch--;
+					}
+				}
+				e = g;
+			}
+			/* a replacement past lim may leave partials behind */
+			if (done || g == lim)
+				break;
+			lim = decided(nodes, st, i, g);
+			if (lim <= g)
+				break;
+		}
+		if (done)
+			break;
 	}
-	rel = final ? n : n - nodes[st].live;
-	sink_add(sk, buf + e, rel - e);
+	sink_add(sk, buf + e, g - e);
 	r->state = final ? ROOT : st;
-	if (r->have)
-		r->cstart -= rel;
-	return rel;
+	r->pos += g;
+	return g;
 }
 
+/*
+ * Room for <need> more bytes after the held ones. Released bytes are only
+ * skipped (woff) and the rest moved down when the end is reached, so slow
+ * feeds behind a long held tail do not move it for every byte.
+ */
 static void
 run_reserve(struct scan_run *r, size_t need)
 {
 	unsigned char	*nw;
 	size_t		 ncap;
 
-	if (r->wlen + need <= r->wcap)
+	if (r->woff + r->wlen + need <= r->wcap)
 		return;
+	if (r->wlen + need <= r->wcap / 2) {
+		memmove(r->w, r->w + r->woff, r->wlen);
+		OPENSSL_cleanse(r->w + r->wlen, r->woff);
+		r->woff = 0;
+		return;
+	}
 	ncap = r->wcap ? r->wcap : 256;
-	while (ncap < r->wlen + need)
+	while (ncap < 2 * (r->wlen + need))
 		ncap *= 2;
 	nw = xmalloc(ncap);
 	if (r->w != NULL) {
-		memcpy(nw, r->w, r->wlen);
+		memcpy(nw, r->w + r->woff, r->wlen);
 		wipe_free(r->w, r->wcap);
 	}
 	r->w = nw;
 	r->wcap = ncap;
+	r->woff = 0;
 }
 
-/* Drop the first <rel> held bytes, wiping what is no longer held. */
+/* Drop the first <rel> held bytes, wiping them. */
 static void
 run_release(struct scan_run *r, size_t rel)
 {
-	size_t	keep = r->wlen - rel;
-
-	if (rel == 0)
-		return;
-	memmove(r->w, r->w + rel, keep);
-	OPENSSL_cleanse(r->w + keep, r->wlen - keep);
-	r->wlen = keep;
+	OPENSSL_cleanse(r->w + r->woff, rel);
+	r->woff += rel;
+	r->wlen -= rel;
+	if (r->wlen == 0)
+		r->woff = 0;
 }
 
 static void
@@ -367,10 +424,25 @@ run_reset(struct scan_run *r)
 {
 	if (r->w != NULL)
 		OPENSSL_cleanse(r->w, r->wcap);
+	r->woff = 0;
 	r->wlen = 0;
 	r->scanned = 0;
 	r->state = ROOT;
-	r->have = 0;
+	r->pos = 0;
+}
+
+/* A ring covering the longest pattern (a power of two, for masking). */
+static void
+run_ring(const struct sec_scan *sc, struct scan_run *r)
+{
+	size_t	sz = 16;
+
+	while (sz < sc->maxlen)
+		sz *= 2;
+	free(r->ring);
+	r->ring = xcalloc(sz, sizeof(*r->ring));
+	r->rmask = sz - 1;
+	r->nmatch = 0;
 }
 
 static void
@@ -379,9 +451,9 @@ ensure_built(struct sec_scan *sc)
 	if (sc->nodes != NULL)
 		return;
 	build(sc);
+	run_ring(sc, &sc->run);
 	/* held bytes are rescanned under the new automaton */
 	sc->run.state = ROOT;
-	sc->run.have = 0;
 	sc->run.scanned = 0;
 }
 
@@ -447,7 +519,7 @@ sec_scan_feed(struct sec_scan *sc, const char *data, size_t len,
 			rel = scan_buf(sc, r, p, len, 0, 0, &sk, &nrepl);
 			if (rel < len) {
 				run_reserve(r, len - rel);
-				memcpy(r->w, p + rel, len - rel);
+				memcpy(r->w + r->woff, p + rel, len - rel);
 			}
 			r->wlen = r->scanned = len - rel;
 			break;
@@ -457,12 +529,12 @@ sec_scan_feed(struct sec_scan *sc, const char *data, size_t len,
 		if (piece > len)
 			piece = len;
 		run_reserve(r, piece);
-		memcpy(r->w + r->wlen, p, piece);
+		memcpy(r->w + r->woff + r->wlen, p, piece);
 		r->wlen += piece;
 		p += piece;
 		len -= piece;
-		rel = scan_buf(sc, r, r->w, r->wlen, r->scanned, 0, &sk,
-		    &nrepl);
+		rel = scan_buf(sc, r, r->w + r->woff, r->wlen, r->scanned, 0,
+		    &sk, &nrepl);
 		run_release(r, rel);
 		r->scanned = r->wlen;
 	}
@@ -478,8 +550,8 @@ sec_scan_finish(struct sec_scan *sc, struct evbuffer *out)
 
 	if (sc->npats > 0 && r->wlen > 0) {
 		ensure_built(sc);
-		(void)scan_buf(sc, r, r->w, r->wlen, r->scanned, 1, &sk,
-		    &nrepl);
+		(void)scan_buf(sc, r, r->w + r->woff, r->wlen, r->scanned, 1,
+		    &sk, &nrepl);
 	}
 	run_reset(r);
 }
@@ -496,8 +568,10 @@ sec_scan_string(struct sec_scan *sc, const char *s, size_t len,
 	memset(&r, 0, sizeof(r));
 	if (sc->npats > 0) {
 		ensure_built(sc);
+		run_ring(sc, &r);
 		(void)scan_buf(sc, &r, (const unsigned char *)s, len, 0, 1,
 		    &sk, &n);
+		free(r.ring);
 	} else
 		sink_add(&sk, s, len);
 	if (sk.b == NULL) {
@@ -525,6 +599,7 @@ sec_scan_free(struct sec_scan *sc)
 	}
 	free(sc->pats);
 	nodes_wipe(sc);
+	free(sc->run.ring);
 	wipe_free(sc->run.w, sc->run.wcap);
 	OPENSSL_cleanse(sc, sizeof(*sc));
 	free(sc);

@@ -201,7 +201,7 @@ uri_reencode(struct sbuf *sb, const char *s, size_t n)
  * !normalize (S3): segments kept as they are, each decoded and re-encoded
  * once, so the canonical form is the single encoding of the object key.
  */
-static int
+static void
 canon_path(struct sbuf *sb, const char *path, int normalize)
 {
 	const char	**seg = NULL;
@@ -211,7 +211,7 @@ canon_path(struct sbuf *sb, const char *path, int normalize)
 
 	if (path == NULL || *path == '\0') {
 		sb_addc(sb, '/');
-		return 0;
+		return;
 	}
 	len = strlen(path);
 	end = path + len;
@@ -223,7 +223,7 @@ canon_path(struct sbuf *sb, const char *path, int normalize)
 			if (slash < end)
 				sb_addc(sb, '/');
 		}
-		return 0;
+		return;
 	}
 	/* a segment per byte at most: sized once */
 	seg = xcalloc(len + 1, sizeof(*seg));
@@ -255,7 +255,6 @@ canon_path(struct sbuf *sb, const char *path, int normalize)
 	}
 	free(seg);
 	free(seglen);
-	return 0;
 }
 
 static int
@@ -498,9 +497,13 @@ sigv4_sign(const struct sigv4_req *r, struct sigv4_out *o)
 	for (i = 0; i < r->nheaders; i++) {
 		name = r->headers[i].name;
 		nlen = r->headers[i].name_len;
+		/* a NUL would cut the value short in the canonical form */
 		if (name == NULL || !valid_name(name, nlen) ||
 		    (r->headers[i].value == NULL &&
-		    r->headers[i].value_len > 0))
+		    r->headers[i].value_len > 0) ||
+		    (r->headers[i].value_len > 0 &&
+		    memchr(r->headers[i].value, '\0',
+		    r->headers[i].value_len) != NULL))
 			goto out;
 		if (util_strncaseeq(name, nlen, "authorization") ||
 		    util_strncaseeq(name, nlen, "x-amz-date") ||
@@ -525,8 +528,7 @@ sigv4_sign(const struct sigv4_req *r, struct sigv4_out *o)
 	/* canonical request */
 	sb_adds(&creq, r->method);
 	sb_addc(&creq, '\n');
-	if (canon_path(&creq, r->path, r->normalize_path) == -1)
-		goto out;
+	canon_path(&creq, r->path, r->normalize_path);
 	sb_addc(&creq, '\n');
 	canon_query(&creq, r->query);
 	sb_addc(&creq, '\n');

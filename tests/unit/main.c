@@ -20,6 +20,8 @@ main(void)
 	srunner_add_suite(sr, suite_sec_store());
 	srunner_add_suite(sr, suite_sec_sigv4());
 	srunner_add_suite(sr, suite_sec_scan());
+	srunner_add_suite(sr, suite_meter());
+	srunner_add_suite(sr, suite_bud());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

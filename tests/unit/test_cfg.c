@@ -17,6 +17,7 @@
 #include <openssl/ssl.h>
 
 #include "cfg/cfg.h"
+#include "cfg/cfg_internal.h"
 #include "dns/net_guard.h"
 #include "unit.h"
 
@@ -75,6 +76,11 @@ has_error(const char *out, const char *where, const char *msg)
 /* A policy whose only rule (at the line after) has host <h>. */
 #define RULE(h)	"policies:\n  - name: p\n    rules:\n" \
 		"      - host: " h "\n"
+/* A pricing entry: input on line 3 (value at column 12), output on 4. */
+#define PRICE(in, out) "pricing:\n  - model: m\n    input: " in "\n" \
+		"    output: " out "\n"
+/* A policy whose caps keys start on line 4, indented by 6. */
+#define CAPS	"policies:\n  - name: p\n    caps:\n"
 
 struct err_case {
 	const char	*ec_yaml;
@@ -94,10 +100,8 @@ static const struct err_case err_cases[] = {
 	/* SPEC keys of later features */
 	{ "listen:\n  transparent: \"10.0.0.1:3129\"\n", "t.yaml:2:3: ",
 	    "key \"transparent\" is not supported yet" },
-	{ POL "        meter: openai\n", "t.yaml:5:9: ",
-	    "key \"meter\" is not supported yet" },
-	{ "policies:\n  - name: p\n    caps: {usd: 5}\n", "t.yaml:3:5: ",
-	    "key \"caps\" is not supported yet" },
+	{ "policies:\n  - name: p\n    geo: {deny_countries: [KP]}\n",
+	    "t.yaml:3:5: ", "key \"geo\" is not supported yet" },
 	/* wrong types */
 	{ "state_dir: {a: b}\n", "t.yaml:1:12: ",
 	    "\"state_dir\" must be a path, not a mapping" },
@@ -449,6 +453,137 @@ static const struct err_case err_cases[] = {
 	    "secrets cannot be attached on a spliced (intercept: false) rule; "
 	    "remove \"secrets\" or intercept the rule" },
 	/* audit */
+	/* pricing */
+	{ PRICE("abc", "1"), "t.yaml:3:12: ",
+	    "bad amount \"abc\" for \"input\": not a decimal number of USD "
+	    "(e.g. 5, 0.15, 2.50)" },
+	{ PRICE("0.0000015", "1"), "t.yaml:3:12: ",
+	    "bad amount \"0.0000015\" for \"input\": more than 6 decimal "
+	    "places" },
+	{ PRICE("1", "-0.60"), "t.yaml:4:13: ",
+	    "bad amount \"-0.60\" for \"output\": amounts cannot be negative" },
+	{ PRICE("1e-6", "1"), "t.yaml:3:12: ",
+	    "bad amount \"1e-6\" for \"input\": not a decimal number" },
+	{ PRICE("\"1.\"", "1"), "t.yaml:3:12: ",
+	    "bad amount \"1.\" for \"input\": not a decimal number" },
+	{ PRICE(".5", "1"), "t.yaml:3:12: ",
+	    "bad amount \".5\" for \"input\": not a decimal number" },
+	{ PRICE("\"$3\"", "1"), "t.yaml:3:12: ",
+	    "bad amount \"$3\" for \"input\": not a decimal number" },
+	{ PRICE("\"1,50\"", "1"), "t.yaml:3:12: ",
+	    "bad amount \"1,50\" for \"input\": not a decimal number" },
+	{ PRICE("\" 1\"", "1"), "t.yaml:3:12: ",
+	    "bad amount \" 1\" for \"input\": not a decimal number" },
+	{ PRICE("18446744073710", "1"), "t.yaml:3:12: ",
+	    "bad amount \"18446744073710\" for \"input\": too large" },
+	{ PRICE("99999999999999999999.5", "1"), "t.yaml:3:12: ",
+	    "for \"input\": too large" },
+	{ PRICE("[1]", "1"), "t.yaml:3:12: ",
+	    "\"input\" must be an amount of USD, not a list" },
+	{ PRICE("1", "1") "    cached_input: 0.1234567\n", "t.yaml:5:19: ",
+	    "bad amount \"0.1234567\" for \"cached_input\": more than 6" },
+	{ PRICE("1", "1") "    cache_write: x\n", "t.yaml:5:18: ",
+	    "bad amount \"x\" for \"cache_write\"" },
+	{ PRICE("1", "1") "    inptu: 2\n", "t.yaml:5:5: ",
+	    "unknown key \"inptu\" in pricing entry (did you mean "
+	    "\"input\"?)" },
+	{ "pricing:\n  - {input: 1, output: 2}\n", "t.yaml:2:5: ",
+	    "missing required key \"model\" in pricing entry" },
+	{ "pricing:\n  - {model: m, input: 1}\n", "t.yaml:2:5: ",
+	    "missing required key \"output\" in pricing entry" },
+	{ "pricing:\n  - {model: ~, input: 1, output: 1}\n", "t.yaml:2:13: ",
+	    "\"model\" needs a value" },
+	{ "pricing:\n  - {model: \"\", input: 1, output: 1}\n",
+	    "t.yaml:2:13: ", "bad model \"\": empty" },
+	{ "pricing:\n  - {model: \"gpt 4\", input: 1, output: 1}\n",
+	    "t.yaml:2:13: ", "bad model \"gpt 4\": contains a space" },
+	{ "pricing:\n  - {model: \"a*\", input: 1, output: 1}\n"
+	    "  - {model: \"a*\", input: 2, output: 2}\n", "t.yaml:3:13: ",
+	    "duplicate pricing model \"a*\" (first at 2:13)" },
+	{ "pricing: {model: m}\n", "t.yaml:1:10: ",
+	    "\"pricing\" must be a list, not a mapping" },
+	{ "pricing: [m]\n", "t.yaml:1:11: ",
+	    "a pricing entry must be a mapping, not a single value" },
+	/* caps */
+	{ CAPS "      usd: 5$\n", "t.yaml:4:12: ",
+	    "bad amount \"5$\" for \"usd\": not a decimal number" },
+	{ CAPS "      usd: 0.0000001\n", "t.yaml:4:12: ",
+	    "bad amount \"0.0000001\" for \"usd\": more than 6 decimal places "
+	    "(amounts are whole micro-dollars)" },
+	{ CAPS "      usd: -5\n", "t.yaml:4:12: ",
+	    "bad amount \"-5\" for \"usd\": amounts cannot be negative" },
+	{ CAPS "      requests: -1\n", "t.yaml:4:17: ",
+	    "\"requests\" must be a whole number of at least 0, not \"-1\"" },
+	{ CAPS "      requests: 1.5\n", "t.yaml:4:17: ",
+	    "\"requests\" must be a whole number" },
+	{ CAPS "      bytes_in: 10 gigs\n", "t.yaml:4:17: ",
+	    "bad size \"10 gigs\" for \"bytes_in\"" },
+	{ CAPS "      bytes_out: 1.5GiB\n", "t.yaml:4:18: ",
+	    "bad size \"1.5GiB\" for \"bytes_out\"" },
+	{ CAPS "      rate: 50/x\n", "t.yaml:4:13: ",
+	    "bad rate \"50/x\": the unit must be s, m or h (use e.g. 50/s, "
+	    "600/m, 10/h)" },
+	{ CAPS "      rate: 0/s\n", "t.yaml:4:13: ",
+	    "bad rate \"0/s\": N must be at least 1" },
+	{ CAPS "      rate: 50\n", "t.yaml:4:13: ",
+	    "bad rate \"50\": expected N/s, N/m or N/h" },
+	{ CAPS "      rate: 50/sec\n", "t.yaml:4:13: ",
+	    "bad rate \"50/sec\": the unit must be s, m or h" },
+	{ CAPS "      rate: \"50 / s\"\n", "t.yaml:4:13: ",
+	    "bad rate \"50 / s\": expected N/s, N/m or N/h" },
+	{ CAPS "      rate: 4294967296/s\n", "t.yaml:4:13: ",
+	    "bad rate \"4294967296/s\": N is too large" },
+	{ CAPS "      rate: {n: 5}\n", "t.yaml:4:13: ",
+	    "\"rate\" must be a rate such as 50/s, not a mapping" },
+	{ CAPS "      window: 500ms\n", "t.yaml:4:15: ",
+	    "\"window\" must be a whole number of seconds, at least 1s, not "
+	    "\"500ms\"" },
+	{ CAPS "      window: 1500ms\n", "t.yaml:4:15: ",
+	    "\"window\" must be a whole number of seconds" },
+	{ CAPS "      window: 0s\n", "t.yaml:4:15: ",
+	    "\"window\" must be a whole number of seconds, at least 1s" },
+	{ CAPS "      window: 1 day\n", "t.yaml:4:15: ",
+	    "bad duration \"1 day\" for \"window\"" },
+	{ CAPS "      dollars: 5\n", "t.yaml:4:7: ",
+	    "unknown key \"dollars\" in caps" },
+	{ CAPS "      reqeusts: 5\n", "t.yaml:4:7: ",
+	    "unknown key \"reqeusts\" in caps (did you mean \"requests\"?)" },
+	{ CAPS "      usd: 1\n      usd: 2\n", "t.yaml:5:7: ",
+	    "duplicate key \"usd\" (first at 4:7)" },
+	{ "policies:\n  - name: p\n    caps: [usd]\n", "t.yaml:3:11: ",
+	    "\"caps\" must be a mapping, not a list" },
+	/* meter */
+	{ POL "        intercept: false\n        meter: openai\n",
+	    "t.yaml:6:9: ", "usage cannot be metered on a spliced (intercept: "
+	    "false) rule, its responses are not decrypted; remove \"meter\" "
+	    "or intercept the rule" },
+	{ POL "        meter: anthropic\n        intercept: no\n",
+	    "t.yaml:5:9: ", "usage cannot be metered on a spliced" },
+	{ POL "        meter: gpt\n", "t.yaml:5:16: ",
+	    "\"meter\" must be openai, anthropic or none, not \"gpt\"" },
+	{ POL "        meter: OpenAI\n", "t.yaml:5:16: ",
+	    "\"meter\" must be openai, anthropic or none, not \"OpenAI\"" },
+	{ POL "        meter: [openai]\n", "t.yaml:5:16: ",
+	    "\"meter\" must be openai, anthropic or none, not a list" },
+	/* budget_store */
+	{ "budget_store: \"redis://127.0.0.1:6379/0\"\n", "t.yaml:1:15: ",
+	    "budget_store \"redis://127.0.0.1:6379/0\" is not supported yet "
+	    "(only \"file\")" },
+	{ "budget_store: \"rediss://u:hunter2@cache.test/1\"\n",
+	    "t.yaml:1:15: ", "budget_store \"rediss://***@cache.test/1\" is "
+	    "not supported yet (only \"file\")" },
+	{ "budget_store: sqlite\n", "t.yaml:1:15: ",
+	    "\"budget_store\" must be \"file\", not \"sqlite\"" },
+	{ "budget_store: File\n", "t.yaml:1:15: ",
+	    "\"budget_store\" must be \"file\", not \"File\"" },
+	{ "budget_store: [file]\n", "t.yaml:1:15: ",
+	    "\"budget_store\" must be \"file\", not a list" },
+	/* limits.default_max_tokens */
+	{ "limits:\n  default_max_tokens: 0\n", "t.yaml:2:23: ",
+	    "\"default_max_tokens\" must be at least 1, not \"0\"" },
+	{ "limits:\n  default_max_tokens: 4k\n", "t.yaml:2:23: ",
+	    "\"default_max_tokens\" must be a whole number of at least 1, "
+	    "not \"4k\"" },
 	{ "audit:\n  hash_chain: maybe\n", "t.yaml:2:15: ",
 	    "\"hash_chain\" must be true or false, not \"maybe\"" },
 	/* YAML itself */
@@ -765,6 +900,19 @@ START_TEST(test_cfg_defaults)
 	ck_assert_ptr_nonnull(c->c_sandboxes[0].s_policy);
 	ck_assert_ptr_null(c->c_sandboxes[0].s_token);
 	ck_assert_int_eq(c->c_sandboxes[0].s_token_generated, 1);
+	/* no pricing, no caps, no metering, the file ledger */
+	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 4096);
+	ck_assert_ptr_null(c->c_pricing);
+	ck_assert_uint_eq(c->c_npricing, 0);
+	ck_assert_str_eq(c->c_budget_store, "file");
+	ck_assert_int_eq(c->c_policies[0].p_caps.cp_has_usd, 0);
+	ck_assert_int_eq(c->c_policies[0].p_caps.cp_has_requests, 0);
+	ck_assert_int_eq(c->c_policies[0].p_caps.cp_has_bytes_in, 0);
+	ck_assert_int_eq(c->c_policies[0].p_caps.cp_has_bytes_out, 0);
+	ck_assert_int_eq(c->c_policies[0].p_caps.cp_has_rate, 0);
+	ck_assert_uint_eq(c->c_policies[0].p_caps.cp_window_ms, 0);
+	ck_assert_int_eq(c->c_policies[0].p_rules[0].r_meter,
+	    CFG_METER_NONE);
 	free(cwd);
 	cfg_unref(c);
 }
@@ -1104,6 +1252,464 @@ START_TEST(test_cfg_size)
 		ck_assert_uint_eq(b, sc->sc_bytes);
 	else
 		ck_assert_uint_eq(b, 12345);
+}
+END_TEST
+
+/* Money: exact decimal USD to whole micro-dollars, no floating point. */
+struct money_case {
+	const char	*mc_in;
+	int		 mc_ok;
+	uint64_t	 mc_micro;
+};
+
+static const struct money_case money_cases[] = {
+	{ "0.15", 1, 150000 },
+	{ "0.60", 1, 600000 },
+	{ "3", 1, 3000000 },
+	{ "3.00", 1, 3000000 },
+	{ "15.000000", 1, 15000000 },
+	{ "0", 1, 0 },
+	{ "0.0", 1, 0 },
+	{ "0.000001", 1, 1 },
+	{ "0.1", 1, 100000 },
+	{ "1.1", 1, 1100000 },		/* not 1.1000000000000000888 */
+	{ "2.675", 1, 2675000 },
+	{ "007.5", 1, 7500000 },
+	{ "1000000", 1, 1000000000000ULL },
+	{ "18446744073709.551615", 1, UINT64_MAX },
+	{ "18446744073709.551616", 0, 0 },
+	{ "18446744073710", 0, 0 },
+	{ "99999999999999999999", 0, 0 },
+	{ "0.0000015", 0, 0 },
+	{ "0.1234567", 0, 0 },
+	{ "0.1500000", 0, 0 },
+	{ "-1", 0, 0 },
+	{ "-0.15", 0, 0 },
+	{ "+1", 0, 0 },
+	{ "1e3", 0, 0 },
+	{ "1E-6", 0, 0 },
+	{ "", 0, 0 },
+	{ ".", 0, 0 },
+	{ "1.", 0, 0 },
+	{ ".5", 0, 0 },
+	{ "1.2.3", 0, 0 },
+	{ "1 ", 0, 0 },
+	{ " 1", 0, 0 },
+	{ "0x10", 0, 0 },
+	{ "1_000", 0, 0 },
+	{ "1,5", 0, 0 },
+	{ "$1", 0, 0 },
+	{ "1USD", 0, 0 },
+	{ ".inf", 0, 0 },
+	{ "NaN", 0, 0 },
+};
+
+START_TEST(test_cfg_money)
+{
+	const struct money_case	*mc = &money_cases[_i];
+	const char		*why;
+	uint64_t		 micro = 12345;
+
+	why = cfg_parse_money(mc->mc_in, &micro);
+	ck_assert_msg((why == NULL) == mc->mc_ok, "\"%s\": %s", mc->mc_in,
+	    why != NULL ? why : "accepted");
+	if (mc->mc_ok)
+		ck_assert_uint_eq(micro, mc->mc_micro);
+	else
+		ck_assert_uint_eq(micro, 12345);
+}
+END_TEST
+
+struct rate_case {
+	const char	*rc_in;
+	int		 rc_ok;
+	uint32_t	 rc_n;
+	uint64_t	 rc_ms;
+};
+
+static const struct rate_case rate_cases[] = {
+	{ "50/s", 1, 50, 1000 },
+	{ "600/m", 1, 600, 60000 },
+	{ "10/h", 1, 10, 3600000 },
+	{ "1/s", 1, 1, 1000 },
+	{ "4294967295/h", 1, 4294967295U, 3600000 },
+	{ "4294967296/s", 0, 0, 0 },
+	{ "99999999999999999999/s", 0, 0, 0 },
+	{ "0/s", 0, 0, 0 },
+	{ "-1/s", 0, 0, 0 },
+	{ "50/d", 0, 0, 0 },
+	{ "50/S", 0, 0, 0 },
+	{ "50/ms", 0, 0, 0 },
+	{ "50/1s", 0, 0, 0 },
+	{ "50/", 0, 0, 0 },
+	{ "/s", 0, 0, 0 },
+	{ "50", 0, 0, 0 },
+	{ "50s", 0, 0, 0 },
+	{ "1.5/s", 0, 0, 0 },
+	{ "50 /s", 0, 0, 0 },
+	{ "", 0, 0, 0 },
+};
+
+START_TEST(test_cfg_rate)
+{
+	const struct rate_case	*rc = &rate_cases[_i];
+	const char		*why;
+	uint64_t		 ms = 12345;
+	uint32_t		 n = 678;
+
+	why = cfg_parse_rate(rc->rc_in, &n, &ms);
+	ck_assert_msg((why == NULL) == rc->rc_ok, "\"%s\": %s", rc->rc_in,
+	    why != NULL ? why : "accepted");
+	if (rc->rc_ok) {
+		ck_assert_uint_eq(n, rc->rc_n);
+		ck_assert_uint_eq(ms, rc->rc_ms);
+	} else {
+		ck_assert_uint_eq(n, 678);
+		ck_assert_uint_eq(ms, 12345);
+	}
+}
+END_TEST
+
+/* A pricing table: order kept, USD/M as µUSD/M, cache prices default. */
+START_TEST(test_cfg_pricing)
+{
+	static const char	*yaml =
+	    "pricing:\n"
+	    "  - {model: \"gpt-4o-mini*\", input: 0.15, output: 0.60}\n"
+	    "  - {model: \"claude-sonnet-4*\", input: 3.00, output: 15.00}\n"
+	    "  - model: \"claude-haiku-*\"\n"
+	    "    input: 1\n"
+	    "    output: \"5\"\n"
+	    "    cached_input: 0.1\n"
+	    "    cache_write: 1.25\n"
+	    "  - model: \"o3*\"\n"
+	    "    input: 2\n"
+	    "    output: 8\n"
+	    "    cached_input: 0.5\n"
+	    "    cache_write: ~\n"
+	    "  - {model: \"text-embedding-3-small\", input: 0.02, output: 0}\n"
+	    "  - {model: \"*\", input: 0.000001, output: 1000000}\n";
+	static const struct {
+		const char	*model;
+		uint64_t	 in, out, cached, write;
+	} want[] = {
+		{ "gpt-4o-mini*", 150000, 600000, 150000, 150000 },
+		{ "claude-sonnet-4*", 3000000, 15000000, 3000000, 3000000 },
+		{ "claude-haiku-*", 1000000, 5000000, 100000, 1250000 },
+		{ "o3*", 2000000, 8000000, 500000, 2000000 },
+		{ "text-embedding-3-small", 20000, 0, 20000, 20000 },
+		{ "*", 1, 1000000000000ULL, 1, 1 },
+	};
+	const struct cfg_price	*pr;
+	struct cfg		*c;
+	char			*out;
+	size_t			 i;
+	int			 nerr = -1;
+
+	c = load(yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "errors:\n%s", out);
+	ck_assert_int_eq(nerr, 0);
+	free(out);
+	ck_assert_uint_eq(c->c_npricing, sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < c->c_npricing; i++) {
+		pr = &c->c_pricing[i];
+		ck_assert_str_eq(pr->pr_model, want[i].model);
+		ck_assert_uint_eq(pr->pr_input, want[i].in);
+		ck_assert_uint_eq(pr->pr_output, want[i].out);
+		ck_assert_uint_eq(pr->pr_cached_input, want[i].cached);
+		ck_assert_uint_eq(pr->pr_cache_write, want[i].write);
+	}
+	cfg_unref(c);
+
+	/* an empty table, or none at all */
+	c = load("pricing: []\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_uint_eq(c->c_npricing, 0);
+	free(out);
+	cfg_unref(c);
+	c = load("pricing:\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_uint_eq(c->c_npricing, 0);
+	free(out);
+	cfg_unref(c);
+
+	/* every bad entry is reported, each at its value */
+	c = load("pricing:\n"
+	    "  - {model: a, input: 0.15, output: 0.0000001}\n"
+	    "  - {model: b, input: -1, output: 1, cache_write: x}\n"
+	    "  - {input: 1, output: 1}\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 4);
+	ck_assert_int_eq(count_lines(out), 4);
+	ck_assert_msg(has_error(out, "t.yaml:2:37: ", "\"0.0000001\" for "
+	    "\"output\": more than 6 decimal places"), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:3:23: ", "\"-1\" for \"input\": "
+	    "amounts cannot be negative"), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:3:51: ", "\"x\" for "
+	    "\"cache_write\""), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:4:5: ", "missing required key "
+	    "\"model\" in pricing entry"), "%s", out);
+	free(out);
+}
+END_TEST
+
+/* Caps: each key, its flag, and the forms a value may take. */
+START_TEST(test_cfg_caps)
+{
+	static const char	*yaml =
+	    "policies:\n"
+	    "  - name: full\n"
+	    "    caps:\n"
+	    "      usd: 5.00\n"
+	    "      requests: 10000\n"
+	    "      bytes_in: 10GiB\n"
+	    "      bytes_out: 1GB\n"
+	    "      rate: 50/s\n"
+	    "      window: 24h\n"
+	    "  - name: money\n"
+	    "    caps: {usd: \"0.000001\", window: 1h}\n"
+	    "  - name: zero\n"
+	    "    caps: {usd: 0, requests: 0, bytes_in: 0, bytes_out: 0}\n"
+	    "  - name: rate\n"
+	    "    caps: {rate: 600/m}\n"
+	    "  - name: hourly\n"
+	    "    caps: {rate: 10/h, requests: 18446744073709551615}\n"
+	    "  - name: nulls\n"
+	    "    caps: {usd: ~, rate: null, window: }\n"
+	    "  - name: empty\n"
+	    "    caps: {}\n"
+	    "  - name: nocaps\n"
+	    "    caps:\n";
+	const struct cfg_caps	*cc;
+	struct cfg		*c;
+	char			*out;
+	int			 nerr = -1;
+
+	c = load(yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "errors:\n%s", out);
+	ck_assert_int_eq(nerr, 0);
+	free(out);
+
+	cc = &cfg_policy_find(c, "full")->p_caps;
+	ck_assert_int_eq(cc->cp_has_usd, 1);
+	ck_assert_uint_eq(cc->cp_usd, 5000000);
+	ck_assert_int_eq(cc->cp_has_requests, 1);
+	ck_assert_uint_eq(cc->cp_requests, 10000);
+	ck_assert_int_eq(cc->cp_has_bytes_in, 1);
+	ck_assert_uint_eq(cc->cp_bytes_in, 10ULL << 30);
+	ck_assert_int_eq(cc->cp_has_bytes_out, 1);
+	ck_assert_uint_eq(cc->cp_bytes_out, 1000000000);
+	ck_assert_int_eq(cc->cp_has_rate, 1);
+	ck_assert_uint_eq(cc->cp_rate_n, 50);
+	ck_assert_uint_eq(cc->cp_rate_ms, 1000);
+	ck_assert_uint_eq(cc->cp_window_ms, 86400000);
+
+	cc = &cfg_policy_find(c, "money")->p_caps;
+	ck_assert_int_eq(cc->cp_has_usd, 1);
+	ck_assert_uint_eq(cc->cp_usd, 1);
+	ck_assert_int_eq(cc->cp_has_requests, 0);
+	ck_assert_int_eq(cc->cp_has_bytes_in, 0);
+	ck_assert_int_eq(cc->cp_has_bytes_out, 0);
+	ck_assert_int_eq(cc->cp_has_rate, 0);
+	ck_assert_uint_eq(cc->cp_window_ms, 3600000);
+
+	/* a cap of 0 is a cap: nothing may be spent */
+	cc = &cfg_policy_find(c, "zero")->p_caps;
+	ck_assert_int_eq(cc->cp_has_usd, 1);
+	ck_assert_uint_eq(cc->cp_usd, 0);
+	ck_assert_int_eq(cc->cp_has_requests, 1);
+	ck_assert_uint_eq(cc->cp_requests, 0);
+	ck_assert_int_eq(cc->cp_has_bytes_in, 1);
+	ck_assert_int_eq(cc->cp_has_bytes_out, 1);
+	ck_assert_int_eq(cc->cp_has_rate, 0);
+	ck_assert_uint_eq(cc->cp_window_ms, 0);
+
+	cc = &cfg_policy_find(c, "rate")->p_caps;
+	ck_assert_int_eq(cc->cp_has_usd, 0);
+	ck_assert_int_eq(cc->cp_has_rate, 1);
+	ck_assert_uint_eq(cc->cp_rate_n, 600);
+	ck_assert_uint_eq(cc->cp_rate_ms, 60000);
+
+	cc = &cfg_policy_find(c, "hourly")->p_caps;
+	ck_assert_uint_eq(cc->cp_rate_n, 10);
+	ck_assert_uint_eq(cc->cp_rate_ms, 3600000);
+	ck_assert_int_eq(cc->cp_has_requests, 1);
+	ck_assert_uint_eq(cc->cp_requests, UINT64_MAX);
+
+	/* null values, {} and an empty caps: no caps at all */
+	cc = &cfg_policy_find(c, "nulls")->p_caps;
+	ck_assert_int_eq(cc->cp_has_usd + cc->cp_has_requests +
+	    cc->cp_has_bytes_in + cc->cp_has_bytes_out + cc->cp_has_rate, 0);
+	ck_assert_uint_eq(cc->cp_window_ms, 0);
+	cc = &cfg_policy_find(c, "empty")->p_caps;
+	ck_assert_int_eq(cc->cp_has_usd + cc->cp_has_requests +
+	    cc->cp_has_bytes_in + cc->cp_has_bytes_out + cc->cp_has_rate, 0);
+	cc = &cfg_policy_find(c, "nocaps")->p_caps;
+	ck_assert_int_eq(cc->cp_has_usd + cc->cp_has_requests +
+	    cc->cp_has_bytes_in + cc->cp_has_bytes_out + cc->cp_has_rate, 0);
+	cfg_unref(c);
+
+	/* one pass reports every bad cap */
+	c = load("policies:\n  - name: p\n    caps:\n"
+	    "      usd: 1.0000001\n      rate: 5/d\n      window: 10ms\n"
+	    "      bytes: 1GiB\n      requests: many\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 5);
+	ck_assert_int_eq(count_lines(out), 5);
+	ck_assert_msg(has_error(out, "t.yaml:4:12: ", "more than 6 decimal "
+	    "places"), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:5:13: ", "bad rate \"5/d\""),
+	    "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:6:15: ", "\"window\" must be a "
+	    "whole number of seconds"), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:7:7: ", "unknown key \"bytes\" "
+	    "in caps"), "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:8:17: ", "\"requests\" must be "
+	    "a whole number"), "%s", out);
+	free(out);
+}
+END_TEST
+
+/* Window values: whole seconds, from 1s; any length above. */
+START_TEST(test_cfg_caps_window)
+{
+	static const struct {
+		const char	*in;
+		uint64_t	 ms;
+	} ok[] = {
+		{ "1s", 1000 }, { "1000ms", 1000 }, { "60s", 60000 },
+		{ "15m", 900000 }, { "1h", 3600000 }, { "6h", 21600000 },
+		{ "24h", 86400000 }, { "1d", 86400000 }, { "7d", 604800000 },
+		{ "30d", 2592000000ULL },
+	};
+	struct cfg	*c;
+	char		 yaml[256], *out;
+	size_t		 i;
+	int		 nerr;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(yaml, sizeof(yaml), CAPS "      window: %s\n",
+		    ok[i].in);
+		c = load(yaml, &out, &nerr);
+		ck_assert_msg(c != NULL, "%s: %s", ok[i].in, out);
+		ck_assert_uint_eq(c->c_policies[0].p_caps.cp_window_ms,
+		    ok[i].ms);
+		free(out);
+		cfg_unref(c);
+	}
+}
+END_TEST
+
+/* meter: the three dialects; none (or absent) on any rule. */
+START_TEST(test_cfg_meter)
+{
+	static const char	*yaml =
+	    "policies:\n"
+	    "  - name: p\n"
+	    "    rules:\n"
+	    "      - host: api.openai.com\n"
+	    "        meter: openai\n"
+	    "      - host: api.anthropic.com\n"
+	    "        meter: anthropic\n"
+	    "      - host: example.com\n"
+	    "        meter: none\n"
+	    "      - host: github.com\n"
+	    "        intercept: false\n"
+	    "        meter: none\n"
+	    "      - host: gitlab.com\n"
+	    "        intercept: false\n"
+	    "        meter: ~\n"
+	    "      - host: pypi.org\n";
+	static const enum cfg_meter	 want[] = {
+		CFG_METER_OPENAI, CFG_METER_ANTHROPIC, CFG_METER_NONE,
+		CFG_METER_NONE, CFG_METER_NONE, CFG_METER_NONE,
+	};
+	const struct cfg_policy	*p;
+	struct cfg		*c;
+	char			*out;
+	size_t			 i;
+	int			 nerr = -1;
+
+	c = load(yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "errors:\n%s", out);
+	ck_assert_int_eq(nerr, 0);
+	free(out);
+	p = &c->c_policies[0];
+	ck_assert_uint_eq(p->p_nrules, sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < p->p_nrules; i++)
+		ck_assert_msg(p->p_rules[i].r_meter == want[i], "rule %zu: %d",
+		    i, (int)p->p_rules[i].r_meter);
+	cfg_unref(c);
+
+	/* a spliced rule with methods and a meter: both reported */
+	c = load(POL "        intercept: false\n        methods: [GET]\n"
+	    "        meter: openai\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 2);
+	ck_assert_msg(has_error(out, "t.yaml:6:9: ", "remove \"methods\""),
+	    "%s", out);
+	ck_assert_msg(has_error(out, "t.yaml:7:9: ", "remove \"meter\""),
+	    "%s", out);
+	free(out);
+}
+END_TEST
+
+/* budget_store: "file" only; a redis URL's password is never echoed. */
+START_TEST(test_cfg_budget_store)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	c = load("budget_store: file\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_str_eq(c->c_budget_store, "file");
+	free(out);
+	cfg_unref(c);
+	c = load("budget_store: ~\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_str_eq(c->c_budget_store, "file");
+	free(out);
+	cfg_unref(c);
+
+	ck_assert_ptr_null(load("budget_store: "
+	    "\"redis://default:hunter2@10.0.0.5:6379/0\"\n", &out, &nerr));
+	ck_assert_int_eq(nerr, 1);
+	ck_assert_ptr_null(strstr(out, "hunter2"));
+	ck_assert_msg(has_error(out, "t.yaml:1:15: ", "budget_store "
+	    "\"redis://***@10.0.0.5:6379/0\" is not supported yet (only "
+	    "\"file\")"), "%s", out);
+	free(out);
+	/* an "@" past the authority is not a user part */
+	ck_assert_ptr_null(load("budget_store: \"redis://h/0?x=a@b\"\n", &out,
+	    &nerr));
+	ck_assert_msg(has_error(out, "t.yaml:1:15: ", "budget_store "
+	    "\"redis://h/0?x=a@b\" is not supported yet"), "%s", out);
+	free(out);
+}
+END_TEST
+
+START_TEST(test_cfg_default_max_tokens)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	c = load("limits:\n  default_max_tokens: 1\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 1);
+	free(out);
+	cfg_unref(c);
+	c = load("limits:\n  default_max_tokens: 128000\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 128000);
+	free(out);
+	cfg_unref(c);
+	c = load("limits:\n  default_max_tokens: ~\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 4096);
+	free(out);
+	cfg_unref(c);
 }
 END_TEST
 
@@ -1698,6 +2304,11 @@ START_TEST(test_cfg_example)
 			ck_assert_int_eq(p->p_rules[i].r_intercept, 1);
 	}
 	ck_assert_int_eq(nsplice, 1);
+	/* pricing and caps are shown commented out */
+	ck_assert_uint_eq(c->c_npricing, 0);
+	ck_assert_int_eq(p->p_caps.cp_has_usd, 0);
+	ck_assert_str_eq(c->c_budget_store, "file");
+	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 4096);
 	ck_assert_uint_eq(c->c_tls_cert_cache, 10000);
 	ck_assert_uint_eq(c->c_tls_leaf_validity_ms, 7ULL * 86400 * 1000);
 	ck_assert_int_eq(c->c_tls_min_version, TLS1_2_VERSION);
@@ -1744,6 +2355,19 @@ suite_cfg(void)
 	tcase_add_test(tc, test_cfg_secrets);
 	tcase_add_loop_test(tc, test_cfg_secret_cover, 0,
 	    (int)(sizeof(cover_cases) / sizeof(cover_cases[0])));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("budget");
+	tcase_add_loop_test(tc, test_cfg_money, 0,
+	    (int)(sizeof(money_cases) / sizeof(money_cases[0])));
+	tcase_add_loop_test(tc, test_cfg_rate, 0,
+	    (int)(sizeof(rate_cases) / sizeof(rate_cases[0])));
+	tcase_add_test(tc, test_cfg_pricing);
+	tcase_add_test(tc, test_cfg_caps);
+	tcase_add_test(tc, test_cfg_caps_window);
+	tcase_add_test(tc, test_cfg_meter);
+	tcase_add_test(tc, test_cfg_budget_store);
+	tcase_add_test(tc, test_cfg_default_max_tokens);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("sources");

@@ -263,6 +263,38 @@ START_TEST(test_hold_bound)
 }
 END_TEST
 
+/*
+ * After a replacement, a partial match that began inside it holds
+ * nothing back: "bcde" of "bcdefg" is alive but overlaps "<0>".
+ */
+START_TEST(test_hold_after_replace)
+{
+	static const char *const	pats[] = { "abc", "bcdefg", "dex",
+	    NULL };
+	struct sec_scan			*sc = mk_scan(pats);
+	struct evbuffer			*eb = evbuffer_new();
+	char				*got;
+
+	ck_assert_uint_eq(sec_scan_feed(sc, "xabcde", 6, eb), 1);
+	/* "de" may still be "dex": held */
+	got = take(eb, NULL);
+	ck_assert_str_eq(got, "x<0>");
+	free(got);
+	sec_scan_feed(sc, "fg", 2, eb);
+	got = take(eb, NULL);
+	ck_assert_str_eq(got, "defg");
+	free(got);
+	sec_scan_feed(sc, "abcdefg", 7, eb);
+	got = take(eb, NULL);
+	ck_assert_str_eq(got, "<0>defg");
+	free(got);
+	sec_scan_finish(sc, eb);
+	ck_assert_uint_eq(evbuffer_get_length(eb), 0);
+	sec_scan_free(sc);
+	evbuffer_free(eb);
+}
+END_TEST
+
 /* No patterns: pass-through; binary bytes and NULs are ordinary bytes. */
 START_TEST(test_binary)
 {
@@ -459,6 +491,90 @@ fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 	}
 }
 
+/*
+ * How many bytes of in[0..n) a streaming replacer can release: run the
+ * greedy loop and stop at the first position where the rest could still
+ * grow into a (longer) match.
+ */
+static size_t
+naive_released(const struct pat *p, int np, const char *in, size_t n)
+{
+	size_t	i = 0, best;
+	int	k;
+
+	while (i < n) {
+		for (k = 0; k < np; k++)
+			if (p[k].len > n - i &&
+			    memcmp(in + i, p[k].s, n - i) == 0)
+				return i;
+		best = 0;
+		for (k = 0; k < np; k++)
+			if (p[k].len > best && p[k].len <= n - i &&
+			    memcmp(in + i, p[k].s, p[k].len) == 0)
+				best = p[k].len;
+		i += best ? best : 1;
+	}
+	return n;
+}
+
+/*
+ * Replacements as long as their patterns (upper case) make the output
+ * length count released input: after every feed exactly what can be
+ * decided has been released, not a byte more or less.
+ */
+static void
+fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
+    size_t maxin)
+{
+	struct pat	 p[4];
+	struct sec_scan	*sc;
+	struct evbuffer	*eb;
+	char		 in[512], up[64];
+	size_t		 asz = strlen(alpha), len, off, step, i, want;
+	int		 np, k, j;
+	uint64_t	 st = seed;
+
+	for (k = 0; k < rounds; k++) {
+		np = 1 + (int)(rnd(&st) % 4);
+		sc = sec_scan_new();
+		for (j = 0; j < np; j++) {
+			p[j].len = 1 + rnd(&st) % maxpat;
+			for (i = 0; i < p[j].len; i++) {
+				p[j].s[i] = alpha[rnd(&st) % asz];
+				up[i] = (char)(p[j].s[i] - 'a' + 'A');
+			}
+			sec_scan_add(sc, p[j].s, p[j].len, up, p[j].len);
+		}
+		len = rnd(&st) % maxin;
+		for (i = 0; i < len; i++)
+			in[i] = alpha[rnd(&st) % asz];
+		eb = evbuffer_new();
+		for (off = 0; off < len; off += step) {
+			step = 1 + rnd(&st) % 5;
+			if (step > len - off)
+				step = len - off;
+			sec_scan_feed(sc, in + off, step, eb);
+			want = naive_released(p, np, in, off + step);
+			ck_assert_msg(evbuffer_get_length(eb) == want,
+			    "seed %llu round %d: after %zu of \"%.*s\" "
+			    "released %zu, want %zu", (unsigned long long)seed,
+			    k, off + step, (int)len, in,
+			    evbuffer_get_length(eb), want);
+		}
+		sec_scan_finish(sc, eb);
+		ck_assert_uint_eq(evbuffer_get_length(eb), len);
+		evbuffer_free(eb);
+		sec_scan_free(sc);
+	}
+}
+
+START_TEST(test_fuzz_hold)
+{
+	fuzz_hold(0x0123456789abcdefULL, 20000, "ab", 6, 60);
+	fuzz_hold(0xfedcba9876543210ULL, 20000, "abc", 5, 100);
+}
+END_TEST
+
 START_TEST(test_fuzz_small_alphabet)
 {
 	/* small alphabet: overlaps, shared prefixes, self-similar patterns */
@@ -521,7 +637,8 @@ START_TEST(test_long_patterns)
 	}
 	wl = (size_t)(wp - want);
 	for (off = 0; off < len; off += step) {
-		step = 1 + rnd(&st) % 9000;
+		/* big feeds, and runs of small ones behind a long held tail */
+		step = rnd(&st) % 4 ? 1 + rnd(&st) % 9000 : 1 + rnd(&st) % 16;
 		if (step > len - off)
 			step = len - off;
 		nr += sec_scan_feed(sc, in + off, step, eb);
@@ -557,6 +674,7 @@ suite_sec_scan(void)
 	tcase_add_loop_test(tc, test_table_splits, 0, n);
 	tcase_add_test(tc, test_hold_exact);
 	tcase_add_test(tc, test_hold_bound);
+	tcase_add_test(tc, test_hold_after_replace);
 	tcase_add_test(tc, test_binary);
 	tcase_add_test(tc, test_add_midstream);
 	suite_add_tcase(s, tc);
@@ -564,6 +682,7 @@ suite_sec_scan(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_fuzz_small_alphabet);
 	tcase_add_test(tc, test_fuzz_wide);
+	tcase_add_test(tc, test_fuzz_hold);
 	tcase_add_test(tc, test_long_patterns);
 	suite_add_tcase(s, tc);
 	return s;

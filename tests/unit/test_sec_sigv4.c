@@ -32,12 +32,13 @@
 
 #define AKID		"AKIDEXAMPLE"
 #define SECRET		"wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
-#define STS_TOKEN	"AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x" \
-	"4HIZ8j4FZTwdQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqTflfKD8YUuwthAx7mSEI/" \
-	"qkPpKPi/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0w" \
-	"q5VSXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPkU" \
-	"L64lIZbqBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabIQwj2I" \
-	"CCR/oLxBA=="
+#define STS_TOKEN	\
+	"AQoDYXdzEPT//////////wEXAMPLEtc764bNrC9SAPBSM22wDOk4x4HIZ8j4FZTw" \
+	"dQWLWsKWHGBuFqwAeMicRXmxfpSPfIeoIYRqTflfKD8YUuwthAx7mSEI/qkPpKPi" \
+	"/kMcGdQrmGdeehM4IC1NtBmUpp2wUE8phUZampKsburEDy0KPkyQDYwT7WZ0wq5V" \
+	"SXDvp75YU9HFvlRd8Tx6q6fE8YQcHNVXAkiY9q6d+xo0rKwT38xVqr7ZD0u0iPPk" \
+	"UL64lIZbqBAz+scqKmlzm8FDrypNC9Yjc8fPOLn9FX9KSYvKTr4rvx3iSIlTJabI" \
+	"Qwj2ICCR/oLxBA=="
 #define SUITE_TIME	1440938160	/* 2015-08-30T12:36:00Z */
 #define EMPTY_SHA	\
 	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -535,7 +536,7 @@ END_TEST
 START_TEST(test_errors)
 {
 	struct sigv4_header	h = { "Host", 4, "a", 1 }, bad = { "a b", 3,
-	    "x", 1 }, many[64];
+	    "x", 1 }, nul = { "x-a", 3, "a\0b", 3 }, many[64];
 	struct sigv4_req	r;
 	struct sigv4_out	o;
 	char			names[64][24];
@@ -565,6 +566,8 @@ START_TEST(test_errors)
 	r.headers = &bad;
 	ck_assert_int_eq(sigv4_sign(&r, &o), -1);
 	ck_assert_str_eq(o.authorization, "");
+	r.headers = &nul;
+	ck_assert_int_eq(sigv4_sign(&r, &o), -1);
 
 	/* more signed names than the Authorization buffer holds */
 	for (i = 0; i < 64; i++) {

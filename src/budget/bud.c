@@ -1,0 +1,1247 @@
+/*
+ * Per-sandbox counters, caps, money reservations and the durable ledger.
+ *
+ * State: a hash table of sandboxes, each with its own mutex. Admission
+ * (roll the window, check every cap, take a rate token, count, reserve)
+ * runs under that one lock, so parallel requests of a sandbox can never
+ * reserve past its cap together.
+ *
+ * Ledger (budget_store: file): state_dir/budget/ledger, append-only text,
+ * one event a line; <sb> is the sandbox id with bytes <= ' ', >= 0x7f and
+ * '%' written as %XX; <ws> is the window start in unix milliseconds
+ * (0 = lifetime):
+ *
+ *	R <sb> <ws> <reserve>			reservation (admit)
+ *	S <sb> <ws> <reserved> <cost>		settle
+ *	B <sb> <ws> <in> <out> <requests>	counter deltas (>= 1/s)
+ *	Z <sb>					usage reset
+ *	C <sb> <ws> <requests> <in> <out> <spend> <reserved>
+ *						snapshot (compaction)
+ *
+ * A single writer thread appends: it takes every line queued so far,
+ * writes them, calls fdatasync once and wakes the whole batch (group
+ * commit). bud_admit() returns only once its R line is in such a batch.
+ * S, B and Z lines are not waited for: a crash loses at most about a
+ * second of byte and request counts (B) or a reset (Z), and a lost S
+ * leaves its R to count in full, so recorded spend never falls below what
+ * was forwarded. A failed write or sync makes the ledger unusable until
+ * restart (what reached the disk is unknowable after a failed fsync):
+ * requests that need a reservation are refused from then on.
+ *
+ * Replay (bud_open) applies the lines in order with the same window rule
+ * as the live code; reservations left open are the requests that were in
+ * flight at the crash and become spend at their reserved amount. Then the
+ * ledger is compacted: one C line per sandbox into a temporary file,
+ * fsync, rename, fsync of the directory. At run time the writer compacts
+ * the same way when the file passes 64 MiB (and twice its last snapshot),
+ * so the file stays bounded.
+ *
+ * Without bud_open() (tests, or before start-up) the counters and caps
+ * work in memory only.
+ */
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "budget/bud.h"
+#include "cfg/cfg.h"
+#include "util/log.h"
+#include "util/util.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+#define BUD_DIR_MODE		0700
+#define BUD_FILE_MODE		0600
+#define BUD_FLUSH_MS		1000	/* deltas reach the ledger */
+#define BUD_COMPACT_SIZE	(64ULL << 20)
+#define BUD_NBUCKETS0		256
+
+struct bud_sb {
+	struct bud_sb		*sb_next;	/* hash chain */
+	char			*sb_id;
+	char			*sb_esc;	/* as in the ledger */
+	pthread_mutex_t		 sb_lock;
+	struct bud_counters	 sb_c;	/* its window in sb_ws_ms */
+	uint64_t		 sb_ws_ms;	/* window start, 0: none */
+	uint64_t		 sb_win_ms;	/* window length last seen */
+	int			 sb_win_known;	/* sb_win_ms is set */
+	/* Rate bucket; one token is sb_rate_ms units, n units/ms refill. */
+	uint32_t		 sb_rate_n;
+	uint64_t		 sb_rate_ms;
+	uint64_t		 sb_tok;
+	uint64_t		 sb_tok_ms;	/* last refill, monotonic */
+	/* Counted but not yet in the ledger. */
+	uint64_t		 sb_d_in;
+	uint64_t		 sb_d_out;
+	uint64_t		 sb_d_req;
+};
+
+/* The sandbox table. Entries live until bud_close(), so a pointer found
+ * under the table lock stays valid after it is released. */
+static struct {
+	pthread_mutex_t	  mtx;
+	struct bud_sb	**tab;
+	size_t		  nbuckets;
+	size_t		  count;
+} sbt = {
+	.mtx = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/*
+ * The ledger and its writer. Lock order: sbt.mtx, then a sandbox's
+ * sb_lock, then led.mtx.
+ */
+static struct {
+	pthread_mutex_t	 mtx;
+	pthread_cond_t	 cond;		/* writer: lines, stop */
+	pthread_cond_t	 done;		/* waiters: committed */
+	pthread_t	 thread;
+	int		 open;
+	int		 stopping;
+	int		 broken;	/* a write or sync failed: sticky */
+	char		*buf;		/* queued lines */
+	size_t		 len;
+	size_t		 cap;
+	uint64_t	 queued;	/* sequence number of the last line */
+	uint64_t	 committed;	/* last one known durable */
+	int		 fd;
+	int		 lockfd;
+	char		*dir;		/* state_dir/budget */
+	char		*path;		/* .../ledger */
+	char		*tmp;		/* .../ledger.tmp */
+	uint64_t	 size;		/* bytes in the file */
+	uint64_t	 snap_size;	/* bytes of the last snapshot */
+} led = {
+	.mtx = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
+	.lockfd = -1,
+};
+
+static uint64_t		 (*bud_clock)(void);
+static uint64_t		 bud_compact_size = BUD_COMPACT_SIZE;
+
+/* Test hooks (tests/unit/test_bud.c); not for the daemon. */
+void	bud_test_set_clock(uint64_t (*)(void));
+void	bud_test_set_compact_size(uint64_t);
+
+/*
+ * One clock for windows and rate while testing: the hook returns unix
+ * milliseconds and stands for both the wall and the monotonic clock.
+ */
+void
+bud_test_set_clock(uint64_t (*fn)(void))
+{
+	bud_clock = fn;
+}
+
+void
+bud_test_set_compact_size(uint64_t bytes)
+{
+	bud_compact_size = bytes != 0 ? bytes : BUD_COMPACT_SIZE;
+}
+
+static uint64_t
+bud_wall_ms(void)
+{
+	return bud_clock != NULL ? bud_clock() : util_wall_ms();
+}
+
+static uint64_t
+bud_mono_ms(void)
+{
+	return bud_clock != NULL ? bud_clock() : util_now_ms();
+}
+
+static uint64_t
+sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* ---- sandbox ids ---------------------------------------------------- */
+
+/* Ids have no spaces (the config sees to it); escape anyway, so that no id
+ * can ever split or forge a ledger line. */
+static char *
+bud_escape(const char *id)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	const unsigned char	*p;
+	char			*out, *o;
+
+	out = xmalloc(strlen(id) * 3 + 1);
+	for (p = (const unsigned char *)id, o = out; *p != '\0'; p++) {
+		if (*p <= ' ' || *p >= 0x7f || *p == '%') {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		} else
+			*o++ = (char)*p;
+	}
+	*o = '\0';
+	return out;
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Decode an escaped id in place; -1 if malformed (or it would hold NUL). */
+static int
+bud_unescape(char *s)
+{
+	char	*o = s;
+	int	 h, l;
+
+	if (*s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s != '%') {
+			*o++ = *s;
+			continue;
+		}
+		if ((h = hexval(s[1])) == -1 || (l = hexval(s[2])) == -1 ||
+		    (h | l) == 0)
+			return -1;
+		*o++ = (char)(h << 4 | l);
+		s += 2;
+	}
+	*o = '\0';
+	return 0;
+}
+
+/* ---- the sandbox table ---------------------------------------------- */
+
+static size_t
+bud_hash(const char *s)
+{
+	uint64_t	h = 1469598103934665603ULL;	/* FNV-1a */
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return (size_t)h;
+}
+
+/* Call with sbt.mtx held. */
+static void
+bud_grow(void)
+{
+	struct bud_sb	**tab, *sb, *next;
+	size_t		  i, n, b;
+
+	n = sbt.nbuckets == 0 ? BUD_NBUCKETS0 : sbt.nbuckets * 2;
+	tab = xcalloc(n, sizeof(*tab));
+	for (i = 0; i < sbt.nbuckets; i++)
+		for (sb = sbt.tab[i]; sb != NULL; sb = next) {
+			next = sb->sb_next;
+			b = bud_hash(sb->sb_id) & (n - 1);
+			sb->sb_next = tab[b];
+			tab[b] = sb;
+		}
+	free(sbt.tab);
+	sbt.tab = tab;
+	sbt.nbuckets = n;
+}
+
+/* The sandbox <id>, created (empty, lifetime) if <create>; else NULL. */
+static struct bud_sb *
+bud_find(const char *id, int create)
+{
+	struct bud_sb	*sb = NULL;
+	size_t		 b;
+
+	pthread_mutex_lock(&sbt.mtx);
+	if (sbt.nbuckets != 0) {
+		b = bud_hash(id) & (sbt.nbuckets - 1);
+		for (sb = sbt.tab[b]; sb != NULL; sb = sb->sb_next)
+			if (strcmp(sb->sb_id, id) == 0)
+				break;
+	}
+	if (sb == NULL && create) {
+		if (sbt.count >= sbt.nbuckets)
+			bud_grow();
+		sb = xcalloc(1, sizeof(*sb));
+		sb->sb_id = xstrdup(id);
+		sb->sb_esc = bud_escape(id);
+		if (pthread_mutex_init(&sb->sb_lock, NULL) != 0)
+			fatalx("pthread_mutex_init");
+		b = bud_hash(id) & (sbt.nbuckets - 1);
+		sb->sb_next = sbt.tab[b];
+		sbt.tab[b] = sb;
+		sbt.count++;
+	}
+	pthread_mutex_unlock(&sbt.mtx);
+	return sb;
+}
+
+static void
+bud_table_free(void)
+{
+	struct bud_sb	*sb, *next;
+	size_t		 i;
+
+	pthread_mutex_lock(&sbt.mtx);
+	for (i = 0; i < sbt.nbuckets; i++)
+		for (sb = sbt.tab[i]; sb != NULL; sb = next) {
+			next = sb->sb_next;
+			pthread_mutex_destroy(&sb->sb_lock);
+			free(sb->sb_id);
+			free(sb->sb_esc);
+			free(sb);
+		}
+	free(sbt.tab);
+	sbt.tab = NULL;
+	sbt.nbuckets = sbt.count = 0;
+	pthread_mutex_unlock(&sbt.mtx);
+}
+
+/* ---- ledger queue --------------------------------------------------- */
+
+/*
+ * Queue one line (printf format, ending in "\n"); returns its sequence
+ * number for led_wait(), 0 when there is no ledger. Called with the
+ * sandbox's lock held, so a sandbox's lines are queued in the order its
+ * state changed.
+ */
+static uint64_t
+led_queue(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static uint64_t
+led_queue(const char *fmt, ...)
+{
+	va_list		ap;
+	uint64_t	seq;
+	int		n;
+
+	pthread_mutex_lock(&led.mtx);
+	if (!led.open) {
+		pthread_mutex_unlock(&led.mtx);
+		return 0;
+	}
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		fatalx("bud: ledger line format");
+	if (led.len + (size_t)n + 1 > led.cap) {
+		led.cap = (led.len + (size_t)n + 1) * 2;
+		led.buf = xrealloc(led.buf, led.cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(led.buf + led.len, led.cap - led.len, fmt, ap);
+	va_end(ap);
+	led.len += (size_t)n;
+	seq = ++led.queued;
+	pthread_cond_signal(&led.cond);
+	pthread_mutex_unlock(&led.mtx);
+	return seq;
+}
+
+/* Wait until line <seq> is durable. 0, or -1 if the ledger failed. */
+static int
+led_wait(uint64_t seq)
+{
+	int	rc;
+
+	if (seq == 0)
+		return 0;
+	pthread_mutex_lock(&led.mtx);
+	while (led.committed < seq && !led.broken)
+		pthread_cond_wait(&led.done, &led.mtx);
+	rc = led.committed >= seq ? 0 : -1;
+	pthread_mutex_unlock(&led.mtx);
+	return rc;
+}
+
+static int
+write_all(int fd, const char *p, size_t len)
+{
+	ssize_t	n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+fsync_dir(const char *dir)
+{
+	int	fd, rc;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Replace the ledger with <snap> (C lines): temporary file, fsync,
+ * rename, fsync of the directory; the new file becomes led.fd. Only the
+ * writer thread (or bud_open before it starts) calls this.
+ */
+static int
+led_install(const char *snap, size_t len)
+{
+	int	fd;
+
+	(void)unlink(led.tmp);
+	fd = open(led.tmp, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC |
+	    O_NOFOLLOW, BUD_FILE_MODE);
+	if (fd == -1) {
+		log_warn("bud: %s", led.tmp);
+		return -1;
+	}
+	if (write_all(fd, snap, len) == -1 || fsync(fd) == -1) {
+		log_warn("bud: write %s", led.tmp);
+		goto fail;
+	}
+	if (rename(led.tmp, led.path) == -1) {
+		log_warn("bud: rename %s", led.tmp);
+		goto fail;
+	}
+	/* From here the snapshot is the ledger, whatever else fails. */
+	if (fsync_dir(led.dir) == -1)
+		log_warn("bud: fsync %s", led.dir);
+	if (led.fd != -1)
+		close(led.fd);
+	led.fd = fd;
+	led.size = led.snap_size = len;
+	return 0;
+ fail:
+	close(fd);
+	(void)unlink(led.tmp);
+	return -1;
+}
+
+/* ---- windows, snapshots, deltas ------------------------------------- */
+
+/*
+ * Move <sb> to the window starting at <ws> (ms; 0 = lifetime). A later
+ * window resets the counters; reservations carry over, as they belong to
+ * requests still in flight. Switching to no window keeps the counters (no
+ * fresh budget from a config change); an earlier start (the wall clock
+ * went back) is ignored. replay_line() follows the same rule, so a
+ * replayed ledger lands where the live state was. Pending deltas are
+ * queued first under the window they were counted in.
+ */
+static void
+bud_roll(struct bud_sb *sb, uint64_t ws)
+{
+	if (ws == sb->sb_ws_ms || (ws < sb->sb_ws_ms && ws != 0))
+		return;
+	if (sb->sb_d_in != 0 || sb->sb_d_out != 0 || sb->sb_d_req != 0) {
+		(void)led_queue("B %s %" PRIu64 " %" PRIu64 " %" PRIu64
+		    " %" PRIu64 "\n", sb->sb_esc, sb->sb_ws_ms, sb->sb_d_in,
+		    sb->sb_d_out, sb->sb_d_req);
+		sb->sb_d_in = sb->sb_d_out = sb->sb_d_req = 0;
+	}
+	if (ws > sb->sb_ws_ms) {
+		sb->sb_c.bc_requests = 0;
+		sb->sb_c.bc_bytes_in = 0;
+		sb->sb_c.bc_bytes_out = 0;
+		sb->sb_c.bc_spend = 0;
+	}
+	sb->sb_ws_ms = ws;
+}
+
+/* Fixed windows aligned to the unix epoch, i.e. to UTC. */
+static uint64_t
+bud_window_start(uint64_t now_ms, uint64_t win_ms)
+{
+	return win_ms == 0 ? 0 : now_ms / win_ms * win_ms;
+}
+
+/* Roll to the current window of the last caps seen, if any were. */
+static void
+bud_roll_known(struct bud_sb *sb)
+{
+	if (sb->sb_win_known)
+		bud_roll(sb, bud_window_start(bud_wall_ms(), sb->sb_win_ms));
+}
+
+/* Roll under <caps> (NULL: none, lifetime) and remember its window. */
+static void
+bud_roll_caps(struct bud_sb *sb, const struct cfg_caps *caps)
+{
+	uint64_t	win = caps != NULL ? caps->cp_window_ms : 0;
+
+	sb->sb_win_ms = win;
+	sb->sb_win_known = 1;
+	bud_roll(sb, bud_window_start(bud_wall_ms(), win));
+}
+
+/* Queue the pending counter deltas of every sandbox (writer, 1/s). */
+static void
+bud_flush_deltas(void)
+{
+	struct bud_sb	*sb;
+	size_t		 i;
+
+	pthread_mutex_lock(&sbt.mtx);
+	for (i = 0; i < sbt.nbuckets; i++)
+		for (sb = sbt.tab[i]; sb != NULL; sb = sb->sb_next) {
+			pthread_mutex_lock(&sb->sb_lock);
+			if (sb->sb_d_in != 0 || sb->sb_d_out != 0 ||
+			    sb->sb_d_req != 0) {
+				(void)led_queue("B %s %" PRIu64 " %" PRIu64
+				    " %" PRIu64 " %" PRIu64 "\n", sb->sb_esc,
+				    sb->sb_ws_ms, sb->sb_d_in, sb->sb_d_out,
+				    sb->sb_d_req);
+				sb->sb_d_in = sb->sb_d_out = sb->sb_d_req = 0;
+			}
+			pthread_mutex_unlock(&sb->sb_lock);
+		}
+	pthread_mutex_unlock(&sbt.mtx);
+}
+
+struct strbuf {
+	char	*s_buf;
+	size_t	 s_len;
+	size_t	 s_cap;
+};
+
+static void
+strbuf_printf(struct strbuf *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+strbuf_printf(struct strbuf *s, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		fatalx("bud: snapshot format");
+	if (s->s_len + (size_t)n + 1 > s->s_cap) {
+		s->s_cap = (s->s_len + (size_t)n + 1) * 2;
+		s->s_buf = xrealloc(s->s_buf, s->s_cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(s->s_buf + s->s_len, s->s_cap - s->s_len, fmt, ap);
+	va_end(ap);
+	s->s_len += (size_t)n;
+}
+
+/* One C line per sandbox that has anything to remember. Call with the
+ * sandbox locked (or no other thread running). Zeroes the deltas: the
+ * snapshot holds them. */
+static void
+bud_snap_one(struct strbuf *s, struct bud_sb *sb)
+{
+	const struct bud_counters	*c = &sb->sb_c;
+
+	sb->sb_d_in = sb->sb_d_out = sb->sb_d_req = 0;
+	/* All zero: replaying nothing gives the same (even the window start
+	 * does not matter, the next request rolls to its own). */
+	if (c->bc_requests == 0 && c->bc_bytes_in == 0 &&
+	    c->bc_bytes_out == 0 && c->bc_spend == 0 && c->bc_reserved == 0)
+		return;
+	strbuf_printf(s, "C %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+	    " %" PRIu64 " %" PRIu64 "\n", sb->sb_esc, sb->sb_ws_ms,
+	    c->bc_requests, c->bc_bytes_in, c->bc_bytes_out, c->bc_spend,
+	    c->bc_reserved);
+}
+
+/* ---- the writer ----------------------------------------------------- */
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Append <len> bytes and make them durable. Writer only. */
+static int
+led_append(const char *p, size_t len)
+{
+	if (write_all(led.fd, p, len) == -1) {
+		log_warn("bud: write %s", led.path);
+		return -1;
+	}
+	led.size += len;
+	if (fdatasync(led.fd) == -1) {
+		log_warn("bud: fdatasync %s", led.path);
+		return -1;
+	}
+	return 0;
+}
+
+/* A batch up to <seq> is durable (rc 0) or failed: wake its waiters. Call
+ * with led.mtx held. */
+static void
+led_commit(int rc, uint64_t seq)
+{
+	if (rc == 0)
+		led.committed = seq;
+	else if (!led.broken) {
+		led.broken = 1;
+		log_warnx("bud: ledger failed; refusing metered requests "
+		    "until restart");
+	}
+	pthread_cond_broadcast(&led.done);
+}
+
+/*
+ * Compact at run time. With the table and every sandbox locked no state
+ * can change, so the lines queued so far and the snapshot describe the
+ * same moment: the lines go to the old file (their waiters need them
+ * durable now), the snapshot replaces it, and whatever is queued after
+ * the locks drop is appended to the new file.
+ */
+static void
+led_compact(void)
+{
+	struct strbuf	 snap = { NULL, 0, 0 };
+	struct bud_sb	*sb;
+	char		*pend;
+	size_t		 i, plen;
+	uint64_t	 seq;
+	int		 rc;
+
+	pthread_mutex_lock(&sbt.mtx);
+	for (i = 0; i < sbt.nbuckets; i++)
+		for (sb = sbt.tab[i]; sb != NULL; sb = sb->sb_next)
+			pthread_mutex_lock(&sb->sb_lock);
+	pthread_mutex_lock(&led.mtx);
+	pend = led.buf;
+	plen = led.len;
+	seq = led.queued;
+	led.buf = NULL;
+	led.len = led.cap = 0;
+	pthread_mutex_unlock(&led.mtx);
+	for (i = 0; i < sbt.nbuckets; i++)
+		for (sb = sbt.tab[i]; sb != NULL; sb = sb->sb_next) {
+			bud_snap_one(&snap, sb);
+			pthread_mutex_unlock(&sb->sb_lock);
+		}
+	pthread_mutex_unlock(&sbt.mtx);
+
+	rc = plen == 0 ? 0 : led_append(pend, plen);
+	free(pend);
+	pthread_mutex_lock(&led.mtx);
+	led_commit(rc, seq);
+	pthread_mutex_unlock(&led.mtx);
+
+	if (rc == 0 && led_install(snap.s_buf != NULL ? snap.s_buf : "",
+	    snap.s_len) == 0)
+		log_info("bud: ledger compacted to %zu bytes", snap.s_len);
+	else
+		led.snap_size = led.size;	/* retry at twice this size */
+	free(snap.s_buf);
+}
+
+static void *
+led_main(void *arg)
+{
+	struct timespec	 ts;
+	char		*wbuf = NULL, *t;
+	size_t		 wlen, wcap = 0, tc;
+	uint64_t	 seq, next_flush, now;
+	int		 rc, stop;
+
+	next_flush = mono_ms() + BUD_FLUSH_MS;
+	pthread_mutex_lock(&led.mtx);
+	for (;;) {
+		while (led.len == 0 && !led.stopping &&
+		    (now = mono_ms()) < next_flush) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (time_t)((next_flush - now) / 1000);
+			ts.tv_nsec += (long)((next_flush - now) % 1000) *
+			    1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&led.cond, &led.mtx, &ts);
+		}
+		stop = led.stopping;
+		if (stop || mono_ms() >= next_flush) {
+			pthread_mutex_unlock(&led.mtx);
+			bud_flush_deltas();
+			pthread_mutex_lock(&led.mtx);
+			next_flush = mono_ms() + BUD_FLUSH_MS;
+		}
+		if (led.len == 0) {
+			if (stop)
+				break;
+			continue;
+		}
+		/* Swap buffers: callers keep queueing while we sync. */
+		t = led.buf;
+		led.buf = wbuf;
+		wbuf = t;
+		tc = led.cap;
+		led.cap = wcap;
+		wcap = tc;
+		wlen = led.len;
+		led.len = 0;
+		seq = led.queued;
+		if (led.broken) {
+			/* Nothing more is durable; waiters already failed. */
+			continue;
+		}
+		pthread_mutex_unlock(&led.mtx);
+
+		rc = led_append(wbuf, wlen);
+
+		pthread_mutex_lock(&led.mtx);
+		led_commit(rc, seq);
+		if (rc == 0 && led.size >= bud_compact_size &&
+		    led.size >= 2 * led.snap_size) {
+			pthread_mutex_unlock(&led.mtx);
+			led_compact();
+			pthread_mutex_lock(&led.mtx);
+		}
+	}
+	pthread_mutex_unlock(&led.mtx);
+	free(wbuf);
+	return NULL;
+}
+
+/* ---- replay --------------------------------------------------------- */
+
+/* Parse <n> unsigned decimal fields; strtoull alone would take "-1". */
+static int
+parse_u64s(char **f, int n, uint64_t *v)
+{
+	char	*end;
+	int	 i;
+
+	for (i = 0; i < n; i++) {
+		if (f[i][0] < '0' || f[i][0] > '9')
+			return -1;
+		errno = 0;
+		v[i] = strtoull(f[i], &end, 10);
+		if (errno != 0 || *end != '\0')
+			return -1;
+	}
+	return 0;
+}
+
+/* Apply one complete ledger line (no newline); -1 if malformed. */
+static int
+replay_line(char *line)
+{
+	struct bud_sb	*sb;
+	char		*f[9], *p, *save = NULL;
+	uint64_t	 v[6];
+	int		 n = 0, want;
+
+	for (p = strtok_r(line, " ", &save); p != NULL;
+	    p = strtok_r(NULL, " ", &save)) {
+		if (n == 9)
+			return -1;
+		f[n++] = p;
+	}
+	if (n < 2 || f[0][1] != '\0')
+		return -1;
+	switch (f[0][0]) {
+	case 'R':
+		want = 4;
+		break;
+	case 'S':
+		want = 5;
+		break;
+	case 'B':
+		want = 6;
+		break;
+	case 'Z':
+		want = 2;
+		break;
+	case 'C':
+		want = 8;
+		break;
+	default:
+		return -1;
+	}
+	if (n != want || parse_u64s(f + 2, n - 2, v) == -1 ||
+	    bud_unescape(f[1]) == -1)
+		return -1;
+	sb = bud_find(f[1], 1);
+	switch (f[0][0]) {
+	case 'R':
+		bud_roll(sb, v[0]);
+		sb->sb_c.bc_reserved = sat_add(sb->sb_c.bc_reserved, v[1]);
+		break;
+	case 'S':
+		bud_roll(sb, v[0]);
+		sb->sb_c.bc_reserved -= v[1] < sb->sb_c.bc_reserved ? v[1] :
+		    sb->sb_c.bc_reserved;
+		sb->sb_c.bc_spend = sat_add(sb->sb_c.bc_spend, v[2]);
+		break;
+	case 'B':
+		bud_roll(sb, v[0]);
+		sb->sb_c.bc_bytes_in = sat_add(sb->sb_c.bc_bytes_in, v[1]);
+		sb->sb_c.bc_bytes_out = sat_add(sb->sb_c.bc_bytes_out, v[2]);
+		sb->sb_c.bc_requests = sat_add(sb->sb_c.bc_requests, v[3]);
+		break;
+	case 'Z':
+		sb->sb_c.bc_requests = sb->sb_c.bc_bytes_in = 0;
+		sb->sb_c.bc_bytes_out = sb->sb_c.bc_spend = 0;
+		break;
+	case 'C':
+		sb->sb_ws_ms = v[0];
+		sb->sb_c.bc_requests = v[1];
+		sb->sb_c.bc_bytes_in = v[2];
+		sb->sb_c.bc_bytes_out = v[3];
+		sb->sb_c.bc_spend = v[4];
+		sb->sb_c.bc_reserved = v[5];
+		break;
+	}
+	return 0;
+}
+
+/*
+ * Replay <path> into the table. Only lines ending in a newline count: a
+ * torn tail was never acknowledged (bud_admit() had not returned), and a
+ * torn S could otherwise read as a smaller cost.
+ */
+static int
+replay(const char *path)
+{
+	FILE	*fp;
+	char	*line = NULL;
+	size_t	 lcap = 0;
+	ssize_t	 n;
+	uint64_t lines = 0, bad = 0;
+	int	 fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1) {
+		if (errno == ENOENT)
+			return 0;
+		log_warn("bud: %s", path);
+		return -1;
+	}
+	if ((fp = fdopen(fd, "r")) == NULL) {
+		log_warn("bud: fdopen");
+		close(fd);
+		return -1;
+	}
+	while ((n = getline(&line, &lcap, fp)) != -1) {
+		if (n == 0 || line[n - 1] != '\n' ||
+		    strlen(line) != (size_t)n) {
+			bad++;
+			continue;
+		}
+		line[n - 1] = '\0';
+		lines++;
+		if (replay_line(line) == -1)
+			bad++;
+	}
+	if (ferror(fp)) {
+		log_warn("bud: read %s", path);
+		free(line);
+		fclose(fp);
+		return -1;
+	}
+	free(line);
+	fclose(fp);
+	if (bad != 0)
+		log_warnx("bud: %s: skipped %" PRIu64 " malformed or torn "
+		    "line(s)", path, bad);
+	log_debug("bud: replayed %" PRIu64 " ledger lines", lines);
+	return 0;
+}
+
+/* ---- open / close --------------------------------------------------- */
+
+static int
+bud_mkdir(const char *path)
+{
+	if (mkdir(path, BUD_DIR_MODE) == 0 || errno == EEXIST)
+		return 0;
+	log_warn("bud: mkdir %s", path);
+	return -1;
+}
+
+static void
+led_paths_free(void)
+{
+	free(led.dir);
+	free(led.path);
+	free(led.tmp);
+	led.dir = led.path = led.tmp = NULL;
+}
+
+int
+bud_open(const char *state_dir)
+{
+	struct strbuf	 snap = { NULL, 0, 0 };
+	struct bud_sb	*sb;
+	pthread_condattr_t ca;
+	char		*lock = NULL;
+	size_t		 i;
+
+	if (led.open || led.fd != -1) {
+		log_warnx("bud: ledger already open");
+		return -1;
+	}
+	if (asprintf(&led.dir, "%s/budget", state_dir) == -1 ||
+	    asprintf(&led.path, "%s/ledger", led.dir) == -1 ||
+	    asprintf(&led.tmp, "%s/ledger.tmp", led.dir) == -1 ||
+	    asprintf(&lock, "%s/lock", led.dir) == -1)
+		fatal("asprintf");
+	if (bud_mkdir(state_dir) == -1 || bud_mkdir(led.dir) == -1)
+		goto fail;
+	/* Our directory alone: the ledger tells what sandboxes spend. */
+	if (chmod(led.dir, BUD_DIR_MODE) == -1)
+		log_warn("bud: chmod %s", led.dir);
+	/* The directory entry itself must survive a power loss too. */
+	if (fsync_dir(state_dir) == -1)
+		log_warn("bud: fsync %s", state_dir);
+
+	/* Two gateways appending to one ledger would count twice. */
+	led.lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+	    BUD_FILE_MODE);
+	if (led.lockfd == -1) {
+		log_warn("bud: %s", lock);
+		goto fail;
+	}
+	if (flock(led.lockfd, LOCK_EX | LOCK_NB) == -1) {
+		log_warn("bud: %s is in use by another process", led.dir);
+		goto fail;
+	}
+
+	if (replay(led.path) == -1)
+		goto fail;
+
+	/*
+	 * Reservations still open were in flight at the crash: their
+	 * requests may have been forwarded and consumed, so they become
+	 * spend at the reserved (worst case) amount.
+	 */
+	for (i = 0; i < sbt.nbuckets; i++)
+		for (sb = sbt.tab[i]; sb != NULL; sb = sb->sb_next) {
+			sb->sb_c.bc_spend = sat_add(sb->sb_c.bc_spend,
+			    sb->sb_c.bc_reserved);
+			sb->sb_c.bc_reserved = 0;
+			bud_snap_one(&snap, sb);
+		}
+	if (led_install(snap.s_buf != NULL ? snap.s_buf : "", snap.s_len) ==
+	    -1)
+		goto fail;
+	free(snap.s_buf);
+	snap.s_buf = NULL;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&led.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&led.done, NULL);
+	led.stopping = led.broken = 0;
+	led.queued = led.committed = 0;
+	led.open = 1;
+	if (pthread_create(&led.thread, NULL, led_main, NULL) != 0)
+		fatalx("bud: pthread_create");
+	free(lock);
+	return 0;
+ fail:
+	free(snap.s_buf);
+	free(lock);
+	if (led.lockfd != -1)
+		close(led.lockfd);
+	led.lockfd = -1;
+	if (led.fd != -1)
+		close(led.fd);
+	led.fd = -1;
+	led_paths_free();
+	bud_table_free();
+	return -1;
+}
+
+/* Flush, stop the writer, forget every sandbox. Call once no other thread
+ * uses the budget any more. */
+void
+bud_close(void)
+{
+	if (led.open) {
+		pthread_mutex_lock(&led.mtx);
+		led.stopping = 1;
+		pthread_cond_signal(&led.cond);
+		pthread_mutex_unlock(&led.mtx);
+		pthread_join(led.thread, NULL);
+		pthread_mutex_lock(&led.mtx);
+		led.open = 0;
+		free(led.buf);
+		led.buf = NULL;
+		led.len = led.cap = 0;
+		pthread_mutex_unlock(&led.mtx);
+		pthread_cond_destroy(&led.cond);
+		pthread_cond_destroy(&led.done);
+	}
+	if (led.fd != -1)
+		close(led.fd);
+	if (led.lockfd != -1)
+		close(led.lockfd);
+	led.fd = led.lockfd = -1;
+	led_paths_free();
+	bud_table_free();
+}
+
+/* ---- caps ----------------------------------------------------------- */
+
+static void
+fmt_rate(char *buf, size_t bufsz, uint32_t n, uint64_t ms)
+{
+	switch (ms) {
+	case 1000:
+		snprintf(buf, bufsz, "%" PRIu32 "/s", n);
+		break;
+	case 60000:
+		snprintf(buf, bufsz, "%" PRIu32 "/m", n);
+		break;
+	case 3600000:
+		snprintf(buf, bufsz, "%" PRIu32 "/h", n);
+		break;
+	case 86400000:
+		snprintf(buf, bufsz, "%" PRIu32 "/d", n);
+		break;
+	default:
+		snprintf(buf, bufsz, "%" PRIu32 "/%" PRIu64 "ms", n, ms);
+		break;
+	}
+}
+
+/*
+ * Take one token from the rate bucket (capacity n, refilled n per ms
+ * milliseconds). 0, or -1 with *retry_s = whole seconds until a token.
+ * Units: a token is <ms> units and the bucket gains <n> units a
+ * millisecond, so the refill is exact integer arithmetic.
+ */
+static int
+bud_rate_take(struct bud_sb *sb, uint32_t n, uint64_t ms, int *retry_s)
+{
+	u128		cap, tok;
+	uint64_t	now = bud_mono_ms(), el, need, wait;
+
+	if (ms == 0)
+		ms = 1;
+	cap = (u128)n * ms;
+	if (cap > UINT64_MAX)
+		cap = UINT64_MAX;
+	if (sb->sb_rate_n != n || sb->sb_rate_ms != ms) {
+		/* New or changed cap: start full. */
+		sb->sb_rate_n = n;
+		sb->sb_rate_ms = ms;
+		sb->sb_tok = (uint64_t)cap;
+		sb->sb_tok_ms = now;
+	}
+	el = now > sb->sb_tok_ms ? now - sb->sb_tok_ms : 0;
+	sb->sb_tok_ms = now > sb->sb_tok_ms ? now : sb->sb_tok_ms;
+	tok = el >= ms ? cap : (u128)sb->sb_tok + (u128)el * n;
+	sb->sb_tok = (uint64_t)(tok > cap ? cap : tok);
+	if (sb->sb_tok >= ms) {
+		sb->sb_tok -= ms;
+		return 0;
+	}
+	if (n == 0)
+		wait = ms;
+	else {
+		need = ms - sb->sb_tok;
+		wait = need / n + (need % n != 0);
+	}
+	wait = wait / 1000 + (wait % 1000 != 0);
+	*retry_s = wait == 0 ? 1 : wait > INT32_MAX ? INT32_MAX : (int)wait;
+	return -1;
+}
+
+enum bud_verdict
+bud_admit(const char *sandbox, const struct cfg_caps *caps, uint64_t reserve,
+    char *why, size_t whysz, int *retry_after_s)
+{
+	struct bud_sb		*sb;
+	struct bud_counters	*c;
+	uint64_t		 seq = 0;
+	char			 rate[64];
+	int			 retry = 1;
+
+	if (why == NULL)
+		whysz = 0;	/* snprintf(NULL, 0, ...) writes nothing */
+	else if (whysz > 0)
+		why[0] = '\0';
+	if (retry_after_s != NULL)
+		*retry_after_s = 0;
+	if (sandbox == NULL || sandbox[0] == '\0') {
+		snprintf(why, whysz, "no sandbox");
+		return BUD_EXCEEDED;
+	}
+	sb = bud_find(sandbox, 1);
+	c = &sb->sb_c;
+
+	pthread_mutex_lock(&sb->sb_lock);
+	bud_roll_caps(sb, caps);
+	/* Spent caps first: a refused request takes no rate token. */
+	if (caps != NULL && caps->cp_has_requests &&
+	    c->bc_requests >= caps->cp_requests) {
+		snprintf(why, whysz, "requests cap %" PRIu64 " reached",
+		    caps->cp_requests);
+		goto exceeded;
+	}
+	if (caps != NULL && caps->cp_has_bytes_in &&
+	    c->bc_bytes_in >= caps->cp_bytes_in) {
+		snprintf(why, whysz, "bytes_in cap %" PRIu64 " reached",
+		    caps->cp_bytes_in);
+		goto exceeded;
+	}
+	if (caps != NULL && caps->cp_has_bytes_out &&
+	    c->bc_bytes_out >= caps->cp_bytes_out) {
+		snprintf(why, whysz, "bytes_out cap %" PRIu64 " reached",
+		    caps->cp_bytes_out);
+		goto exceeded;
+	}
+	if (caps != NULL && caps->cp_has_usd &&
+	    sat_add(sat_add(c->bc_spend, c->bc_reserved), reserve) >
+	    caps->cp_usd) {
+		snprintf(why, whysz, "usd cap %" PRIu64 ".%06" PRIu64
+		    " reached", caps->cp_usd / 1000000, caps->cp_usd % 1000000);
+		goto exceeded;
+	}
+	if (caps != NULL && caps->cp_has_rate &&
+	    bud_rate_take(sb, caps->cp_rate_n, caps->cp_rate_ms, &retry) ==
+	    -1) {
+		pthread_mutex_unlock(&sb->sb_lock);
+		fmt_rate(rate, sizeof(rate), caps->cp_rate_n, caps->cp_rate_ms);
+		snprintf(why, whysz, "rate cap %s", rate);
+		if (retry_after_s != NULL)
+			*retry_after_s = retry;
+		return BUD_RATE;
+	}
+	c->bc_requests = sat_add(c->bc_requests, 1);
+	sb->sb_d_req++;
+	if (reserve > 0) {
+		c->bc_reserved = sat_add(c->bc_reserved, reserve);
+		seq = led_queue("R %s %" PRIu64 " %" PRIu64 "\n", sb->sb_esc,
+		    sb->sb_ws_ms, reserve);
+	}
+	pthread_mutex_unlock(&sb->sb_lock);
+
+	/* Outside the lock: the sandbox's other requests join the batch. */
+	if (led_wait(seq) == -1) {
+		/*
+		 * Not durable, so not forwarded. The line may still reach the
+		 * disk and count as spend after a restart: too high, which
+		 * is the safe side.
+		 */
+		pthread_mutex_lock(&sb->sb_lock);
+		c->bc_reserved -= reserve < c->bc_reserved ? reserve :
+		    c->bc_reserved;
+		pthread_mutex_unlock(&sb->sb_lock);
+		snprintf(why, whysz, "budget ledger unavailable");
+		return BUD_EXCEEDED;
+	}
+	return BUD_OK;
+ exceeded:
+	pthread_mutex_unlock(&sb->sb_lock);
+	return BUD_EXCEEDED;
+}
+
+void
+bud_add_bytes(const char *sandbox, uint64_t in, uint64_t out)
+{
+	struct bud_sb	*sb;
+
+	if (sandbox == NULL || sandbox[0] == '\0' || (in == 0 && out == 0))
+		return;
+	sb = bud_find(sandbox, 1);
+	pthread_mutex_lock(&sb->sb_lock);
+	bud_roll_known(sb);
+	sb->sb_c.bc_bytes_in = sat_add(sb->sb_c.bc_bytes_in, in);
+	sb->sb_c.bc_bytes_out = sat_add(sb->sb_c.bc_bytes_out, out);
+	sb->sb_d_in = sat_add(sb->sb_d_in, in);
+	sb->sb_d_out = sat_add(sb->sb_d_out, out);
+	pthread_mutex_unlock(&sb->sb_lock);
+}
+
+void
+bud_settle(const char *sandbox, uint64_t reserved, uint64_t cost)
+{
+	struct bud_sb		*sb;
+	struct bud_counters	*c;
+
+	if (sandbox == NULL || sandbox[0] == '\0' ||
+	    (reserved == 0 && cost == 0))
+		return;
+	sb = bud_find(sandbox, 1);
+	c = &sb->sb_c;
+	pthread_mutex_lock(&sb->sb_lock);
+	bud_roll_known(sb);
+	c->bc_reserved -= reserved < c->bc_reserved ? reserved :
+	    c->bc_reserved;
+	c->bc_spend = sat_add(c->bc_spend, cost);
+	/* Not waited for: without it the reservation counts in full. */
+	(void)led_queue("S %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	    sb->sb_esc, sb->sb_ws_ms, reserved, cost);
+	pthread_mutex_unlock(&sb->sb_lock);
+}
+
+int
+bud_get(const char *sandbox, const struct cfg_caps *caps,
+    struct bud_counters *out)
+{
+	struct bud_sb	*sb;
+
+	memset(out, 0, sizeof(*out));
+	if (sandbox == NULL || (sb = bud_find(sandbox, 0)) == NULL)
+		return -1;
+	pthread_mutex_lock(&sb->sb_lock);
+	/* Show the current window, even before its first request. */
+	if (caps != NULL)
+		bud_roll_caps(sb, caps);
+	*out = sb->sb_c;
+	out->bc_window_start = sb->sb_ws_ms / 1000;
+	pthread_mutex_unlock(&sb->sb_lock);
+	return 0;
+}
+
+void
+bud_reset(const char *sandbox)
+{
+	struct bud_sb	*sb;
+
+	if (sandbox == NULL || (sb = bud_find(sandbox, 0)) == NULL)
+		return;
+	pthread_mutex_lock(&sb->sb_lock);
+	/* Reservations stay: their requests are still in flight. */
+	sb->sb_c.bc_requests = sb->sb_c.bc_bytes_in = 0;
+	sb->sb_c.bc_bytes_out = sb->sb_c.bc_spend = 0;
+	sb->sb_d_in = sb->sb_d_out = sb->sb_d_req = 0;
+	(void)led_queue("Z %s\n", sb->sb_esc);
+	pthread_mutex_unlock(&sb->sb_lock);
+}
