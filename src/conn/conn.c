@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include <openssl/crypto.h>
 
@@ -195,6 +196,30 @@ response_body_cb(void *arg, const char *p, size_t len)
 	body_out(c, c->c_bev, p, len, c->c_r.r_rechunk, &c->c_r.r_bytes_in);
 }
 
+/*
+ * We asked for Accept-Encoding: identity; a compressed body anyway would
+ * carry a reflected secret past the scanner.
+ */
+static int
+response_encoded_for_secret(struct conn *c)
+{
+	const char	*v;
+	size_t		 vlen;
+	int		 i;
+
+	if (c->c_r.r_sec == NULL || c->c_r.r_sec->sr_reflect == NULL)
+		return 0;
+	for (i = 0; (i = http_msg_find(&c->c_resp, "content-encoding", i)) !=
+	    -1; i++) {
+		v = http_msg_str(&c->c_resp, c->c_resp.hm_hdrs[i].h_value);
+		vlen = c->c_resp.hm_hdrs[i].h_value_len;
+		util_trim_ows(&v, &vlen);
+		if (vlen > 0 && !util_strncaseeq(v, vlen, "identity"))
+			return 1;
+	}
+	return 0;
+}
+
 /* End of a response body: what the scanner held, then the last chunk. */
 static void
 response_body_end(struct conn *c)
@@ -324,6 +349,52 @@ conn_close(struct conn *c)
 	}
 }
 
+/* Lingering close: read and forget whatever the client still sends. */
+static void
+linger_read(struct bufferevent *bev, void *arg)
+{
+	struct evbuffer	*in = bufferevent_get_input(bev);
+
+	evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+static void
+linger_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn	*c = arg;
+
+	conn_enter(c);
+	conn_close(c);
+	conn_leave(c);
+}
+
+/*
+ * Everything is written. Closing a socket with unread input makes the
+ * kernel send RST, which can destroy the answer before the client read
+ * it (a 413 to a client still uploading): half-close, drain what keeps
+ * coming for a moment, then close (Apache's and nginx's lingering close).
+ */
+static void
+conn_linger(struct conn *c)
+{
+	struct bufferevent	*raw = bufferevent_get_underlying(c->c_bev);
+	evutil_socket_t		 fd;
+
+	if (raw == NULL)
+		raw = c->c_bev;
+	fd = bufferevent_getfd(raw);
+	if (fd < 0 || c->c_worker->w_stopping) {
+		conn_close(c);
+		return;
+	}
+	(void)shutdown(fd, SHUT_WR);
+	c->c_state = CONN_LINGER;
+	bufferevent_setcb(raw, linger_read, NULL, linger_event, c);
+	bufferevent_setwatermark(raw, EV_READ, 0, 0);
+	bufferevent_enable(raw, EV_READ);
+	conn_timer_arm(c, 2000);
+}
+
 /* The TLS socket under an intercepted session's filter drained. */
 static void
 under_drained(struct evbuffer *buf, const struct evbuffer_cb_info *info,
@@ -331,9 +402,11 @@ under_drained(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 {
 	struct conn	*c = arg;
 
-	/* we are inside libevent's write path: close from the timer */
-	if (evbuffer_get_length(buf) == 0 && c->c_state == CONN_CLOSING)
+	/* we are inside libevent's write path: go on from the timer */
+	if (evbuffer_get_length(buf) == 0 && c->c_state == CONN_CLOSING) {
+		c->c_flushed = 1;
 		conn_timer_arm(c, 0);
+	}
 }
 
 /*
@@ -349,7 +422,7 @@ tls_finish(struct conn *c)
 	SSL			*ssl;
 
 	if (under == NULL) {
-		conn_close(c);
+		conn_linger(c);
 		return;
 	}
 	out = bufferevent_get_output(under);
@@ -370,7 +443,7 @@ tls_finish(struct conn *c)
 		ERR_clear_error();
 	}
 	if (evbuffer_get_length(out) == 0) {
-		conn_close(c);
+		conn_linger(c);
 		return;
 	}
 	if (c->c_under_cb == NULL)
@@ -395,8 +468,9 @@ conn_close_when_flushed(struct conn *c)
 void
 conn_drain(struct conn *c)
 {
-	if (c->c_state == CONN_HEAD && !c->c_r.r_active &&
-	    c->c_req.hm_len == 0 && c->c_depth == 0)
+	if ((c->c_state == CONN_HEAD && !c->c_r.r_active &&
+	    c->c_req.hm_len == 0 && c->c_depth == 0) ||
+	    (c->c_state == CONN_LINGER && c->c_depth == 0))
 		conn_close(c);
 }
 
@@ -677,11 +751,28 @@ on_request_head(struct conn *c)
 	c->c_r.r_rule_p = &c->c_sandbox->s_policy->p_rules[res.pr_rule];
 	if (request_secrets(c, c->c_r.r_rule_p) == -1)
 		return;
+	if (c->c_r.r_upgrade && c->c_r.r_sec != NULL) {
+		/* frames after a 101 cannot be scanned for the secret */
+		conn_deny(c, 403, "denied", "WebSocket upgrade of a request "
+		    "that carries a secret is not relayed");
+		return;
+	}
 	if (((c->c_r.r_sec != NULL && c->c_r.r_sec->sr_need_body) ||
 	    c->c_r.r_rule_p->r_meter != CFG_METER_NONE) &&
 	    !msg_empty_body_left(m)) {
 		/* SigV4 signs the body, metering reads (and may rewrite) it:
 		 * hold it whole before going out */
+		if (m->hm_framing == HTTP_BODY_LENGTH &&
+		    m->hm_content_length > c->c_cfg->c_limits.l_body_bytes) {
+			conn_reply_error(c, 413, "body_too_large", "request "
+			    "body over limits.body_bytes (needed whole)", 1);
+			return;
+		}
+		if (http_msg_find(m, "expect", 0) != -1 && m->hm_minor >= 1) {
+			/* we are the one reading the body now */
+			bufferevent_write(c->c_bev,
+			    "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		}
 		c->c_state = CONN_BODY_BUFFER;
 		conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
 		http_msg_resume(m);
@@ -800,7 +891,9 @@ write_request_head(struct conn *c)
 		    util_strncaseeq(name, nlen, "host") ||
 		    util_strncaseeq(name, nlen, "content-length") ||
 		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0) ||
-		    sec_req_drops(sr, name, nlen))
+		    sec_req_drops(sr, name, nlen) ||
+		    (c->c_r.r_body != NULL &&
+		    util_strncaseeq(name, nlen, "expect")))
 			continue;
 		v = http_msg_str(m, m->hm_hdrs[i].h_value);
 		vlen = m->hm_hdrs[i].h_value_len;
@@ -1008,8 +1101,21 @@ write_response_head(struct conn *c, int interim)
 	if (reflect != NULL && framing == HTTP_BODY_LENGTH)
 		framing = HTTP_BODY_CHUNKED;
 
-	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", m->hm_status,
-	    (int)m->hm_reason_len, http_msg_str(m, m->hm_reason));
+	if (reflect != NULL) {
+		/* even the reason phrase could echo a secret */
+		char	*clean;
+		size_t	 clen;
+
+		clean = sec_scan_string(reflect, http_msg_str(m, m->hm_reason),
+		    m->hm_reason_len, &clen, NULL);
+		evbuffer_add_printf(out, "HTTP/1.1 %d ", m->hm_status);
+		evbuffer_add(out, clean, clen);
+		evbuffer_add(out, "\r\n", 2);
+		free(clean);
+	} else
+		evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n",
+		    m->hm_status, (int)m->hm_reason_len,
+		    http_msg_str(m, m->hm_reason));
 	for (i = 0; i < m->hm_nhdrs; i++) {
 		name = http_msg_str(m, m->hm_hdrs[i].h_name);
 		nlen = m->hm_hdrs[i].h_name_len;
@@ -1098,6 +1204,13 @@ conn_feed_response(struct conn *c)
 			break;
 		case HTTP_FEED_HEAD:
 			c->c_r.r_status = c->c_resp.hm_status;
+			if (response_encoded_for_secret(c)) {
+				conn_upstream_failed(c, 502,
+				    "upstream_unreachable", "upstream sent an "
+				    "encoded body for a request that carried a "
+				    "secret (it could not be scanned)");
+				return;
+			}
 			conn_budget_response_head(c);
 			write_response_head(c, 0);
 			c->c_r.r_resp_started = 1;
@@ -1372,6 +1485,12 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case CONN_CLOSING:
 		/* drained (under_drained), or the 5 s grace is over */
+		if (c->c_flushed)
+			conn_linger(c);
+		else
+			conn_close(c);
+		break;
+	case CONN_LINGER:
 		conn_close(c);
 		break;
 	}

@@ -36,6 +36,7 @@ enum conn_state {
 	CONN_TLS_PEEK,		/* CONNECT accepted: waiting for ClientHello */
 	CONN_TLS_HANDSHAKE,	/* intercepting: handshake with the client */
 	CONN_CLOSING,		/* flushing the last bytes to the client */
+	CONN_LINGER,		/* written and half-closed: draining input */
 };
 
 /* An upstream connection, owned by a conn or parked in the worker pool. */
@@ -120,6 +121,7 @@ struct conn {
 						   the SNI differs */
 	int			 c_tls_h2_only;	/* client offered only h2 */
 	int			 c_tls_shut;	/* close_notify sent */
+	int			 c_flushed;	/* all written, socket drained */
 	struct evbuffer_cb_entry *c_under_cb;	/* watching the TLS socket
 						   drain before closing */
 	int			 c_closing;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <ctype.h>
 
 #include <event2/buffer.h>
 #include <openssl/crypto.h>
@@ -140,7 +141,48 @@ wipe_free(char *p)
 	}
 }
 
-/* Does any header value or the target carry <ph>? */
+/* Percent-decode <in> (any case, '+' kept) into a new string. */
+static char *
+pct_decode(const char *in, size_t len)
+{
+	char	*out = xmalloc(len + 1), *o = out;
+	size_t	 i;
+	int	 hi, lo;
+
+	for (i = 0; i < len; i++) {
+		if (in[i] == '%' && i + 2 < len &&
+		    (hi = OPENSSL_hexchar2int((unsigned char)in[i + 1])) >= 0 &&
+		    (lo = OPENSSL_hexchar2int((unsigned char)in[i + 2])) >= 0) {
+			*o++ = (char)(hi << 4 | lo);
+			i += 2;
+		} else
+			*o++ = in[i];
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Is <ph> in <s>, as sent or once percent-decoded? */
+static int
+carries(const char *s, size_t len, const char *ph, size_t plen)
+{
+	char	*dec;
+	int	 found;
+
+	if (memmem(s, len, ph, plen) != NULL)
+		return 1;
+	if (memchr(s, '%', len) == NULL)
+		return 0;
+	dec = pct_decode(s, len);
+	found = strstr(dec, ph) != NULL;
+	free(dec);
+	return found;
+}
+
+/*
+ * Does any header value or the target carry <ph>, literally or
+ * percent-encoded (in any case: misuse must not hide behind %3a)?
+ */
 static int
 placeholder_sent(const struct sec_facts *f, const char *ph)
 {
@@ -149,22 +191,31 @@ placeholder_sent(const struct sec_facts *f, const char *ph)
 	int			 i;
 
 	for (i = 0; i < m->hm_nhdrs; i++)
-		if (memmem(m->hm_buf + m->hm_hdrs[i].h_value,
-		    m->hm_hdrs[i].h_value_len, ph, plen) != NULL)
+		if (carries(m->hm_buf + m->hm_hdrs[i].h_value,
+		    m->hm_hdrs[i].h_value_len, ph, plen))
 			return 1;
-	if (f->sf_path != NULL && strstr(f->sf_path, ph) != NULL)
+	if (f->sf_path != NULL && carries(f->sf_path, strlen(f->sf_path), ph,
+	    plen))
 		return 1;
-	if (f->sf_query != NULL && strstr(f->sf_query, ph) != NULL)
+	if (f->sf_query != NULL && carries(f->sf_query, strlen(f->sf_query),
+	    ph, plen))
 		return 1;
-	/* the target may carry it percent-encoded (":" as %3A) */
-	if (f->sf_query != NULL) {
-		char	*enc = url_encode(ph, plen);
-		int	 found = strstr(f->sf_query, enc) != NULL;
-
-		free(enc);
-		return found;
-	}
 	return 0;
+}
+
+/* <s> with every hex digit of a %XX escape lower-cased (new string). */
+static char *
+pct_lower(const char *s)
+{
+	char	*out = xstrdup(s), *p;
+
+	for (p = out; *p != '\0'; p++)
+		if (*p == '%' && p[1] != '\0' && p[2] != '\0') {
+			p[1] = (char)tolower((unsigned char)p[1]);
+			p[2] = (char)tolower((unsigned char)p[2]);
+			p += 2;
+		}
+	return out;
 }
 
 /* <query> without any "<param>=..." pair (new string, "" if none). */
@@ -314,6 +365,24 @@ sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
 			sr->sr_subst = sec_scan_new();
 		sec_scan_add(sr->sr_subst, s->sc_placeholder,
 		    strlen(s->sc_placeholder), v->sv_data, v->sv_len);
+		{
+			/* "%3A" and "%3a" forms become the encoded value */
+			char	*ep = url_encode(s->sc_placeholder,
+			    strlen(s->sc_placeholder));
+			char	*el = pct_lower(ep);
+			char	*ev = url_encode(v->sv_data, v->sv_len);
+
+			if (strcmp(ep, s->sc_placeholder) != 0) {
+				sec_scan_add(sr->sr_subst, ep, strlen(ep), ev,
+				    strlen(ev));
+				if (strcmp(el, ep) != 0)
+					sec_scan_add(sr->sr_subst, el,
+					    strlen(el), ev, strlen(ev));
+			}
+			free(ep);
+			free(el);
+			wipe_free(ev);
+		}
 		req_name(sr, s->sc_name);
 		req_reflect(sr, s->sc_name, v->sv_data, v->sv_len);
 	}

@@ -397,7 +397,7 @@ for scheme in ("http", "https"):
         r = itlib.read_response(c.rd, "POST")
         if isinstance(r1, itlib.Response) and r1.status != 100:
             r = r1      # a final answer came first
-    except Exception as e:
+    except Exception:
         r = None
     rec = up.one(m)
     t.ok(r is not None and r.status == 200 and rec is not None and
@@ -409,7 +409,7 @@ for scheme in ("http", "https"):
     n0 = up.count()
     try:
         r = c.request("POST", "/big", ["X-Mark: " + m], b"y" * 70000)
-    except (itlib.Closed, OSError) as e:
+    except (itlib.Closed, OSError):
         r = None
     t.error(r, 413, "body_too_large", S + "sigv4 body over body_bytes → 413")
     t.ok(not up.by_mark(m, 0.3) and up.count() == n0,
@@ -421,7 +421,7 @@ for scheme in ("http", "https"):
     try:
         r = c.request("POST", "/big", ["X-Mark: " + m], None,
                       [b"w" * 16384] * 5)
-    except (itlib.Closed, OSError) as e:
+    except (itlib.Closed, OSError):
         r = None
     t.error(r, 413, "body_too_large",
             S + "sigv4 chunked body over body_bytes → 413")
@@ -480,7 +480,7 @@ for scheme in ("http", "https"):
                           b"%s\r\n\r\n" % (inner.encode(), port, m.encode()))
             try:
                 r = itlib.read_response(c.rd)
-            except Exception as e:
+            except Exception:
                 r = None
             recs = up.by_mark(m, 0.3)
             leaked = [x for x in recs if x.sni != "api.test" and

@@ -103,7 +103,7 @@ YAML
 start_airlockd "$T/airlock.yaml"
 
 "$PYTHON" - <<'PY' || check_fail "reflection checks"
-import base64, http.client, json, os, socket, urllib.parse
+import base64, http.client, json, os, urllib.parse
 import itlib, seclib, tlslib
 from seclib import Client
 
@@ -218,6 +218,12 @@ case("hdr_103", ["early"], framing="length",
          "\r\n\r\n")
 case("hdr_trailer", ["t"], framing="chunked", chunks=[1],
      trailers=[["X-Sig", "{{req:authorization}}"]])
+# an upstream that compresses although asked for identity
+import gzip
+GZ = gzip.compress(("token=" + HDR + ";again=" + HDR).encode(), mtime=0)
+assert b"{{" not in GZ
+cases["hdr_gzip"] = {"headers": [["Content-Encoding", "gzip"]],
+                     "body": GZ.decode("latin-1")}
 # a WebSocket upgrade: the upstream sends the value in a text frame
 cases["hdr_ws"] = {"raw": "HTTP/1.1 101 Switching Protocols\r\n"
                    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -307,7 +313,8 @@ for scheme in ("http", "https"):
             conns[host] = Client(ap, scheme, host, port, CA)
         return conns[host]
 
-    order = [n for n in cases if n not in ("hdr_head", "hdr_eof", "hdr_ws")]
+    order = [n for n in cases if n not in ("hdr_head", "hdr_eof", "hdr_ws",
+                                           "hdr_gzip")]
     for name in order:
         key = name.split("_")[0]
         c = conn(key)
@@ -379,6 +386,27 @@ for scheme in ("http", "https"):
     bad = [f for f in FORBIDDEN if f in c.received()]
     t.ok(not bad, S + "WebSocket upgrade carrying a secret: the value does "
          "not reach the client through the frames", repr(c.received()[:300]))
+    c.close()
+
+    # Content-Encoding: gzip although identity was asked for: what the
+    # client decodes must not hold the value (refused, or decoded and
+    # redacted)
+    c = Client(ap, scheme, "api.test", port, CA)
+    try:
+        r = c.request("GET", "/gz", ["X-Test-Case: hdr_gzip",
+                                     "Accept-Encoding: gzip"])
+        body = r.body
+        if "gzip" in (r.header("Content-Encoding") or "") and r.status < 300:
+            try:
+                body = gzip.decompress(body)
+            except Exception:
+                pass
+        bad = [f for f in FORBIDDEN if f in body or f in r.raw_head]
+        t.ok(not bad, S + "gzip answer to a request with a secret: the "
+             "decoded body holds no value", repr((r.status, r.headers,
+                                                  body[:200])))
+    except Exception as e:
+        t.ok(True, S + "gzip answer: connection refused/closed (%r)" % e)
     c.close()
 
     # HTTP/1.0 client: the body ends with the connection

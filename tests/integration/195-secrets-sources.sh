@@ -105,7 +105,7 @@ start_airlockd "$T/cfg/airlock.yaml"
 export AIRLOCK_PID
 
 "$PYTHON" - <<'PY' || check_fail "exec/env/file source checks"
-import os, signal, stat, time
+import os, signal, time
 import itlib, seclib
 
 E = os.environ

@@ -13,7 +13,8 @@
 # OpenAI streams that lack it (and no rewrite otherwise), a response cut
 # short charged its reservation (max_tokens, max_completion_tokens,
 # max_output_tokens, limits.default_max_tokens; body bytes as the input
-# estimate), plain HTTP metering.
+# estimate; a body that is not JSON at the highest prices), a metered body
+# over limits.body_bytes refused with 413, plain HTTP metering.
 . "$top_srcdir/tests/integration/lib.sh"
 
 command -v openssl >/dev/null 2>&1 || skip "openssl CLI not found"
@@ -71,7 +72,7 @@ PY
 {
 	config_common "$AIRLOCK_PORT"
 	cat <<YAML
-limits: {default_max_tokens: 3000}
+limits: {default_max_tokens: 3000, body_bytes: 64KiB}
 upstream:
   ca_file: $T/pki/ca.crt
   allow_networks: ["127.0.0.1/32"]
@@ -333,6 +334,28 @@ if got is not None:
     injected(orig, got, up, "stream_options without include_usage")
     metered(rec, "stream_options without include_usage")
 
+# 1b. the same, the sandbox sending its body chunked
+orig = budlib.jbody({"model": M, "stream": True, "messages": msgs,
+                     "max_tokens": 64})
+seq[0] += 1
+mark = "inc-%d" % seq[0]
+c = oa._tls()
+half = len(orig) // 2
+c.send(b"POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.test:%d\r\n"
+       b"X-Synth: openai\r\nX-Synth-Usage: 120,30\r\nX-Mark: %s\r\n"
+       b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n"
+       b"0\r\n\r\n" % (tp, mark.encode(), half, orig[:half],
+                          len(orig) - half, orig[half:]))
+r = itlib.read_response(c.rd)
+if t.ok(r.status == 200, "chunked stream request: 200", repr(r)):
+    up = budlib.upstream_wait(ulog, lambda x: x["headers"].get("x-mark") ==
+                              mark)
+    rec = budlib.audit_for(audit, r.header("X-Airlock-Request-Id"))
+    if t.ok(up is not None, "chunked stream request: reached the upstream"):
+        injected(orig, up["body"].encode("latin-1"), up,
+                 "chunked stream request")
+        metered(rec, "chunked stream request")
+
 # 3. include_usage already true: the body goes out byte for byte
 orig = (b'{ "model" : "%s",\n  "stream":true , "stream_options": '
         b'{"include_usage" : true},\n "messages": %s, "max_tokens": 64 }'
@@ -397,12 +420,17 @@ cases = [
      "max_tokens": 4321, "messages": []}, 4321),
     (an, "/v1/messages", "anthropic", {"model": "claude-sonnet-4-5",
      "stream": True, "max_tokens": 8000, "messages": []}, 8000),
+    # not JSON: no model (the highest prices), no bound (the default)
+    (oa, "/v1/chat/completions", "openai", None, 3000),
 ]
 for cl, path, kind, req, max_out in cases:
-    body = budlib.jbody(req)
-    want = budlib.worst(TABLE, req["model"], len(body), max_out)
-    what = "%s %s cut short (output bound %d)" % (kind, req["model"],
-                                                  max_out)
+    if req is None:
+        body, model = b"model=gpt-4o&max_tokens=5 (not JSON)", ""
+    else:
+        body, model = budlib.jbody(req), req["model"]
+    want = budlib.worst(TABLE, model, len(body), max_out)
+    what = "%s %s cut short (output bound %d)" % (kind, model or
+                                                  "(no model)", max_out)
     data = cl.request_raw("POST", path, body, ["X-Synth: " + kind,
                                                "X-Synth-Usage: 10,5",
                                                "X-Cut-After: 40"])
@@ -417,6 +445,29 @@ for cl, path, kind, req, max_out in cases:
          "cost_microusd %r; %s" % (rec.get("cost_microusd"), rec))
 oa.close()
 an.close()
+t.done()
+PY
+
+# --- a metered body over limits.body_bytes (64 KiB) cannot be read whole
+# to reserve its worst case: 413 body_too_large, never forwarded
+PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "body_bytes"
+import os, time, budlib, itlib
+ap, tp = itlib.env_int("AIRLOCK_PORT"), itlib.env_int("TLS_PORT")
+T = os.environ["T"]
+t = itlib.Checks()
+c = budlib.Client(ap, "api.openai.test", tp, "a:tok-a",
+                  T + "/state/ca/a/ca.crt")
+body = budlib.jbody({"model": "gpt-4o", "max_tokens": 5, "messages": [
+    {"role": "user", "content": "z" * 70000}]})
+r = c.request("POST", "/v1/chat/completions", body,
+              ["X-Synth: openai", "X-Mark: toolarge"])
+t.error(r, 413, "body_too_large", "a 70 KB metered body → 413 "
+        "body_too_large")
+time.sleep(0.2)
+t.ok(not any(x["headers"].get("x-mark") == "toolarge" for x in
+             budlib.upstream_records(T + "/llm.jsonl")),
+     "the oversized body was not forwarded")
+c.close()
 t.done()
 PY
 

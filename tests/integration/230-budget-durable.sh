@@ -11,7 +11,9 @@
 # (requests sent)*reservation, so one reserving cap minus that is admitted.
 # The ledger is compacted on start: after hundreds of requests and a
 # restart it shrinks, and the spend it carries is unchanged (exact
-# remaining budget after a clean restart too).
+# remaining budget after a clean restart too). Counters other than money
+# (here: requests) reach the ledger within a second: counted 1.5 s before
+# a kill -9, they are still counted after it.
 #
 # The price of model "unit-*" is 1 USD per million tokens in and out, so a
 # request reserves its body's bytes plus its max_tokens in µUSD.
@@ -62,9 +64,14 @@ policies:
     rules:
       - {host: "plain.openai.test", ports: [$PLAIN_PORT], methods: [POST], paths: ["/v1/*"], meter: openai}
     caps: {usd: 0.3005}
+  - name: count
+    rules:
+      - {host: "plain.openai.test", ports: [$PLAIN_PORT], methods: [POST], paths: ["/v1/*"], meter: openai}
+    caps: {requests: 8}
 sandboxes:
   - {id: dur, policy: big, token: "literal:tok"}
   - {id: comp, policy: exact, token: "literal:tok"}
+  - {id: cnt, policy: count, token: "literal:tok"}
 YAML
 } >"$T/airlock.yaml"
 
@@ -153,7 +160,10 @@ for x in th:
 time.sleep(1.3)
 # no new requests from here on (those in flight stay in flight)
 stop.set()
-os.kill(int(os.environ["AIRLOCK_PID"]), signal.SIGKILL)
+try:
+    os.kill(int(os.environ["AIRLOCK_PID"]), signal.SIGKILL)
+except ProcessLookupError:
+    t.ok(False, "airlockd still running under load at the kill")
 for x in th:
     x.join(20)
 fw = [r for r in budlib.upstream_records(ULOG)
@@ -248,7 +258,7 @@ n, files = ledger_bytes()
 print("# ledger after the restart: %d bytes %r" % (n, files))
 t.ok(0 < n < before, "the ledger is compacted on start (%d → %d bytes)"
      % (before, n), files)
-t.ok(n <= 16384, "the compacted ledger is small (%d bytes for 2 "
+t.ok(n <= 16384, "the compacted ledger is small (%d bytes for 3 "
      "sandboxes)" % n, files)
 c = client("comp")
 r = post(c, 300, 201)
@@ -258,6 +268,31 @@ r = post(c, 300, 200, "1,0")
 t.ok(r is not None and r.status == 200, "comp after compaction: reserving "
      "the 500 left → 200 (spend carried exactly)", repr(r))
 c.close()
+t.done()
+PY
+
+# --- counters other than money reach the ledger within a second: 5 of 8
+# requests, 1.5 s, kill -9, restart: 3 more, then 402
+PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "requests before kill"
+from durcommon import *
+c = client("cnt")
+n = sum(1 for i in range(5) if (post(c, 300, 10) or itlib.Response()).status
+        == 200)
+c.close()
+t.ok(n == 5, "cnt: 5 requests of 8 admitted", n)
+time.sleep(1.5)
+t.done()
+PY
+kill -9 "$AIRLOCK_PID"
+wait_exit "$AIRLOCK_PID" 10 2>/dev/null
+start_airlockd "$T/airlock.yaml"
+PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "requests after kill"
+from durcommon import *
+c = client("cnt")
+st = [(post(c, 300, 10) or itlib.Response()).status for i in range(4)]
+c.close()
+t.ok(st == [200, 200, 200, 402], "cnt after kill -9: the 5 requests "
+     "counted 1.5 s before the kill are remembered: 3 more, then 402", st)
 t.done()
 PY
 
