@@ -255,7 +255,7 @@ PY
 # --- include_usage: injected into an OpenAI stream that lacks it, left
 # alone otherwise; the stream is metered either way
 PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "include_usage"
-import json, os, budlib, itlib
+import json, os, time, budlib, itlib
 from pricing import TABLE
 ap, tp = itlib.env_int("AIRLOCK_PORT"), itlib.env_int("TLS_PORT")
 T = os.environ["T"]
@@ -355,6 +355,45 @@ if t.ok(r.status == 200, "chunked stream request: 200", repr(r)):
         injected(orig, up["body"].encode("latin-1"), up,
                  "chunked stream request")
         metered(rec, "chunked stream request")
+
+# 1c. 200 such requests of every body size from 120 to 319 bytes: each
+# one rewritten (the body is parsed from exactly its own bytes, whatever
+# lies beyond them in memory)
+marks = {}
+for i in range(200):
+    seq[0] += 1
+    mark = "inc-%d" % seq[0]
+    orig = budlib.jbody({"model": M, "stream": True, "max_tokens": 8,
+                         "messages": [{"role": "user", "content":
+                                       "p" * i}]})
+    r = oa.request("POST", "/v1/chat/completions", orig,
+                   ["X-Synth: openai", "X-Synth-Usage: 120,30",
+                    "X-Mark: " + mark])
+    if r is None or r.status != 200:
+        t.ok(False, "sizes: request %d: 200" % i, repr(r))
+        continue
+    marks[mark] = (len(orig), r.header("X-Airlock-Request-Id"))
+time.sleep(0.3)
+ups = {x["headers"].get("x-mark"): x for x in budlib.upstream_records(ulog)}
+missed = []
+for mark, (n, rid) in sorted(marks.items()):
+    x = ups.get(mark)
+    try:
+        so = json.loads(x["body"]).get("stream_options") or {}
+    except (TypeError, ValueError):
+        so = {}
+    if so.get("include_usage") is not True:
+        missed.append(n)
+t.ok(len(marks) == 200 and not missed, "sizes: include_usage injected "
+     "into all 200 streams of %d..%d bytes" % (min(v[0] for v in
+                                                     marks.values()),
+                                               max(v[0] for v in
+                                                   marks.values())),
+     "not injected at body sizes %r" % missed)
+recs = {a.get("id"): a for a in itlib.audit_records(audit)}
+unmetered = [n for mark, (n, rid) in marks.items()
+             if not (recs.get(rid) or {}).get("usage")]
+t.ok(not unmetered, "sizes: all 200 streams metered", unmetered)
 
 # 3. include_usage already true: the body goes out byte for byte
 orig = (b'{ "model" : "%s",\n  "stream":true , "stream_options": '
