@@ -479,7 +479,8 @@ void
 conn_deny(struct conn *c, int status, const char *code, const char *reason)
 {
 	/* a body we will not read makes the connection unusable */
-	int close = c->c_req.hm_framing != HTTP_BODY_NONE &&
+	int close = !c->c_r.r_req_done && c->c_r.r_body == NULL &&
+	    c->c_req.hm_framing != HTTP_BODY_NONE &&
 	    !(c->c_req.hm_framing == HTTP_BODY_LENGTH &&
 	    c->c_req.hm_content_length == 0);
 
@@ -764,6 +765,7 @@ on_request_head(struct conn *c)
 		 * hold it whole before going out */
 		if (m->hm_framing == HTTP_BODY_LENGTH &&
 		    m->hm_content_length > c->c_cfg->c_limits.l_body_bytes) {
+			c->c_r.r_allowed = 0;
 			conn_reply_error(c, 413, "body_too_large", "request "
 			    "body over limits.body_bytes (needed whole)", 1);
 			return;
@@ -1035,6 +1037,7 @@ conn_feed_request_loop(struct conn *c)
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
 		if (c->c_r.r_body_too_large) {
+			c->c_r.r_allowed = 0;
 			conn_reply_error(c, 413, "body_too_large", "request body "
 			    "over limits.body_bytes (needed whole for signing)",
 			    1);

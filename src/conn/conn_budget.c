@@ -46,6 +46,7 @@ static uint64_t
 inspect_body(struct conn *c, enum cfg_meter dialect)
 {
 	struct evbuffer	*b = c->c_r.r_body;
+	json_tokener	*tok;
 	json_object	*o, *v, *so;
 	const char	*text;
 	size_t		 len = b ? evbuffer_get_length(b) : 0;
@@ -53,7 +54,16 @@ inspect_body(struct conn *c, enum cfg_meter dialect)
 
 	if (len == 0)
 		return 0;
-	o = json_tokener_parse((const char *)evbuffer_pullup(b, (ssize_t)len));
+	/* the held body is not NUL-terminated: parse with its length */
+	if ((tok = json_tokener_new()) == NULL)
+		return 0;
+	o = json_tokener_parse_ex(tok, (const char *)evbuffer_pullup(b,
+	    (ssize_t)len), (int)len);
+	if (o != NULL && json_tokener_get_parse_end(tok) != len) {
+		json_object_put(o);	/* trailing garbage: not one object */
+		o = NULL;
+	}
+	json_tokener_free(tok);
 	if (o == NULL || !json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
 		return 0;

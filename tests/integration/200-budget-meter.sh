@@ -356,7 +356,7 @@ if t.ok(r.status == 200, "chunked stream request: 200", repr(r)):
                  "chunked stream request")
         metered(rec, "chunked stream request")
 
-# 1c. 200 such requests of every body size from 120 to 319 bytes: each
+# 1c. 200 such requests of every body size from 100 to 299 bytes: each
 # one rewritten (the body is parsed from exactly its own bytes, whatever
 # lies beyond them in memory)
 marks = {}

@@ -265,7 +265,7 @@ r, m = post(c, body_of(200, 801))
 refused(r, 402, "budget_exceeded", "usd", "usdtls (TLS): reserve 1001 "
         "of 1000", m, T + "/llm.jsonl")
 r, m = post(c, body_of(200, 800), "10,10")
-admitted(r, "usdtls (TLS): the same session goes on, reserve 1000 of 1000")
+admitted(r, "usdtls (TLS): then reserving 1000 of 1000 → 200")
 r, m = post(c, body_of(200, 781))
 refused(r, 402, "budget_exceeded", "usd", "usdtls (TLS): reserve 981 "
         "with 980 left", m, T + "/llm.jsonl")
