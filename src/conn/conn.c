@@ -313,6 +313,8 @@ conn_free(struct conn *c)
 		upstream_free(c->c_up);
 	if (c->c_timer != NULL)
 		event_free(c->c_timer);
+	if (c->c_linger_ev != NULL)
+		event_free(c->c_linger_ev);
 	if (c->c_under_cb != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_output(
 		    bufferevent_get_underlying(c->c_bev)), c->c_under_cb);
@@ -351,21 +353,19 @@ conn_close(struct conn *c)
 
 /* Lingering close: read and forget whatever the client still sends. */
 static void
-linger_read(struct bufferevent *bev, void *arg)
-{
-	struct evbuffer	*in = bufferevent_get_input(bev);
-
-	evbuffer_drain(in, evbuffer_get_length(in));
-}
-
-static void
-linger_event(struct bufferevent *bev, short what, void *arg)
+linger_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn	*c = arg;
+	char		 buf[16384];
+	ssize_t		 n;
 
-	conn_enter(c);
-	conn_close(c);
-	conn_leave(c);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		conn_enter(c);
+		conn_close(c);	/* the client is done too */
+		conn_leave(c);
+	}
 }
 
 /*
@@ -373,6 +373,8 @@ linger_event(struct bufferevent *bev, short what, void *arg)
  * kernel send RST, which can destroy the answer before the client read
  * it (a 413 to a client still uploading): half-close, drain what keeps
  * coming for a moment, then close (Apache's and nginx's lingering close).
+ * A raw event reads the socket: a TLS filter may hold its bufferevent's
+ * reads suspended.
  */
 static void
 conn_linger(struct conn *c)
@@ -387,11 +389,16 @@ conn_linger(struct conn *c)
 		conn_close(c);
 		return;
 	}
+	bufferevent_disable(raw, EV_READ | EV_WRITE);
+	bufferevent_disable(c->c_bev, EV_READ | EV_WRITE);
 	(void)shutdown(fd, SHUT_WR);
 	c->c_state = CONN_LINGER;
-	bufferevent_setcb(raw, linger_read, NULL, linger_event, c);
-	bufferevent_setwatermark(raw, EV_READ, 0, 0);
-	bufferevent_enable(raw, EV_READ);
+	c->c_linger_ev = event_new(c->c_worker->w_base, fd,
+	    EV_READ | EV_PERSIST, linger_cb, c);
+	if (c->c_linger_ev == NULL || event_add(c->c_linger_ev, NULL) == -1) {
+		conn_close(c);
+		return;
+	}
 	conn_timer_arm(c, 2000);
 }
 

@@ -122,6 +122,7 @@ struct conn {
 	int			 c_tls_h2_only;	/* client offered only h2 */
 	int			 c_tls_shut;	/* close_notify sent */
 	int			 c_flushed;	/* all written, socket drained */
+	struct event		*c_linger_ev;	/* lingering close reads */
 	struct evbuffer_cb_entry *c_under_cb;	/* watching the TLS socket
 						   drain before closing */
 	int			 c_closing;
