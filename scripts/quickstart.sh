@@ -16,7 +16,8 @@ airlockd is starting in the foreground (Ctrl-C stops it).
 Point a client at it, for example:
 
     export http_proxy=http://127.0.0.1:3128 https_proxy=http://127.0.0.1:3128
-    curl -sI https://pypi.org/simple/        # allowed by conf/airlock.yaml
+    # HTTPS is intercepted with the sandbox's own CA: trust it
+    curl -sI --cacert conf/state/ca/local/ca.crt https://pypi.org/simple/
     curl -s  http://example.com/             # denied: 403 JSON
 
 Requests from 127.0.0.1 without credentials use the "local" sandbox. Other
