@@ -7,14 +7,10 @@
 #include "config.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +28,7 @@
 #include "cfg/cfg_internal.h"
 #include "dns/net_guard.h"
 #include "policy/pol.h"
+#include "util/exec.h"
 #include "util/util.h"
 
 #define CFG_MAX_KEYLEN	40	/* longer keys get no suggestion */
@@ -682,126 +679,6 @@ cfg_path_glob_check(const char *s)
 	return NULL;
 }
 
-/* Run "sh -c <cmd>"; its stdout (at most <max> bytes) into <buf>. */
-static int
-cfg_exec(const char *cmd, char *buf, size_t max, size_t *len, char *why,
-    size_t whysz)
-{
-	posix_spawn_file_actions_t	 fa;
-	posix_spawnattr_t		 sa;
-	sigset_t			 mask;
-	struct pollfd			 pfd;
-	struct timespec			 now, end;
-	char				*argv[4];
-	pid_t				 pid;
-	ssize_t				 r;
-	int				 p[2], status, rc, ms, err, fd;
-	int				 over = 0;
-
-	*len = 0;
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		snprintf(why, whysz, "pipe: %s", strerror(errno));
-		return -1;
-	}
-	/* With stdin or stdout closed the pipe could land on 0 or 1. */
-	for (rc = 0; rc < 2; rc++) {
-		if (p[rc] > 2)
-			continue;
-		if ((fd = fcntl(p[rc], F_DUPFD_CLOEXEC, 3)) == -1) {
-			snprintf(why, whysz, "fcntl: %s", strerror(errno));
-			close(p[0]);
-			close(p[1]);
-			return -1;
-		}
-		close(p[rc]);
-		p[rc] = fd;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-	/* The daemon ignores SIGPIPE and may block signals: not the child. */
-	posix_spawnattr_init(&sa);
-	sigemptyset(&mask);
-	posix_spawnattr_setsigmask(&sa, &mask);
-	sigaddset(&mask, SIGPIPE);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	posix_spawnattr_setsigdefault(&sa, &mask);
-	posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK |
-	    POSIX_SPAWN_SETSIGDEF);
-	argv[0] = (char *)"sh";
-	argv[1] = (char *)"-c";
-	argv[2] = (char *)cmd;
-	argv[3] = NULL;
-	err = posix_spawn(&pid, "/bin/sh", &fa, &sa, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&sa);
-	close(p[1]);
-	if (err != 0) {
-		close(p[0]);
-		snprintf(why, whysz, "cannot run /bin/sh: %s", strerror(err));
-		return -1;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += CFG_EXEC_TIMEOUT_MS / 1000;
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		ms = (int)((end.tv_sec - now.tv_sec) * 1000 +
-		    (end.tv_nsec - now.tv_nsec) / 1000000);
-		if (ms <= 0) {
-			over = 2;
-			break;
-		}
-		pfd.fd = p[0];
-		pfd.events = POLLIN;
-		if ((rc = poll(&pfd, 1, ms)) == -1 && errno == EINTR)
-			continue;
-		if (rc <= 0) {
-			over = 2;
-			break;
-		}
-		r = read(p[0], buf + *len, max - *len);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		*len += (size_t)r;
-		if (*len == max) {
-			over = 1;
-			break;
-		}
-	}
-	close(p[0]);
-	if (over)
-		kill(pid, SIGKILL);
-	while ((rc = waitpid(pid, &status, 0)) == -1 && errno == EINTR)
-		;
-	if (over == 2) {
-		snprintf(why, whysz, "timed out after %ds",
-		    CFG_EXEC_TIMEOUT_MS / 1000);
-		return -1;
-	}
-	if (over == 1) {
-		snprintf(why, whysz, "printed more than %zu bytes", max - 1);
-		return -1;
-	}
-	/* SIGCHLD ignored by the caller: no status to judge by. */
-	if (rc == -1)
-		return 0;
-	if (WIFSIGNALED(status)) {
-		snprintf(why, whysz, "killed by signal %d", WTERMSIG(status));
-		return -1;
-	}
-	if (WEXITSTATUS(status) != 0) {
-		snprintf(why, whysz, "exited with status %d",
-		    WEXITSTATUS(status));
-		return -1;
-	}
-	return 0;
-}
-
 /* The file's bytes (at most <max>) into <buf>, refusing loose modes. */
 static int
 cfg_read_secret_file(const char *path, char *buf, size_t max, size_t *len,
@@ -972,8 +849,8 @@ cfg_source_read(struct cfg_parse *cp, const yaml_node_t *n, const char *what,
 			cfg_err(cp, n, "\"%s\": exec: needs a command", what);
 			return -1;
 		}
-		if (cfg_exec(src + 5, buf, sizeof(buf), &len, why,
-		    sizeof(why)) == -1) {
+		if (util_exec(src + 5, buf, sizeof(buf), &len,
+		    CFG_EXEC_TIMEOUT_MS, -1, NULL, why, sizeof(why)) == -1) {
 			OPENSSL_cleanse(buf, sizeof(buf));
 			cfg_err(cp, n, "\"%s\": command %s", what, why);
 			return -1;

@@ -15,7 +15,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +22,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,12 +32,12 @@
 
 #include "cfg/cfg.h"
 #include "secrets/sec.h"
+#include "util/exec.h"
 #include "util/log.h"
 #include "util/util.h"
 
 #define SEC_MAX_VALUE	(64 * 1024)	/* bytes of one value */
 #define SEC_EXEC_TIMEOUT_MS 10000	/* an exec: command, start to exit */
-#define SEC_WAIT_STEP_MS 10		/* polling a child after its EOF */
 #define SEC_FAIL_LOG_MS	60000		/* repeat a refresh failure this often */
 
 extern char	**environ;
@@ -301,183 +299,25 @@ sec_read_file(const char *path, char *why, size_t whysz)
 	return sec_val_finish(v, 1, why, whysz);
 }
 
-/* Milliseconds left until <end> (monotonic), 0 when past. */
-static int
-sec_ms_left(uint64_t end)
-{
-	uint64_t	now = util_now_ms();
-
-	if (now >= end)
-		return 0;
-	return end - now > INT_MAX ? INT_MAX : (int)(end - now);
-}
-
-static void
-sec_kill(pid_t pid)
-{
-	/* The command's own group: "sh -c" may have started others. */
-	(void)kill(-pid, SIGKILL);
-	(void)kill(pid, SIGKILL);
-}
-
 /*
- * Run "/bin/sh -c <cmd>" with stdin and stderr on /dev/null (stderr could
- * echo the secret) and its stdout read into a locked value. It must exit
- * with status 0 within the timeout. <stopfd> (or -1) becoming readable
- * aborts it. Returns NULL with the reason in <why>; *stopped tells an
- * abort apart.
+ * An exec: source: the command's stdout read straight into a locked value
+ * (util_exec: its own process group, stdin and stderr on /dev/null, exit
+ * 0 within the timeout). <stopfd> (or -1) becoming readable aborts it.
  */
 static struct sec_val *
 sec_exec(const char *cmd, int stopfd, int *stopped, char *why, size_t whysz)
 {
-	posix_spawn_file_actions_t	 fa;
-	posix_spawnattr_t		 sa;
-	sigset_t			 mask;
-	struct pollfd			 pfd[2];
-	struct sec_val			*v;
-	char				*argv[4];
-	uint64_t			 end;
-	pid_t				 pid, w = -1;
-	ssize_t				 r;
-	int				 p[2], i, fd, err, status, rc;
-	int				 over = 0, eof = 0, perr = 0;
+	struct sec_val	*v;
+	char		 err[200];
 
 	*stopped = 0;
 	if ((v = sec_val_alloc(SEC_MAX_VALUE + 1)) == NULL) {
 		snprintf(why, whysz, "out of memory: %s", strerror(errno));
 		return NULL;
 	}
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		snprintf(why, whysz, "pipe: %s", strerror(errno));
-		sec_val_unref(v);
-		return NULL;
-	}
-	/* With stdin or stdout closed the pipe could land on 0 or 1. */
-	for (i = 0; i < 2; i++) {
-		if (p[i] > 2)
-			continue;
-		if ((fd = fcntl(p[i], F_DUPFD_CLOEXEC, 3)) == -1) {
-			snprintf(why, whysz, "fcntl: %s", strerror(errno));
-			close(p[0]);
-			close(p[1]);
-			sec_val_unref(v);
-			return NULL;
-		}
-		close(p[i]);
-		p[i] = fd;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	/* The daemon ignores SIGPIPE and blocks signals: not the child. */
-	posix_spawnattr_init(&sa);
-	sigemptyset(&mask);
-	posix_spawnattr_setsigmask(&sa, &mask);
-	sigaddset(&mask, SIGPIPE);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGUSR1);
-	sigaddset(&mask, SIGUSR2);
-	posix_spawnattr_setsigdefault(&sa, &mask);
-	posix_spawnattr_setpgroup(&sa, 0);
-	posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETSIGMASK |
-	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-	argv[0] = (char *)"sh";
-	argv[1] = (char *)"-c";
-	argv[2] = (char *)cmd;
-	argv[3] = NULL;
-	err = posix_spawn(&pid, "/bin/sh", &fa, &sa, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&sa);
-	close(p[1]);
-	if (err != 0) {
-		close(p[0]);
-		snprintf(why, whysz, "cannot run /bin/sh: %s", strerror(err));
-		sec_val_unref(v);
-		return NULL;
-	}
-
-	end = util_now_ms() + sec_exec_timeout_ms;
-	pfd[0].fd = p[0];
-	pfd[0].events = POLLIN;
-	pfd[1].fd = stopfd;
-	pfd[1].events = POLLIN;
-	/* stdout until EOF, then the exit: both within the timeout. */
-	for (;;) {
-		if (eof) {
-			if ((w = waitpid(pid, &status, WNOHANG)) == pid ||
-			    (w == -1 && errno != EINTR))
-				break;
-			pfd[0].fd = -1;
-		}
-		if ((i = sec_ms_left(end)) == 0) {
-			over = 2;
-			break;
-		}
-		if (eof && i > SEC_WAIT_STEP_MS)
-			i = SEC_WAIT_STEP_MS;
-		if ((rc = poll(pfd, 2, i)) == -1 && errno == EINTR)
-			continue;
-		if (rc == -1) {
-			perr = errno;
-			over = 3;
-			break;
-		}
-		if (stopfd != -1 && pfd[1].revents != 0) {
-			*stopped = 1;
-			over = 3;
-			break;
-		}
-		if (eof || pfd[0].revents == 0)
-			continue;
-		r = read(p[0], v->sv_data + v->sv_len,
-		    SEC_MAX_VALUE + 1 - v->sv_len);
-		if (r == -1 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r <= 0) {
-			eof = 1;
-			continue;
-		}
-		v->sv_len += (size_t)r;
-		if (v->sv_len > SEC_MAX_VALUE) {
-			over = 1;
-			break;
-		}
-	}
-	close(p[0]);
-	if (over) {
-		sec_kill(pid);
-		while ((w = waitpid(pid, &status, 0)) == -1 && errno == EINTR)
-			;
-		sec_val_unref(v);
-		if (over == 1)
-			snprintf(why, whysz, "command printed more than %d "
-			    "bytes", SEC_MAX_VALUE);
-		else if (over == 2 && sec_exec_timeout_ms % 1000 == 0)
-			snprintf(why, whysz, "command timed out after %llus",
-			    (unsigned long long)sec_exec_timeout_ms / 1000);
-		else if (over == 2)
-			snprintf(why, whysz, "command timed out after %llums",
-			    (unsigned long long)sec_exec_timeout_ms);
-		else if (perr != 0)
-			snprintf(why, whysz, "poll: %s", strerror(perr));
-		else
-			snprintf(why, whysz, "command stopped");
-		return NULL;
-	}
-	/* SIGCHLD ignored or the child reaped elsewhere: no status. */
-	if (w == pid && WIFSIGNALED(status)) {
-		snprintf(why, whysz, "command killed by signal %d",
-		    WTERMSIG(status));
-		sec_val_unref(v);
-		return NULL;
-	}
-	if (w == pid && WEXITSTATUS(status) != 0) {
-		snprintf(why, whysz, "command exited with status %d",
-		    WEXITSTATUS(status));
+	if (util_exec(cmd, v->sv_data, SEC_MAX_VALUE + 1, &v->sv_len,
+	    sec_exec_timeout_ms, stopfd, stopped, err, sizeof(err)) == -1) {
+		snprintf(why, whysz, "command %s", err);
 		sec_val_unref(v);
 		return NULL;
 	}
