@@ -12,26 +12,6 @@
 
 command -v openssl >/dev/null 2>&1 || skip "openssl CLI not found"
 
-# start_secup NAME [ARGS...]: secret_upstream.py, logging to $T/NAME.jsonl;
-# sets SECUP_PORT.
-start_secup()
-{
-	_sn=$1
-	shift
-	rm -f "$T/$_sn.port"
-	"$PYTHON" "$IT_DIR/secret_upstream.py" -P "$T/$_sn.port" \
-	    -l "$T/$_sn.jsonl" "$@" 2>"$T/$_sn.err" &
-	_sp=$!
-	track_pid "$_sp"
-	_i=0
-	while [ ! -s "$T/$_sn.port" ]; do
-		_i=$((_i + 1))
-		[ "$_i" -le 200 ] || hard_error "$_sn did not start: $(cat "$T/$_sn.err")"
-		kill -0 "$_sp" 2>/dev/null || hard_error "$_sn exited: $(cat "$T/$_sn.err")"
-		sleep 0.05
-	done
-	SECUP_PORT=$(cat "$T/$_sn.port")
-}
 
 HOSTS="api.test basic.test query.test sqs.test"
 sh "$top_srcdir/tests/harness/mkpki.sh" "$T/pki" >"$T/mkpki.log" 2>&1 ||
