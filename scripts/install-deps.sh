@@ -5,7 +5,8 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       libssl-dev libevent-dev libyaml-dev libmaxminddb-dev libjson-c-dev
       check node-llhttp libhiredis-dev openssl ca-certificates"
-TEST_PKGS="curl python3 procps iproute2 squid tinyproxy"
+TEST_PKGS="curl python3 procps iproute2 squid tinyproxy
+           libmaxmind-db-writer-perl python3-prometheus-client"
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS $TEST_PKGS"
 fi

@@ -415,3 +415,10 @@ aud_rec_json(const struct aud_rec *r)
 	json_object_put(o);
 	return text;
 }
+
+/* PLACEHOLDER until fail-closed audit lands. */
+int
+aud_available(void)
+{
+	return 1;
+}

@@ -7,6 +7,7 @@
 #define AIRLOCK_AUD_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 struct cfg;
 struct usage;
@@ -37,6 +38,8 @@ struct aud_rec {
 	const struct usage *ar_usage;	/* metered usage, or NULL */
 	int64_t		 ar_cost_micro;	/* -1: absent */
 	int		 ar_unpriced;	/* no price matched the model */
+	const char	*ar_country;	/* GeoIP of the upstream, or NULL */
+	uint32_t	 ar_asn;	/* 0: absent */
 };
 
 /*
@@ -54,6 +57,31 @@ void	aud_reopen(void);
 void	aud_stop(void);
 /* Lines dropped or failed since start (for metrics and tests). */
 uint64_t aud_write_errors(void);
+
+/*
+ * 1 while records can be written; 0 after a write failed (disk full, file
+ * or directory gone) until a retry succeeds. Workers refuse new requests
+ * with 503 audit_unavailable meanwhile (fail closed).
+ */
+int	aud_available(void);
+
+/* Result of checking a hash-chained audit file. */
+struct aud_verify {
+	uint64_t	 av_lines;	/* lines read */
+	uint64_t	 av_bad_line;	/* 1-based first bad line; 0 = OK */
+	char		 av_why[256];	/* what is wrong with it */
+	char		 av_first_prev[65];	/* "prev" of the first line */
+	char		 av_last_hash[65];	/* "hash" of the last good line */
+};
+
+/*
+ * Check the chain of <in>: each line's hash over its bytes without the
+ * ,"hash":"..." member, each prev equal to the hash before it; the first
+ * line's prev must equal <prev_hex> (NULL: 64 zeros). Returns 0 when the
+ * whole file is intact, 1 at the first broken line (av_bad_line, av_why),
+ * -1 on a read error.
+ */
+int	aud_verify_file(FILE *in, const char *prev_hex, struct aud_verify *);
 
 /* Build the JSON text of a record (no newline). Caller frees. */
 char	*aud_rec_json(const struct aud_rec *);

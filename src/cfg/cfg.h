@@ -12,6 +12,7 @@
 
 struct net_guard;
 struct sec_store;
+struct geo;
 
 enum cfg_meter {
 	CFG_METER_NONE = 0,
@@ -92,6 +93,10 @@ struct cfg_policy {
 	struct cfg_rule	 *p_rules;
 	size_t		  p_nrules;
 	struct cfg_caps	  p_caps;	/* all cp_has_* 0 = no caps */
+	char		(*p_geo_deny)[3];	/* ISO 3166 alpha-2, upper */
+	size_t		  p_ngeo_deny;
+	char		(*p_geo_allow)[3];	/* non-empty: only these */
+	size_t		  p_ngeo_allow;
 };
 
 struct cfg_sandbox {
@@ -133,6 +138,20 @@ struct cfg {
 							   {"127.0.0.1:3128"} */
 	size_t			  c_nlisten_proxy;
 	char			 *c_default_sandbox;	/* NULL = none */
+	char			 *c_listen_admin;	/* "unix:/abs/path" or
+							   "HOST:PORT"; default
+							   unix:<state_dir>/
+							   admin.sock */
+	char			 *c_admin_token;	/* resolved value; NULL
+							   when the file is to
+							   be created */
+	size_t			  c_admin_token_len;
+	char			 *c_admin_token_file;	/* file: source path
+							   (absolute), or
+							   NULL; default
+							   <state_dir>/
+							   admin.token */
+	char			 *c_geoip_database;	/* .mmdb path or NULL */
 
 	char			 *c_state_dir;	/* resolved against c_dir;
 						   default "<dir>/state" */
@@ -158,6 +177,8 @@ struct cfg {
 	size_t			  c_nsecrets;
 	struct sec_store	 *c_store;	/* values, set by the daemon
 						   after load; cfg_free frees */
+	struct geo		 *c_geo;	/* geoip.database, opened by the
+						   daemon; cfg_free closes */
 
 	struct cfg_policy	 *c_policies;
 	size_t			  c_npolicies;

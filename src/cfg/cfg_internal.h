@@ -52,6 +52,7 @@ struct cfg_parse {
 
 /* Keyword tables, one per mapping kind, checked by cfg_walk_map(). */
 #define CFG_K_REQUIRED	0x01	/* missing: error at the mapping */
+#define CFG_MAX_UNIX_PATH	108	/* sizeof(sun_path) */
 #define CFG_K_LATER	0x02	/* SPEC key of a feature not built yet */
 
 struct cfg_key;

@@ -20,6 +20,7 @@
 
 #include "cfg/cfg_internal.h"
 #include "dns/net_guard.h"
+#include "geo/geo.h"
 #include "secrets/sec.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -111,12 +112,49 @@ cfg_k_default_sandbox(struct cfg_parse *cp, const struct cfg_key *k,
 	cp->cp_default_sandbox = v;
 }
 
+/* "unix:PATH" (relative to the config's directory) or "HOST:PORT". */
+static void
+cfg_k_listen_admin(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	const char	*s, *why;
+	char		*canon, *path;
+
+	if ((s = cfg_scalar(cp, v, "\"admin\"", "\"unix:PATH\" or "
+	    "\"HOST:PORT\"")) == NULL)
+		return;
+	if (strncmp(s, "unix:", 5) == 0) {
+		if (s[5] == '\0') {
+			cfg_err(cp, v, "\"admin\": unix: needs a socket path");
+			return;
+		}
+		path = cfg_path_join(c->c_dir, s + 5);
+		if (strlen(path) >= CFG_MAX_UNIX_PATH) {
+			cfg_err(cp, v, "\"admin\": socket path \"%s\" is "
+			    "longer than %d bytes", path, CFG_MAX_UNIX_PATH - 1);
+			free(path);
+			return;
+		}
+		if (asprintf(&c->c_listen_admin, "unix:%s", path) == -1)
+			fatal("asprintf");
+		free(path);
+		return;
+	}
+	if ((why = cfg_parse_hostport(s, 0, &canon)) != NULL) {
+		cfg_err(cp, v, "bad admin address \"%s\": %s (or use "
+		    "\"unix:PATH\")", s, why);
+		return;
+	}
+	c->c_listen_admin = canon;
+}
+
 static const struct cfg_key cfg_listen_keys[] = {
 	{ "proxy", 0, cfg_k_proxy, 0, 0, 0 },
 	{ "default_sandbox", 0, cfg_k_default_sandbox, 0, 0, 0 },
 	{ "transparent", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ "dns", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "admin", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "admin", 0, cfg_k_listen_admin, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 
@@ -1358,10 +1396,76 @@ cfg_k_policy_caps(struct cfg_parse *cp, const struct cfg_key *k,
 		cfg_walk_map(cp, v, "caps", cfg_caps_keys, &p->p_caps);
 }
 
+/* A list of ISO 3166-1 alpha-2 codes, kept upper-case. */
+static void
+cfg_geo_list(struct cfg_parse *cp, yaml_node_t *v, const char *what,
+    char (**out)[3], size_t *n)
+{
+	yaml_node_t	*item;
+	const char	*s;
+	size_t		 i;
+
+	if (cfg_want_seq(cp, v, what) == -1)
+		return;
+	*out = xcalloc(cfg_seq_len(v) + 1, sizeof(**out));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((s = cfg_scalar(cp, item, "a country code",
+		    "a two-letter code such as \"KP\"")) == NULL)
+			continue;
+		if (strlen(s) != 2 || !isalpha((unsigned char)s[0]) ||
+		    !isalpha((unsigned char)s[1])) {
+			cfg_err(cp, item, "bad country code \"%s\" in %s: "
+			    "use ISO 3166 two-letter codes such as \"KP\"",
+			    s, what);
+			continue;
+		}
+		(*out)[*n][0] = (char)toupper((unsigned char)s[0]);
+		(*out)[*n][1] = (char)toupper((unsigned char)s[1]);
+		(*out)[*n][2] = '\0';
+		(*n)++;
+	}
+}
+
+static void
+cfg_k_geo_deny(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	struct cfg_policy	*p = arg;
+
+	cfg_geo_list(cp, v, "\"deny_countries\"", &p->p_geo_deny,
+	    &p->p_ngeo_deny);
+}
+
+static void
+cfg_k_geo_allow(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_policy	*p = arg;
+
+	cfg_geo_list(cp, v, "\"allow_countries\"", &p->p_geo_allow,
+	    &p->p_ngeo_allow);
+}
+
+static const struct cfg_key cfg_geo_keys[] = {
+	{ "deny_countries", 0, cfg_k_geo_deny, 0, 0, 0 },
+	{ "allow_countries", 0, cfg_k_geo_allow, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_policy_geo(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_policy	*p = ((struct cfg_pctx *)arg)->pc_pol;
+
+	if (cfg_want_map(cp, v, "\"geo\"") == 0)
+		cfg_walk_map(cp, v, "geo", cfg_geo_keys, p);
+}
+
 static const struct cfg_key cfg_policy_keys[] = {
 	{ "name", CFG_K_REQUIRED, cfg_k_policy_name, 0, 0, 0 },
 	{ "rules", 0, cfg_k_policy_rules, 0, 0, 0 },
-	{ "geo", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "geo", 0, cfg_k_policy_geo, 0, 0, 0 },
 	{ "caps", 0, cfg_k_policy_caps, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
@@ -1681,6 +1785,81 @@ cfg_k_audit(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 		cfg_walk_map(cp, v, "audit", cfg_audit_keys, cp->cp_cfg);
 }
 
+/* admin: {token: SOURCE}; a file: source that does not exist yet is
+ * created by the daemon (0600). */
+static void
+cfg_k_admin_token(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	const char	*src;
+	char		*path;
+
+	if ((src = cfg_scalar(cp, v, "\"token\"", "a source such as "
+	    "file:PATH")) == NULL)
+		return;
+	if (strncmp(src, "file:", 5) == 0 && src[5] != '\0') {
+		path = cfg_path_join(c->c_dir, src + 5);
+		if (access(path, F_OK) == -1 && errno == ENOENT) {
+			c->c_admin_token_file = path;
+			return;
+		}
+		c->c_admin_token_file = path;
+	}
+	cfg_source_read(cp, v, "admin.token", src, &c->c_admin_token,
+	    &c->c_admin_token_len);
+}
+
+static const struct cfg_key cfg_admin_keys[] = {
+	{ "token", 0, cfg_k_admin_token, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_admin(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	if (cfg_want_map(cp, v, "\"admin\"") == 0)
+		cfg_walk_map(cp, v, "admin", cfg_admin_keys, cp->cp_cfg);
+}
+
+/* geoip: {database: PATH}; null = off. The file is opened by the daemon. */
+static void
+cfg_k_geoip_database(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	const char	*s;
+
+	if (cfg_is_null(v))
+		return;
+	if ((s = cfg_scalar(cp, v, "\"database\"", "a path to a .mmdb "
+	    "file")) == NULL)
+		return;
+	if (*s == '\0') {
+		cfg_err(cp, v, "\"database\" is empty (use null to turn "
+		    "GeoIP off)");
+		return;
+	}
+	c->c_geoip_database = cfg_path_join(c->c_dir, s);
+	if (access(c->c_geoip_database, R_OK) == -1)
+		cfg_err(cp, v, "geoip database \"%s\": %s",
+		    c->c_geoip_database, strerror(errno));
+}
+
+static const struct cfg_key cfg_geoip_keys[] = {
+	{ "database", 0, cfg_k_geoip_database, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_geoip(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	if (cfg_want_map(cp, v, "\"geoip\"") == 0)
+		cfg_walk_map(cp, v, "geoip", cfg_geoip_keys, cp->cp_cfg);
+}
+
 static const struct cfg_key cfg_top_keys[] = {
 	{ "listen", 0, cfg_k_listen, 0, 0, 0 },
 	{ "state_dir", 0, cfg_k_state_dir, 0, 0, 0 },
@@ -1691,8 +1870,8 @@ static const struct cfg_key cfg_top_keys[] = {
 	{ "sandboxes", 0, cfg_k_sandboxes, 0, 0, 0 },
 	{ "audit", 0, cfg_k_audit, 0, 0, 0 },
 	{ "tls", 0, cfg_k_tls, 0, 0, 0 },
-	{ "admin", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "geoip", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "admin", 0, cfg_k_admin, 0, 0, 0 },
+	{ "geoip", 0, cfg_k_geoip, 0, 0, 0 },
 	{ "secrets", 0, cfg_k_secrets, 0, 0, 0 },
 	{ "pricing", 0, cfg_k_pricing, 0, 0, 0 },
 	{ "budget_store", 0, cfg_k_budget_store, 0, 0, 0 },
@@ -1794,6 +1973,16 @@ cfg_finish(struct cfg_parse *cp)
 		c->c_state_dir = cfg_path_join(c->c_dir, "state");
 	if (c->c_audit_file == NULL)
 		c->c_audit_file = cfg_path_join(c->c_state_dir, "audit.jsonl");
+	if (c->c_listen_admin == NULL) {
+		char *sock = cfg_path_join(c->c_state_dir, "admin.sock");
+
+		if (asprintf(&c->c_listen_admin, "unix:%s", sock) == -1)
+			fatal("asprintf");
+		free(sock);
+	}
+	if (c->c_admin_token == NULL && c->c_admin_token_file == NULL)
+		c->c_admin_token_file = cfg_path_join(c->c_state_dir,
+		    "admin.token");
 	if (c->c_upstream_ca_file == NULL)
 		c->c_upstream_ca_file = xstrdup("system");
 	if (c->c_upstream_resolver == NULL)
@@ -2004,6 +2193,7 @@ cfg_free(struct cfg *c)
 	if (c == NULL)
 		return;
 	sec_store_free(c->c_store);
+	geo_close(c->c_geo);
 	for (i = 0; i < c->c_nsecrets; i++)
 		cfg_secret_free(&c->c_secrets[i]);
 	free(c->c_secrets);
@@ -2011,6 +2201,12 @@ cfg_free(struct cfg *c)
 	free(c->c_dir);
 	cfg_strv_free(c->c_listen_proxy, c->c_nlisten_proxy);
 	free(c->c_default_sandbox);
+	free(c->c_listen_admin);
+	if (c->c_admin_token != NULL)
+		OPENSSL_cleanse(c->c_admin_token, c->c_admin_token_len);
+	free(c->c_admin_token);
+	free(c->c_admin_token_file);
+	free(c->c_geoip_database);
 	free(c->c_state_dir);
 	free(c->c_upstream_ca_file);
 	free(c->c_upstream_resolver);
@@ -2032,6 +2228,8 @@ cfg_free(struct cfg *c)
 			free(r->r_secrets);
 		}
 		free(p->p_rules);
+		free(p->p_geo_deny);
+		free(p->p_geo_allow);
 	}
 	free(c->c_policies);
 	for (i = 0; i < c->c_npricing; i++)

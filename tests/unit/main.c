@@ -22,6 +22,9 @@ main(void)
 	srunner_add_suite(sr, suite_sec_scan());
 	srunner_add_suite(sr, suite_meter());
 	srunner_add_suite(sr, suite_bud());
+	srunner_add_suite(sr, suite_geo());
+	srunner_add_suite(sr, suite_metrics());
+	srunner_add_suite(sr, suite_aud_verify());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

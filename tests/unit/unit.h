@@ -15,5 +15,8 @@ Suite	*suite_sec_sigv4(void);
 Suite	*suite_sec_scan(void);
 Suite	*suite_meter(void);
 Suite	*suite_bud(void);
+Suite	*suite_geo(void);
+Suite	*suite_metrics(void);
+Suite	*suite_aud_verify(void);
 
 #endif

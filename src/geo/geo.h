@@ -1,0 +1,25 @@
+/*
+ * GeoIP: country (ISO 3166 alpha-2) and AS number of an address, from a
+ * MaxMind DB opened read-only (libmaxminddb, MMDB_MODE_MMAP). Lookups are
+ * thread-safe; one handle per loaded config, so a reload may point at a
+ * new file.
+ */
+#ifndef AIRLOCK_GEO_H
+#define AIRLOCK_GEO_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct geo;
+
+/* NULL with *why set when the file cannot be opened or is not an mmdb. */
+struct geo	*geo_open(const char *path, char *why, size_t whysz);
+void		 geo_close(struct geo *);	/* NULL ok */
+/*
+ * Look <sa> up. country gets "" when unknown; *asn 0 when unknown.
+ * Returns 0, or -1 when the address is not in the database.
+ */
+int		 geo_lookup(const struct geo *, const struct sockaddr *sa,
+		    char country[3], uint32_t *asn);
+
+#endif

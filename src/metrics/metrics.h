@@ -1,0 +1,25 @@
+/*
+ * Metrics: process-wide counters updated with relaxed atomics on the data
+ * path, rendered in Prometheus text format (version 0.0.4) by the admin
+ * server's GET /metrics.
+ */
+#ifndef AIRLOCK_METRICS_H
+#define AIRLOCK_METRICS_H
+
+#include <stdint.h>
+
+struct evbuffer;
+
+/*
+ * One finished request (or refused connection, tunnel): <decision> is
+ * "allow" or "deny"; <code> the SPEC error code for gateway answers
+ * ("denied", "budget_exceeded", ...) or NULL when the upstream answered.
+ */
+void	met_request(const char *decision, const char *code,
+	    uint64_t duration_us, uint64_t bytes_in, uint64_t bytes_out);
+/* A reload attempt and its outcome (SIGHUP or POST /v1/reload). */
+void	met_reload(int ok);
+/* Append the whole exposition to <out>. */
+void	met_render(struct evbuffer *out);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * Sandbox registry: every sandbox the gateway knows, static (from the
+ * config file) or created at run time through the admin API. Shared by the
+ * workers and the admin server under one rwlock; a connection holds a
+ * reference to the sandbox it authenticated as, so a deleted sandbox stays
+ * valid memory until its last connection is gone, while sb_revoked tells
+ * the workers to close those connections.
+ *
+ * Dynamic sandboxes persist in state_dir/sandboxes/<id>.json (0600) and
+ * come back after a restart.
+ */
+#ifndef AIRLOCK_SBX_H
+#define AIRLOCK_SBX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cfg;
+
+struct sbx {
+	char		*sb_id;
+	char		*sb_policy;	/* policy name; resolved against the
+					   config a connection runs under */
+	char		*sb_token;	/* proxy token (secret: never log) */
+	size_t		 sb_token_len;
+	int		 sb_static;	/* defined in the config file */
+	int64_t		 sb_created;	/* unix seconds */
+	int		 sb_refs;	/* atomic */
+	int		 sb_revoked;	/* atomic: deleted, close its conns */
+	int		 sb_conns;	/* atomic: open proxy connections */
+};
+
+enum sbx_err {
+	SBX_OK = 0,
+	SBX_E_EXISTS,		/* id taken */
+	SBX_E_BADID,		/* id syntax */
+	SBX_E_POLICY,		/* no such policy */
+	SBX_E_NOTFOUND,
+	SBX_E_STATIC,		/* defined in the config file */
+	SBX_E_IO,		/* state_dir could not be written */
+};
+
+/* Load the sandboxes persisted under <state_dir>. Returns 0 or -1. */
+int		 sbx_init(const char *state_dir);
+/* After a (re)load: the static sandboxes become those of <cfg>. */
+void		 sbx_sync_config(const struct cfg *);
+/* A new reference, or NULL. */
+struct sbx	*sbx_find(const char *id);
+/* The sandbox whose id and token match (constant-time compare), or NULL. */
+struct sbx	*sbx_auth(const char *id, const char *token, size_t tokenlen);
+struct sbx	*sbx_ref(struct sbx *);
+void		 sbx_unref(struct sbx *);	/* NULL ok */
+/* Create a dynamic sandbox under policy <policy> of <cfg>; <id> NULL =
+ * generated. Mints its CA and token. *out gets a reference. */
+enum sbx_err	 sbx_create(const struct cfg *, const char *policy,
+		    const char *id, struct sbx **out);
+/* Revoke and forget <id>: its token stops working at once, its CA and
+ * persisted state are removed, workers close its connections. */
+enum sbx_err	 sbx_delete(const char *id);
+/* All sandboxes, sorted by id, each a reference; free with
+ * sbx_list_free. */
+size_t		 sbx_list(struct sbx ***out);
+void		 sbx_list_free(struct sbx **, size_t);
+const char	*sbx_strerror(enum sbx_err);
+void		 sbx_shutdown(void);
+
+#endif
