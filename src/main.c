@@ -23,6 +23,7 @@
 #include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/worker.h"
+#include "sbx/sbx.h"
 #include "secrets/sec.h"
 #include "tls/tls.h"
 #include "util/log.h"
@@ -177,6 +178,7 @@ on_hup(evutil_socket_t sig, short what, void *arg)
 		log_warnx("reload failed; the running configuration stays");
 		return;
 	}
+	sbx_sync_config(next);
 	workers_reload(next);
 	cfg_unref(current_cfg);
 	current_cfg = next;
@@ -250,6 +252,9 @@ main(int argc, char *argv[])
 	tls_global_init();
 	if ((current_cfg = load_config(cfg_path)) == NULL)
 		return 1;
+	if (sbx_init(current_cfg->c_state_dir) == -1)
+		fatalx("sandbox state: cannot read");
+	sbx_sync_config(current_cfg);
 	if (aud_start(current_cfg) == -1)
 		fatalx("audit: cannot start");
 	if (bud_open(current_cfg->c_state_dir) == -1)
@@ -279,6 +284,7 @@ main(int argc, char *argv[])
 	event_free(ev_hup);
 	event_base_free(base);
 	cfg_unref(current_cfg);
+	sbx_shutdown();
 	ca_registry_free();
 	log_info("stopped");
 	return 0;

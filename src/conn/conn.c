@@ -24,6 +24,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "audit/aud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
@@ -33,6 +34,7 @@
 #include "policy/pol.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
+#include "sbx/sbx.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -49,9 +51,6 @@ static int	request_secrets(struct conn *, const struct cfg_rule *);
 static void	conn_find_upstream(struct conn *);
 static void	conn_body_buffered(struct conn *);
 static void	conn_proceed(struct conn *);
-
-/* per-sandbox connection counts, indexed like cfg->c_sandboxes */
-static int	 sbx_conns[4096];
 
 void
 conn_enter(struct conn *c)
@@ -260,7 +259,6 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen)
 	c = xcalloc(1, sizeof(*c));
 	c->c_worker = w;
 	c->c_cfg = cfg_ref(w->w_cfg);
-	c->c_sbx_index = -1;
 	if (net_addr_from_sockaddr(sa, &na) == 0) {
 		net_addr_format(&na, ip, sizeof(ip));
 		port = sa->sa_family == AF_INET ?
@@ -304,9 +302,10 @@ conn_free(struct conn *c)
 {
 	struct worker	*w = c->c_worker;
 
-	if (c->c_sbx_index >= 0)
-		__atomic_sub_fetch(&sbx_conns[c->c_sbx_index], 1,
-		    __ATOMIC_RELAXED);
+	if (c->c_sbx != NULL) {
+		__atomic_sub_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
+		sbx_unref(c->c_sbx);
+	}
 	if (c->c_dns != NULL)
 		dns_cancel(c->c_dns);
 	if (c->c_up != NULL)
@@ -502,7 +501,7 @@ static int
 identify(struct conn *c)
 {
 	const struct cfg	*cfg = c->c_cfg;
-	const struct cfg_sandbox *s = NULL;
+	struct sbx		*s = NULL;
 	const char		*v, *colon;
 	char			 creds[512];
 	size_t			 vlen;
@@ -511,7 +510,7 @@ identify(struct conn *c)
 	i = http_msg_find(&c->c_req, "proxy-authorization", 0);
 	if (i == -1) {
 		if (cfg->c_default_sandbox != NULL)
-			s = cfg_sandbox_find(cfg, cfg->c_default_sandbox);
+			s = sbx_find(cfg->c_default_sandbox);
 		if (s == NULL) {
 			conn_deny(c, 407, "proxy_auth_required",
 			    "proxy credentials required");
@@ -530,40 +529,37 @@ identify(struct conn *c)
 			n = -1;
 		if (n > 0 && (colon = memchr(creds, ':', (size_t)n)) != NULL) {
 			*(char *)colon = '\0';
-			s = cfg_sandbox_find(cfg, creds);
-			if (s != NULL && (s->s_token == NULL ||
-			    !util_secret_eq(colon + 1,
-			    (size_t)(n - (colon + 1 - creds)), s->s_token,
-			    s->s_token_len)))
-				s = NULL;
+			s = sbx_auth(creds, colon + 1,
+			    (size_t)(n - (colon + 1 - creds)));
 		}
 		if (n > 0)
 			OPENSSL_cleanse(creds, (size_t)n);
-		if (s == NULL) {
-			conn_deny(c, 407, "proxy_auth_required",
-			    "proxy credentials not valid");
-			return -1;
-		}
 	}
-	if (c->c_sandbox != s) {
-		int idx = (int)(s - cfg->c_sandboxes);
-
-		if (c->c_sbx_index >= 0)
-			__atomic_sub_fetch(&sbx_conns[c->c_sbx_index], 1,
-			    __ATOMIC_RELAXED);
-		c->c_sbx_index = -1;
-		c->c_sandbox = s;
-		if (idx >= 0 && idx < (int)(sizeof(sbx_conns) /
-		    sizeof(sbx_conns[0]))) {
-			c->c_sbx_index = idx;
-			if ((size_t)__atomic_add_fetch(&sbx_conns[idx], 1,
-			    __ATOMIC_RELAXED) >
-			    cfg->c_limits.l_max_connections_per_sandbox) {
-				conn_deny(c, 503, "overloaded",
-				    "sandbox connection limit reached");
-				return -1;
-			}
-		}
+	if (s != NULL && __atomic_load_n(&s->sb_revoked, __ATOMIC_ACQUIRE)) {
+		sbx_unref(s);
+		s = NULL;
+	}
+	if (s == NULL) {
+		conn_deny(c, 407, "proxy_auth_required",
+		    "proxy credentials not valid");
+		return -1;
+	}
+	/* resolved per request: a reload may have changed the policy */
+	c->c_policy = cfg_policy_find(cfg, s->sb_policy);
+	if (c->c_sbx == s) {
+		sbx_unref(s);
+		return 0;
+	}
+	if (c->c_sbx != NULL) {
+		__atomic_sub_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
+		sbx_unref(c->c_sbx);
+	}
+	c->c_sbx = s;
+	if ((size_t)__atomic_add_fetch(&s->sb_conns, 1, __ATOMIC_RELAXED) >
+	    cfg->c_limits.l_max_connections_per_sandbox) {
+		conn_deny(c, 503, "overloaded",
+		    "sandbox connection limit reached");
+		return -1;
 	}
 	return 0;
 }
@@ -723,25 +719,32 @@ on_request_head(struct conn *c)
 	/* inside TLS the sandbox is the one that sent the CONNECT */
 	if (!c->c_tls && identify(c) == -1)
 		return;
+	/* fail closed: no request goes out that the audit cannot record */
+	if (!aud_available()) {
+		conn_deny(c, 503, "audit_unavailable", "the audit log cannot "
+		    "be written; requests are refused until it can");
+		return;
+	}
 
 	pr.pr_host = c->c_r.r_host;
 	pr.pr_port = c->c_r.r_port;
 	pr.pr_method = c->c_r.r_method;
 	pr.pr_path = c->c_r.r_connect ? NULL : c->c_r.r_path;
-	if (c->c_sandbox->s_policy == NULL ||
-	    pol_evaluate(c->c_sandbox->s_policy, &pr, &res) != POL_ALLOW) {
-		conn_deny(c, 403, "denied", c->c_sandbox->s_policy == NULL ?
-		    "sandbox has no policy" : res.pr_reason);
+	if (c->c_policy == NULL ||
+	    pol_evaluate(c->c_policy, &pr, &res) != POL_ALLOW) {
+		conn_deny(c, 403, "denied", c->c_policy == NULL ?
+		    "the sandbox's policy is not in the running config" :
+		    res.pr_reason);
 		return;
 	}
 	snprintf(c->c_r.r_rule, sizeof(c->c_r.r_rule), "%s#%d",
-	    c->c_sandbox->s_policy->p_name, res.pr_rule);
+	    c->c_policy->p_name, res.pr_rule);
 	c->c_r.r_allowed = 1;
 
 	if (c->c_r.r_connect) {
 		/* TLS follows: peek its ClientHello before going anywhere */
 		conn_tls_connect_allowed(c,
-		    c->c_sandbox->s_policy->p_rules[res.pr_rule].r_intercept);
+		    c->c_policy->p_rules[res.pr_rule].r_intercept);
 		return;
 	}
 
@@ -756,7 +759,7 @@ on_request_head(struct conn *c)
 			c->c_r.r_upgrade = 1;
 	}
 
-	c->c_r.r_rule_p = &c->c_sandbox->s_policy->p_rules[res.pr_rule];
+	c->c_r.r_rule_p = &c->c_policy->p_rules[res.pr_rule];
 	if (request_secrets(c, c->c_r.r_rule_p) == -1)
 		return;
 	if (c->c_r.r_upgrade && c->c_r.r_sec != NULL) {

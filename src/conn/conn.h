@@ -19,6 +19,8 @@
 struct worker;
 struct cfg;
 struct cfg_sandbox;
+struct cfg_policy;
+struct sbx;
 struct bufferevent;
 struct sec_req;
 struct meter;
@@ -108,8 +110,10 @@ struct conn {
 	struct event		*c_timer;
 	uint64_t		 c_deadline_ms;	/* for the idle timer */
 	uint64_t		 c_active_ms;	/* last byte either way */
-	const struct cfg_sandbox *c_sandbox;
-	int			 c_sbx_index;	/* counted sandbox, or -1 */
+	struct sbx		*c_sbx;		/* reference: who is asking */
+	const struct cfg_policy	*c_policy;	/* its policy in c_cfg, or
+						   NULL when c_cfg has none
+						   by that name (denied) */
 	int			 c_depth;	/* inside our callbacks */
 	int			 c_in_feed;	/* inside the request loop */
 	int			 c_tunnel_eof;	/* a tunnel side ended */

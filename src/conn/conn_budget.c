@@ -16,6 +16,7 @@
 #include "budget/bud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
+#include "sbx/sbx.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -110,9 +111,9 @@ conn_budget_admit(struct conn *c)
 	char			 why[200];
 	int			 retry = 0;
 
-	if (c->c_sandbox == NULL || c->c_sandbox->s_policy == NULL)
+	if (c->c_sbx == NULL || c->c_policy == NULL)
 		return 0;
-	caps = &c->c_sandbox->s_policy->p_caps;
+	caps = &c->c_policy->p_caps;
 	if (rule != NULL && rule->r_meter != CFG_METER_NONE) {
 		max_out = inspect_body(c, rule->r_meter);
 		if (max_out == 0)
@@ -123,7 +124,7 @@ conn_budget_admit(struct conn *c)
 		reserve = price_worst(c->c_cfg, c->c_r.r_model, input_est,
 		    max_out);
 	}
-	v = bud_admit(c->c_sandbox->s_id, caps_any(caps) ? caps : NULL,
+	v = bud_admit(c->c_sbx->sb_id, caps_any(caps) ? caps : NULL,
 	    reserve, why, sizeof(why), &retry);
 	switch (v) {
 	case BUD_OK:
@@ -184,7 +185,7 @@ conn_budget_end(struct conn *c, struct aud_rec *r, struct usage *u)
 	uint64_t	cost = 0;
 	int		unpriced = 0;
 
-	if (!c->c_r.r_admitted || c->c_sandbox == NULL)
+	if (!c->c_r.r_admitted || c->c_sbx == NULL)
 		return;
 	c->c_r.r_admitted = 0;
 	memset(u, 0, sizeof(*u));
@@ -204,7 +205,7 @@ conn_budget_end(struct conn *c, struct aud_rec *r, struct usage *u)
 		r->ar_unpriced = unpriced;
 	} else if (c->c_r.r_reserved > 0)
 		cost = c->c_r.r_reserved;
-	bud_settle(c->c_sandbox->s_id, c->c_r.r_reserved, cost);
-	bud_add_bytes(c->c_sandbox->s_id, c->c_r.r_bytes_in,
+	bud_settle(c->c_sbx->sb_id, c->c_r.r_reserved, cost);
+	bud_add_bytes(c->c_sbx->sb_id, c->c_r.r_bytes_in,
 	    c->c_r.r_bytes_out);
 }

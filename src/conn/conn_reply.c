@@ -14,6 +14,7 @@
 #include "conn/conn.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
+#include "sbx/sbx.h"
 #include "secrets/sec_inject.h"
 #include "util/util.h"
 
@@ -123,7 +124,7 @@ conn_audit(struct conn *c)
 	r.ar_cost_micro = -1;
 	r.ar_start_wall_ms = q->r_start_wall;
 	r.ar_id = q->r_id;
-	r.ar_sandbox = c->c_sandbox ? c->c_sandbox->s_id : NULL;
+	r.ar_sandbox = c->c_sbx ? c->c_sbx->sb_id : NULL;
 	r.ar_client = c->c_client;
 	r.ar_mode = "explicit";
 	r.ar_proto = q->r_proto;

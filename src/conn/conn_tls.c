@@ -22,6 +22,7 @@
 #include "conn/worker.h"
 #include "policy/pol.h"
 #include "tls/tls.h"
+#include "sbx/sbx.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -63,7 +64,7 @@ tls_intercept(struct conn *c, const char *host)
 	X509			*leaf;
 	SSL			*ssl;
 
-	ca = ca_get(c->c_cfg->c_state_dir, c->c_sandbox->s_id);
+	ca = ca_get(c->c_cfg->c_state_dir, c->c_sbx->sb_id);
 	if (ca == NULL) {
 		tls_refuse(c, "sandbox CA unavailable");
 		return;
@@ -83,7 +84,7 @@ tls_intercept(struct conn *c, const char *host)
 		return;
 	}
 	X509_free(leaf);
-	tls_server_ssl_set_context(ssl, c->c_sandbox->s_id, host);
+	tls_server_ssl_set_context(ssl, c->c_sbx->sb_id, host);
 	snprintf(c->c_tls_host, sizeof(c->c_tls_host), "%s", host);
 
 	/* the filter reads the ClientHello still waiting in c_bev */
@@ -198,7 +199,7 @@ conn_tls_handshake_event(struct conn *c, short what)
 	ERR_clear_error();
 	c->c_r.r_allowed = 0;
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
-	log_info("%s: sandbox %s, %s: %s", c->c_client, c->c_sandbox->s_id,
+	log_info("%s: sandbox %s, %s: %s", c->c_client, c->c_sbx->sb_id,
 	    c->c_tls_host, reason);
 	conn_audit(c);
 	/* let the alert OpenSSL queued reach the client before we close */

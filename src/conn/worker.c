@@ -24,11 +24,15 @@
 #include "conn/worker.h"
 #include "dns/dns.h"
 #include "tls/tls.h"
+#include "sbx/sbx.h"
 #include "util/log.h"
 #include "util/util.h"
 
 static struct worker	*workers;
 static int		 nworkers;
+
+static void	reload_cb(evutil_socket_t, short, void *);
+static void	revoke_cb(evutil_socket_t, short, void *);
 static size_t		 conns_total;	/* atomic */
 static char		 boot_id[9];
 struct ca_cache		*worker_cert_cache;
@@ -238,6 +242,8 @@ workers_start(struct cfg *cfg)
 		if (worker_tls_ctx(w, cfg) == -1)
 			fatalx("cannot set up TLS contexts");
 		w->w_stop_ev = event_new(w->w_base, -1, 0, stop_cb, w);
+		w->w_reload_ev = event_new(w->w_base, -1, 0, reload_cb, w);
+		w->w_revoke_ev = event_new(w->w_base, -1, 0, revoke_cb, w);
 		w->w_listeners = xcalloc(cfg->c_nlisten_proxy,
 		    sizeof(*w->w_listeners));
 		for (i = 0; i < cfg->c_nlisten_proxy; i++) {
@@ -277,31 +283,58 @@ static void
 reload_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker	*w = arg;
-	struct cfg	*next = w->w_next_cfg;
+	struct cfg	*next;
 
+	/* only the newest config counts when reloads come faster than us */
+	next = __atomic_exchange_n(&w->w_next_cfg, NULL, __ATOMIC_ACQ_REL);
+	if (next == NULL)
+		return;
 	/* connections keep the config (and SSL) they started with */
-	w->w_next_cfg = NULL;
 	if (worker_tls_ctx(w, next) == -1)
 		log_warnx("worker %d: TLS contexts kept from the old config",
 		    w->w_id);
 	cfg_unref(w->w_cfg);
 	w->w_cfg = next;
-	event_free(w->w_reload_ev);
-	w->w_reload_ev = NULL;
 }
 
 void
 workers_reload(struct cfg *cfg)
 {
 	struct worker	*w;
+	struct cfg	*old;
 
 	for (w = workers; w < workers + nworkers; w++) {
-		if (w->w_reload_ev != NULL)
-			continue;	/* previous swap still pending */
-		w->w_next_cfg = cfg_ref(cfg);
-		w->w_reload_ev = event_new(w->w_base, -1, 0, reload_cb, w);
+		old = __atomic_exchange_n(&w->w_next_cfg, cfg_ref(cfg),
+		    __ATOMIC_ACQ_REL);
+		cfg_unref(old);		/* a swap the worker never took */
 		event_active(w->w_reload_ev, EV_READ, 0);
 	}
+}
+
+static void
+revoke_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker	*w = arg;
+	struct conn	*c, *next;
+
+	for (c = TAILQ_FIRST(&w->w_conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, c_entry);
+		if (c->c_sbx != NULL && __atomic_load_n(&c->c_sbx->sb_revoked,
+		    __ATOMIC_ACQUIRE)) {
+			log_info("%s: sandbox %s deleted: closing its "
+			    "connection", c->c_client, c->c_sbx->sb_id);
+			conn_close(c);
+		}
+	}
+}
+
+void
+workers_revoke(void)
+{
+	int	i;
+
+	for (i = 0; i < nworkers; i++)
+		event_active(workers[i].w_revoke_ev, EV_READ, 0);
 }
 
 void
@@ -311,10 +344,9 @@ workers_join(void)
 
 	for (i = 0; i < nworkers; i++) {
 		pthread_join(workers[i].w_thread, NULL);
-		if (workers[i].w_reload_ev != NULL) {
-			event_free(workers[i].w_reload_ev);
-			cfg_unref(workers[i].w_next_cfg);
-		}
+		event_free(workers[i].w_reload_ev);
+		event_free(workers[i].w_revoke_ev);
+		cfg_unref(workers[i].w_next_cfg);
 		worker_free(&workers[i]);
 	}
 	free(workers);

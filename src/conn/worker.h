@@ -36,7 +36,8 @@ struct worker {
 	struct ssl_ctx_st	 *w_tls_server;	/* towards intercepted clients */
 	struct ssl_ctx_st	 *w_tls_client;	/* towards upstreams */
 	struct event		 *w_reload_ev;	/* main hands a new config */
-	struct cfg		 *w_next_cfg;
+	struct cfg		 *w_next_cfg;	/* atomic handoff */
+	struct event		 *w_revoke_ev;	/* a sandbox was deleted */
 };
 
 /* Bind every listener of <cfg> once per worker, start the threads. */
@@ -47,6 +48,8 @@ void	workers_join(void);
 /* SIGHUP: new connections use <cfg> (each worker takes a reference). */
 void	workers_reload(struct cfg *);
 void	worker_conn_gone(void);
+/* A sandbox was deleted: every worker closes its revoked connections. */
+void	workers_revoke(void);
 
 /* Leaf certificates, shared by all workers (tls.cert_cache). */
 extern struct ca_cache	*worker_cert_cache;
