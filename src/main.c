@@ -18,11 +18,14 @@
 #include <event2/thread.h>
 #include <openssl/crypto.h>
 
+#include "admin/admin.h"
 #include "audit/aud.h"
 #include "budget/bud.h"
 #include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/worker.h"
+#include "geo/geo.h"
+#include "metrics/metrics.h"
 #include "sbx/sbx.h"
 #include "secrets/sec.h"
 #include "tls/tls.h"
@@ -118,38 +121,55 @@ prepare_tokens(struct cfg *cfg)
 	return 0;
 }
 
+/*
+ * Load <path> and prepare what it needs (state_dir, tokens, secrets, GeoIP,
+ * CAs). Problems go to <errs>, one FILE:LINE:COL (or FILE: ...) line each.
+ */
 static struct cfg *
-load_config(const char *path)
+load_config(const char *path, FILE *errs)
 {
 	struct cfg	*cfg;
 	size_t		 i;
 	int		 nerr = 0;
+	char		 why[256];
 
-	cfg = cfg_load(path, stderr, &nerr);
+	cfg = cfg_load(path, errs, &nerr);
 	if (cfg == NULL)
 		return NULL;
+	/* geoip.database is opened now: a bad file fails the load */
+	if (cfg->c_geoip_database != NULL && (cfg->c_geo =
+	    geo_open(cfg->c_geoip_database, why, sizeof(why))) == NULL) {
+		fprintf(errs, "%s: geoip database \"%s\": %s\n", path,
+		    cfg->c_geoip_database, why);
+		goto fail;
+	}
 	if (mkdir_p(cfg->c_state_dir, 0700) == -1) {
-		log_warn("state_dir %s", cfg->c_state_dir);
-		cfg_unref(cfg);
-		return NULL;
+		fprintf(errs, "%s: state_dir %s: %s\n", path,
+		    cfg->c_state_dir, strerror(errno));
+		goto fail;
 	}
 	if (prepare_tokens(cfg) == -1) {
-		cfg_unref(cfg);
-		return NULL;
+		fprintf(errs, "%s: sandbox tokens could not be prepared under "
+		    "%s/tokens (see the log)\n", path, cfg->c_state_dir);
+		goto fail;
 	}
 	/* secret values: loaded now, held in locked memory */
 	if (cfg->c_nsecrets > 0 &&
-	    (cfg->c_store = sec_store_new(cfg, stderr)) == NULL) {
-		cfg_unref(cfg);
-		return NULL;
-	}
+	    (cfg->c_store = sec_store_new(cfg, errs)) == NULL)
+		goto fail;
 	/* static sandboxes get their CA now: fetchable before any request */
 	for (i = 0; i < cfg->c_nsandboxes; i++)
-		if (ca_get(cfg->c_state_dir, cfg->c_sandboxes[i].s_id) == NULL) {
-			cfg_unref(cfg);
-			return NULL;
+		if (ca_get(cfg->c_state_dir, cfg->c_sandboxes[i].s_id) ==
+		    NULL) {
+			fprintf(errs, "%s: sandbox %s: its CA could not be "
+			    "created (see the log)\n", path,
+			    cfg->c_sandboxes[i].s_id);
+			goto fail;
 		}
 	return cfg;
+fail:
+	cfg_unref(cfg);
+	return NULL;
 }
 
 static void
@@ -168,21 +188,65 @@ on_usr1(evutil_socket_t sig, short what, void *arg)
 	aud_reopen();
 }
 
+/*
+ * Build the new config and swap it in; connections in flight keep theirs.
+ * On failure the running config stays and *errs (caller frees) holds the
+ * problems, one per line; they are logged too.
+ */
+static int
+reload(char **errs)
+{
+	struct cfg	*next;
+	FILE		*f;
+	char		*buf = NULL, *line, *save = NULL;
+	size_t		 len = 0;
+
+	if ((f = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	next = load_config(cfg_path, f);
+	fclose(f);
+	if (next == NULL) {
+		if (len == 0) {
+			free(buf);
+			buf = xstrdup("reload failed (see the log)\n");
+		}
+		*errs = xstrdup(buf);
+		for (line = strtok_r(buf, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save))
+			log_warnx("%s", line);
+		free(buf);
+		log_warnx("reload failed; the running configuration stays");
+		met_reload(0);
+		admin_count_reload(0);
+		return -1;
+	}
+	free(buf);
+	*errs = NULL;
+	sbx_sync_config(next);
+	workers_reload(next);
+	admin_reload(next);
+	cfg_unref(current_cfg);
+	current_cfg = next;
+	met_reload(1);
+	admin_count_reload(1);
+	log_info("reload done");
+	return 0;
+}
+
+static struct cfg *
+running_cfg(void)
+{
+	return current_cfg;
+}
+
 static void
 on_hup(evutil_socket_t sig, short what, void *arg)
 {
-	struct cfg	*next;
+	char	*errs = NULL;
 
 	log_info("SIGHUP: reloading %s", cfg_path);
-	if ((next = load_config(cfg_path)) == NULL) {
-		log_warnx("reload failed; the running configuration stays");
-		return;
-	}
-	sbx_sync_config(next);
-	workers_reload(next);
-	cfg_unref(current_cfg);
-	current_cfg = next;
-	log_info("reload done");
+	reload(&errs);
+	free(errs);
 }
 
 int
@@ -195,6 +259,7 @@ main(int argc, char *argv[])
 	};
 	struct event_base	*base;
 	struct event		*ev_term, *ev_int, *ev_usr1, *ev_hup;
+	struct admin_hooks	 hooks;
 	int			 ch, check = 0, verbose = 0, nerr = 0;
 
 	while ((ch = getopt_long(argc, argv, "c:tvh", longopts, NULL)) != -1) {
@@ -227,6 +292,7 @@ main(int argc, char *argv[])
 
 	if (check) {
 		struct cfg *cfg = cfg_load(cfg_path, stderr, &nerr);
+		char why[256];
 
 		if (cfg == NULL) {
 			fprintf(stderr, "%s: %d problem%s\n", cfg_path, nerr,
@@ -236,6 +302,15 @@ main(int argc, char *argv[])
 		/* secret sources must resolve too (values never printed) */
 		if (cfg->c_nsecrets > 0 &&
 		    (cfg->c_store = sec_store_new(cfg, stderr)) == NULL) {
+			cfg_unref(cfg);
+			return 1;
+		}
+		/* and the GeoIP file must be a MaxMind DB */
+		if (cfg->c_geoip_database != NULL && (cfg->c_geo =
+		    geo_open(cfg->c_geoip_database, why, sizeof(why))) ==
+		    NULL) {
+			fprintf(stderr, "%s: geoip database \"%s\": %s\n",
+			    cfg_path, cfg->c_geoip_database, why);
 			cfg_unref(cfg);
 			return 1;
 		}
@@ -250,7 +325,7 @@ main(int argc, char *argv[])
 	if (evthread_use_pthreads() != 0)
 		fatalx("evthread_use_pthreads failed");
 	tls_global_init();
-	if ((current_cfg = load_config(cfg_path)) == NULL)
+	if ((current_cfg = load_config(cfg_path, stderr)) == NULL)
 		return 1;
 	if (sbx_init(current_cfg->c_state_dir) == -1)
 		fatalx("sandbox state: cannot read");
@@ -271,10 +346,16 @@ main(int argc, char *argv[])
 	evsignal_add(ev_int, NULL);
 	evsignal_add(ev_usr1, NULL);
 	evsignal_add(ev_hup, NULL);
+	hooks.ah_reload = reload;
+	hooks.ah_cfg = running_cfg;
+	if (admin_start(base, current_cfg, &hooks) == -1)
+		fatalx("admin API: cannot listen on %s",
+		    current_cfg->c_listen_admin);
 	log_info("airlockd %s ready (config %s)", PACKAGE_VERSION, cfg_path);
 
 	event_base_dispatch(base);
 
+	admin_stop();
 	workers_join();
 	bud_close();
 	aud_stop();

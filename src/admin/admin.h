@@ -23,5 +23,7 @@ int	admin_start(struct event_base *, const struct cfg *,
 /* A reload may change the token (not the address). */
 void	admin_reload(const struct cfg *);
 void	admin_stop(void);
+/* Every reload attempt, SIGHUP or API, for GET /v1/status. */
+void	admin_count_reload(int ok);
 
 #endif

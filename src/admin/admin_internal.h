@@ -1,0 +1,34 @@
+/* Between the admin transport (admin.c) and its routes (admin_routes.c). */
+#ifndef AIRLOCK_ADMIN_INTERNAL_H
+#define AIRLOCK_ADMIN_INTERNAL_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include "admin/admin.h"
+
+struct evbuffer;
+
+struct admin_req {
+	int		 aq_method;	/* llhttp_method_t */
+	const char	*aq_url;	/* request target as sent */
+	const char	*aq_body;
+	size_t		 aq_body_len;
+};
+
+struct admin_resp {
+	int		 ar_status;
+	const char	*ar_ctype;	/* NULL = application/json */
+	struct evbuffer	*ar_body;
+	char		 ar_id[25];	/* X-Airlock-Request-Id */
+};
+
+extern struct admin_hooks admin_hooks;
+extern time_t		  admin_started;	/* for uptime */
+
+void	admin_route(const struct admin_req *, struct admin_resp *);
+/* The gateway's error shape: {"error","reason","request_id"}. */
+void	admin_error(struct admin_resp *, int status, const char *code,
+	    const char *reason);
+
+#endif
