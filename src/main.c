@@ -27,6 +27,7 @@
 #include "geo/geo.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
+#include "sched/pool.h"
 #include "secrets/sec.h"
 #include "tls/tls.h"
 #include "util/log.h"
@@ -233,7 +234,7 @@ reload(char **errs)
 	return 0;
 }
 
-static struct cfg *
+static const struct cfg *
 running_cfg(void)
 {
 	return current_cfg;
@@ -351,11 +352,14 @@ main(int argc, char *argv[])
 	if (admin_start(base, current_cfg, &hooks) == -1)
 		fatalx("admin API: cannot listen on %s",
 		    current_cfg->c_listen_admin);
+	if (pool_start(base, running_cfg) == -1)
+		fatalx("scheduler: cannot start");
 	log_info("airlockd %s ready (config %s)", PACKAGE_VERSION, cfg_path);
 
 	event_base_dispatch(base);
 
 	admin_stop();
+	pool_stop();
 	workers_join();
 	bud_close();
 	aud_stop();

@@ -14,7 +14,7 @@ struct cfg;
  * FILE:LINE:COL line each, in *errs which the caller frees). */
 struct admin_hooks {
 	int	(*ah_reload)(char **errs);
-	struct cfg *(*ah_cfg)(void);	/* the running config (borrowed) */
+	const struct cfg *(*ah_cfg)(void);	/* the running config */
 };
 
 /* Listen on cfg->c_listen_admin with cfg's admin token. 0 or -1 (logged). */

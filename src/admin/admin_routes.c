@@ -25,6 +25,7 @@
 #include "conn/worker.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
+#include "sched/pool.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -235,6 +236,9 @@ sandbox_summary(const struct sbx *s)
 	    json_object_new_string(s->sb_policy));
 	json_object_object_add(o, "static",
 	    json_object_new_boolean(s->sb_static));
+	json_object_object_add(o, "state", json_object_new_string(
+	    s->sb_static ? "static" : (s->sb_flags & SBX_F_POOLED) ? "warm" :
+	    (s->sb_flags & SBX_F_LAUNCHED) ? "launched" : "created"));
 	json_object_object_add(o, "created", json_object_new_string(ts));
 	json_object_object_add(o, "connections", json_object_new_int64(
 	    __atomic_load_n(&s->sb_conns, __ATOMIC_RELAXED)));
@@ -254,6 +258,47 @@ sandbox_full(const struct cfg *cfg, const struct sbx *s)
 	ca = ca_get(cfg->c_state_dir, s->sb_id);
 	json_object_object_add(o, "ca_cert", ca != NULL ?
 	    json_object_new_string(ca_cert_pem(ca)) : NULL);
+	return o;
+}
+
+/*
+ * What a workload of <s> sees in its environment (SPEC "Inside a
+ * sandbox"), less the CA variables, which point at a file the launcher
+ * writes. Backend none has no route to force, so the proxy variables are
+ * set too. Placeholders only, never a secret's value.
+ */
+static json_object *
+sandbox_env(const struct cfg *cfg, const struct sbx *s)
+{
+	json_object	*o = json_object_new_object(), *url;
+	const char	*gw = cfg->c_listen_proxy[0];
+	char		 host[64];
+	size_t		 i, len;
+
+	json_object_object_add(o, "AIRLOCK_SANDBOX_ID",
+	    json_object_new_string(s->sb_id));
+	json_object_object_add(o, "AIRLOCK_SESSION_TOKEN",
+	    json_object_new_string_len(s->sb_token, (int)s->sb_token_len));
+	/* the gateway's IP: the proxy address without port or brackets */
+	len = strcspn(gw[0] == '[' ? gw + 1 : gw, gw[0] == '[' ? "]" : ":");
+	if (len >= sizeof(host))
+		len = sizeof(host) - 1;
+	memcpy(host, gw[0] == '[' ? gw + 1 : gw, len);
+	host[len] = '\0';
+	json_object_object_add(o, "AIRLOCK_GATEWAY",
+	    json_object_new_string(host));
+	url = proxy_url(cfg, s);
+	json_object_object_add(o, "HTTP_PROXY", json_object_get(url));
+	json_object_object_add(o, "HTTPS_PROXY", json_object_get(url));
+	json_object_object_add(o, "http_proxy", json_object_get(url));
+	json_object_object_add(o, "https_proxy", url);
+	for (i = 0; i < cfg->c_nsecrets; i++)
+		if (cfg->c_secrets[i].sc_sandbox_env != NULL &&
+		    cfg->c_secrets[i].sc_placeholder != NULL)
+			json_object_object_add(o,
+			    cfg->c_secrets[i].sc_sandbox_env,
+			    json_object_new_string(
+			    cfg->c_secrets[i].sc_placeholder));
 	return o;
 }
 
@@ -305,7 +350,7 @@ route_sandbox_create(const struct admin_req *q, struct admin_resp *r)
 			return;
 		}
 	}
-	e = sbx_create(cfg, policy, id, &s);
+	e = sbx_create(cfg, policy, id, 0, &s);
 	if (e != SBX_OK) {
 		if (e == SBX_E_POLICY)
 			snprintf(why, sizeof(why), "no policy \"%.64s\" in "
@@ -457,12 +502,144 @@ route_reload(const struct admin_req *q, struct admin_resp *r)
 	admin_json(r, 400, o);
 }
 
-static void
-route_no_launcher(const struct admin_req *q, struct admin_resp *r)
+/* The policy of a claim or prewarm body: named, else the default one. */
+static const char *
+body_policy(json_object *body, struct admin_resp *r)
 {
-	admin_error(r, 501, "not_implemented", "this gateway has no sandbox "
-	    "launcher (launcher.backend is not available in this build): "
-	    "create sandboxes with POST /v1/sandboxes");
+	const struct cfg *cfg = admin_hooks.ah_cfg();
+	const char	*policy;
+
+	if (admin_body_string(body, "policy", &policy, r) == -1)
+		return NULL;
+	if (policy != NULL)
+		return policy;
+	if (cfg_policy_find(cfg, "default") != NULL)
+		return "default";
+	if (cfg->c_npolicies == 1)
+		return cfg->c_policies[0].p_name;
+	admin_error(r, 400, "bad_request", "\"policy\" is required (the "
+	    "config has no policy named \"default\")");
+	return NULL;
+}
+
+static void
+route_claim(const struct admin_req *q, struct admin_resp *r)
+{
+	static const char *const fields[] = { "policy", NULL };
+	json_object	*body, *o;
+	const char	*policy;
+	struct sbx	*s;
+	enum sbx_err	 e;
+	char		 why[160];
+	int		 warm;
+
+	if ((body = admin_body_object(q, r, fields)) == NULL)
+		return;
+	if ((policy = body_policy(body, r)) == NULL) {
+		json_object_put(body);
+		return;
+	}
+	if ((e = pool_claim(policy, &s, &warm)) != SBX_OK) {
+		if (e == SBX_E_POLICY)
+			snprintf(why, sizeof(why), "no policy \"%.64s\" in "
+			    "the running config", policy);
+		else
+			snprintf(why, sizeof(why), "%s", sbx_strerror(e));
+		json_object_put(body);
+		admin_error(r, e == SBX_E_POLICY ? 400 : 500, e == SBX_E_POLICY ?
+		    "bad_request" : "internal_error", why);
+		return;
+	}
+	json_object_put(body);
+	o = sandbox_full(admin_hooks.ah_cfg(), s);
+	json_object_object_add(o, "warm", json_object_new_boolean(warm));
+	json_object_object_add(o, "env", sandbox_env(admin_hooks.ah_cfg(), s));
+	sbx_unref(s);
+	admin_json(r, 200, o);
+}
+
+static void
+route_prewarm(const struct admin_req *q, struct admin_resp *r)
+{
+	static const char *const fields[] = { "policy", "count", NULL };
+	json_object	*body, *v, *o;
+	const char	*policy;
+	int64_t		 count = 1;
+	long		 n;
+	char		 why[160];
+
+	if ((body = admin_body_object(q, r, fields)) == NULL)
+		return;
+	if ((policy = body_policy(body, r)) == NULL) {
+		json_object_put(body);
+		return;
+	}
+	if (json_object_object_get_ex(body, "count", &v)) {
+		if (!json_object_is_type(v, json_type_int) ||
+		    (count = json_object_get_int64(v)) < 1 || count > 100000) {
+			json_object_put(body);
+			admin_error(r, 400, "bad_request", "\"count\" must be "
+			    "a whole number from 1 to 100000");
+			return;
+		}
+	}
+	if ((n = pool_prewarm(policy, (size_t)count)) < 0) {
+		snprintf(why, sizeof(why), "no policy \"%.64s\" in the running "
+		    "config", policy);
+		json_object_put(body);
+		admin_error(r, 400, "bad_request", why);
+		return;
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "policy", json_object_new_string(policy));
+	json_object_object_add(o, "requested", json_object_new_int64(count));
+	json_object_object_add(o, "scheduled", json_object_new_int64(n));
+	json_object_put(body);
+	admin_json(r, 202, o);
+}
+
+static void
+route_pool(const struct admin_req *q, struct admin_resp *r)
+{
+	const struct cfg *cfg = admin_hooks.ah_cfg();
+	struct pool_stat *st;
+	json_object	*o = json_object_new_object(), *a, *p;
+	size_t		 i, n;
+
+	n = pool_stats(&st);
+	a = json_object_new_array();
+	for (i = 0; i < n; i++) {
+		p = json_object_new_object();
+		json_object_object_add(p, "policy",
+		    json_object_new_string(st[i].ps_policy));
+		json_object_object_add(p, "warm",
+		    json_object_new_int64((int64_t)st[i].ps_warm));
+		json_object_object_add(p, "launched",
+		    json_object_new_int64((int64_t)st[i].ps_launched));
+		json_object_object_add(p, "target",
+		    json_object_new_int64((int64_t)st[i].ps_target));
+		json_object_object_add(p, "claim_rate",
+		    json_object_new_double(st[i].ps_rate));
+		json_object_object_add(p, "refill_ms",
+		    json_object_new_double(st[i].ps_refill_ms));
+		json_object_object_add(p, "claims",
+		    json_object_new_int64((int64_t)st[i].ps_claims));
+		json_object_object_add(p, "claims_cold",
+		    json_object_new_int64((int64_t)st[i].ps_claims_cold));
+		json_object_object_add(p, "evicted",
+		    json_object_new_int64((int64_t)st[i].ps_evicted));
+		json_object_array_add(a, p);
+	}
+	pool_stats_free(st, n);
+	json_object_object_add(o, "backend", json_object_new_string("none"));
+	json_object_object_add(o, "warm_floor", json_object_new_int64(
+	    (int64_t)(cfg->c_launcher_set ? cfg->c_pool_warm : 0)));
+	json_object_object_add(o, "max",
+	    json_object_new_int64((int64_t)cfg->c_pool_max));
+	json_object_object_add(o, "idle_timeout_ms",
+	    json_object_new_int64((int64_t)cfg->c_pool_idle_ms));
+	json_object_object_add(o, "policies", a);
+	admin_json(r, 200, o);
 }
 
 /* Split the path (query dropped) into at most ADMIN_MAX_SEGS segments. */
@@ -533,7 +710,12 @@ admin_route(const struct admin_req *q, struct admin_resp *r)
 	if (n == 3 && IS(1, "pool") && IS(2, "prewarm")) {
 		if (m != HTTP_POST)
 			return method_not_allowed(r, "POST");
-		return route_no_launcher(q, r);
+		return route_prewarm(q, r);
+	}
+	if (n == 2 && IS(1, "pool")) {
+		if (m != HTTP_GET)
+			return method_not_allowed(r, "GET");
+		return route_pool(q, r);
 	}
 	if (!IS(1, "sandboxes")) {
 		admin_error(r, 404, "not_found", "no such route");
@@ -546,8 +728,11 @@ admin_route(const struct admin_req *q, struct admin_resp *r)
 			return route_sandbox_create(q, r);
 		return method_not_allowed(r, "GET or POST");
 	}
-	if (n == 3 && IS(2, "claim") && m == HTTP_POST)
-		return route_no_launcher(q, r);
+	if (n == 3 && IS(2, "claim")) {
+		if (m != HTTP_POST)
+			return method_not_allowed(r, "POST");
+		return route_claim(q, r);
+	}
 	if ((s = sbx_find(seg[2])) == NULL) {
 		snprintf(why, sizeof(why), "no sandbox \"%.64s\"", seg[2]);
 		admin_error(r, 404, "not_found", why);

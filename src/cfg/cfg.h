@@ -111,6 +111,13 @@ struct cfg_sandbox {
 	size_t		  s_naddresses;
 };
 
+enum cfg_backend {
+	CFG_BACKEND_NONE = 0,	/* sandboxes are identities: the workload runs
+				   wherever its caller runs it */
+	CFG_BACKEND_NETNS,	/* not built yet (issue #7) */
+	CFG_BACKEND_QEMU,	/* not built yet (issue #9) */
+};
+
 struct cfg_host_override {
 	char		*h_name;	/* lowercase */
 	char		*h_ip;	/* IP literal, canonical */
@@ -184,6 +191,13 @@ struct cfg {
 	size_t			  c_npolicies;
 	struct cfg_sandbox	 *c_sandboxes;
 	size_t			  c_nsandboxes;
+
+	int			  c_launcher_set;	/* a launcher section:
+							   keep warm pools */
+	int			  c_launcher_backend;	/* CFG_BACKEND_* */
+	size_t			  c_pool_warm;		/* 2 */
+	size_t			  c_pool_max;		/* 64 */
+	uint64_t		  c_pool_idle_ms;	/* 15m */
 
 	char			 *c_audit_file;	/* "-" = stdout; default
 						   "<state_dir>/audit.jsonl" */

@@ -1751,6 +1751,65 @@ cfg_k_budget_store(struct cfg_parse *cp, const struct cfg_key *k,
 		    "(only \"file\")", s);
 }
 
+/* launcher */
+
+static void
+cfg_k_launcher_backend(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"backend\"", "netns, qemu or none")) ==
+	    NULL)
+		return;
+	if (strcmp(s, "none") == 0)
+		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NONE;
+	else if (strcmp(s, "netns") == 0 || strcmp(s, "qemu") == 0)
+		cfg_err(cp, v, "launcher backend \"%s\" is not supported yet "
+		    "(only \"none\")", s);
+	else
+		cfg_err(cp, v, "\"backend\" must be netns, qemu or none, not "
+		    "\"%s\"", s);
+}
+
+#define LCH(m)	offsetof(struct cfg, m)
+static const struct cfg_key cfg_pool_keys[] = {
+	{ "warm", 0, cfg_set_count, LCH(c_pool_warm), 0, 0 },
+	{ "max", 0, cfg_set_count, LCH(c_pool_max), 1, 0 },
+	{ "idle_timeout", 0, cfg_set_duration, LCH(c_pool_idle_ms), 1, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+#undef LCH
+
+static void
+cfg_k_launcher_pool(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	if (cfg_want_map(cp, v, "\"pool\"") == 0)
+		cfg_walk_map(cp, v, "pool", cfg_pool_keys, cp->cp_cfg);
+}
+
+static const struct cfg_key cfg_launcher_keys[] = {
+	{ "backend", 0, cfg_k_launcher_backend, 0, 0, 0 },
+	{ "pool", 0, cfg_k_launcher_pool, 0, 0, 0 },
+	{ "network", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "dns_pool", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "rootfs", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "user", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "limits", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "qemu", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_launcher(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	cp->cp_cfg->c_launcher_set = 1;
+	if (cfg_want_map(cp, v, "\"launcher\"") == 0)
+		cfg_walk_map(cp, v, "launcher", cfg_launcher_keys, cp->cp_cfg);
+}
+
 /* audit */
 
 static void
@@ -1875,7 +1934,7 @@ static const struct cfg_key cfg_top_keys[] = {
 	{ "secrets", 0, cfg_k_secrets, 0, 0, 0 },
 	{ "pricing", 0, cfg_k_pricing, 0, 0, 0 },
 	{ "budget_store", 0, cfg_k_budget_store, 0, 0, 0 },
-	{ "launcher", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "launcher", 0, cfg_k_launcher, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 
@@ -1899,6 +1958,9 @@ cfg_new(char *file, char *dir)
 	c->c_limits.l_body_bytes = 16 * 1024 * 1024;
 	c->c_limits.l_default_max_tokens = 4096;
 	c->c_tls_cert_cache = 10000;
+	c->c_pool_warm = 2;
+	c->c_pool_max = 64;
+	c->c_pool_idle_ms = 15ULL * 60 * 1000;
 	c->c_tls_leaf_validity_ms = 7ULL * 24 * 3600 * 1000;
 	c->c_tls_min_version = TLS1_2_VERSION;
 	if ((c->c_guard = net_guard_new()) == NULL)

@@ -29,6 +29,7 @@
 #include "conn/conn.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
+#include "geo/geo.h"
 #include "http/http_target.h"
 #include "budget/bud.h"
 #include "policy/pol.h"
@@ -504,6 +505,7 @@ identify(struct conn *c)
 	struct sbx		*s = NULL;
 	const char		*v, *colon;
 	char			 creds[512];
+	uint64_t		 now;
 	size_t			 vlen;
 	int			 i, n;
 
@@ -546,6 +548,12 @@ identify(struct conn *c)
 	}
 	/* resolved per request: a reload may have changed the policy */
 	c->c_policy = cfg_policy_find(cfg, s->sb_policy);
+	/* for the scheduler's idle eviction; written at most once a second
+	   so that busy sandboxes do not bounce a cache line between workers */
+	now = util_now_ms();
+	if (now - __atomic_load_n(&s->sb_last_used_ms, __ATOMIC_RELAXED) >
+	    1000)
+		__atomic_store_n(&s->sb_last_used_ms, now, __ATOMIC_RELAXED);
 	if (c->c_sbx == s) {
 		sbx_unref(s);
 		return 0;
@@ -569,7 +577,10 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
     void *arg)
 {
 	struct conn	*c = arg;
-	char		 why[64], ip[INET6_ADDRSTRLEN], reason[512];
+	const struct cfg_policy *p = c->c_policy;
+	char		 why[64], ip[INET6_ADDRSTRLEN], reason[512], cc[3];
+	const char	*list;
+	uint32_t	 asn;
 	size_t		 i;
 
 	c->c_dns = NULL;
@@ -591,6 +602,21 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 			conn_deny(c, 403, "denied", reason);
 			goto out;
 		}
+	}
+	/* the policy's countries, likewise for every address */
+	for (i = 0; p != NULL && (p->p_ngeo_deny > 0 || p->p_ngeo_allow > 0) &&
+	    i < naddrs; i++) {
+		(void)geo_lookup_addr(c->c_cfg->c_geo, &addrs[i], cc, &asn);
+		if (geo_policy_allows(p, cc, &list))
+			continue;
+		net_addr_format(&addrs[i], ip, sizeof(ip));
+		snprintf(reason, sizeof(reason), "destination %s resolves to "
+		    "%s in %s%s, denied by policy \"%s\" (%s)", c->c_r.r_host,
+		    ip, cc[0] != '\0' ? "country " : "no known country", cc,
+		    p->p_name, list);
+		c->c_r.r_allowed = 0;
+		conn_deny(c, 403, "denied", reason);
+		goto out;
 	}
 	if (naddrs > sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]))
 		naddrs = sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]);
@@ -839,8 +865,20 @@ conn_find_upstream(struct conn *c)
 	if (!c->c_r.r_upgrade) {
 		conn_upstream_key(c, key, sizeof(key));
 		if ((c->c_up = upstream_pool_take(c->c_worker, key)) != NULL) {
-			conn_upstream_ready(c);
-			return;
+			const char *list;
+
+			/* pooled under another sandbox's policy: the geo
+			 * rules of this one decide (dns_done() says why) */
+			if (geo_policy_allows(c->c_policy, c->c_up->u_country,
+			    &list)) {
+				memcpy(c->c_r.r_country, c->c_up->u_country,
+				    sizeof(c->c_r.r_country));
+				c->c_r.r_asn = c->c_up->u_asn;
+				conn_upstream_ready(c);
+				return;
+			}
+			upstream_pool_put(c->c_worker, c->c_up);
+			c->c_up = NULL;
 		}
 	}
 	conn_resolve(c);

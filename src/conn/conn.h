@@ -48,6 +48,8 @@ struct upstream {
 	struct bufferevent	*u_bev;
 	char			 u_key[300];	/* "host:port" */
 	char			 u_addr[64];	/* "IP:PORT" connected to */
+	char			 u_country[3];	/* GeoIP of u_addr, "" unknown */
+	uint32_t		 u_asn;		/* 0 unknown */
 	int			 u_reused;	/* came from the pool */
 };
 
@@ -66,6 +68,7 @@ struct conn_req {
 	int		 r_connect_replied; /* "200 Connection established" */
 	char		 r_rule[128];
 	char		 r_reason[512];
+	const char	*r_code;	/* SPEC error code (static) or NULL */
 	int		 r_status;
 	int		 r_allowed;
 	uint64_t	 r_bytes_in;	/* to the client */
@@ -81,6 +84,8 @@ struct conn_req {
 	int		 r_retried;
 	int		 r_active;	/* a request is in progress */
 	char		 r_upstream[64];/* "IP:PORT" connected to */
+	char		 r_country[3];	/* its GeoIP country, "" unknown */
+	uint32_t	 r_asn;		/* its AS number, 0 unknown */
 	struct sec_req	*r_sec;		/* secrets involved, or NULL */
 	int		 r_signed;	/* SigV4 headers added */
 	int		 r_body_too_large;

@@ -14,6 +14,7 @@
 #include "conn/conn.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
+#include "metrics/metrics.h"
 #include "sbx/sbx.h"
 #include "secrets/sec_inject.h"
 #include "util/util.h"
@@ -61,6 +62,7 @@ conn_reply_error(struct conn *c, int status, const char *code,
 		c->c_up = NULL;
 	}
 	c->c_r.r_status = status;
+	c->c_r.r_code = code;
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
 	if (c->c_r.r_connect_replied && !c->c_tls) {
 		/* after "200 Connection established" the bytes are TLS: no
@@ -144,7 +146,11 @@ conn_audit(struct conn *c)
 	r.ar_bytes_out = (int64_t)q->r_bytes_out;
 	r.ar_duration_ms = (int64_t)(util_now_ms() - q->r_start_ms);
 	r.ar_upstream = q->r_upstream[0] ? q->r_upstream : NULL;
+	r.ar_country = q->r_country[0] ? q->r_country : NULL;
+	r.ar_asn = q->r_asn;
 	r.ar_tls = q->r_tls;
 	conn_budget_end(c, &r, &u);
 	aud_submit(&r);
+	met_request(r.ar_decision, q->r_code, (uint64_t)r.ar_duration_ms * 1000,
+	    q->r_bytes_in, q->r_bytes_out);
 }

@@ -1,7 +1,387 @@
-/* PLACEHOLDER until the metrics module lands. */
+/*
+ * Metrics: process-wide counters and the Prometheus text exposition
+ * (format 0.0.4) served by the admin API's GET /metrics.
+ *
+ * The data path only does relaxed atomic adds on fixed arrays: no lock, no
+ * allocation. Rendering (admin thread) reads each counter once; a series
+ * may be a request ahead of another, but each one is monotonic, and a
+ * histogram's _count is its +Inf bucket, so the two always agree.
+ * Gauges of other planes (connections, certificate cache, audit, budget,
+ * sandbox registry) are read from their owners at render time.
+ */
 #include "config.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
 #include <event2/buffer.h>
+
+#include "audit/aud.h"
+#include "budget/bud.h"
+#include "ca/ca.h"
+#include "conn/worker.h"
 #include "metrics/metrics.h"
-void met_request(const char *d, const char *c, uint64_t us, uint64_t bi, uint64_t bo) { }
-void met_reload(int ok) { }
-void met_render(struct evbuffer *out) { }
+#include "sbx/sbx.h"
+
+/*
+ * Values of the "reason" label: SPEC's error codes of the gateway's own
+ * answers, "none" when the upstream answered (or nobody did and no code
+ * applies), "other" for a code not in this table. A fixed table keeps the
+ * label set bounded whatever the callers pass.
+ */
+#define MET_REASONS(X)							\
+	X(NONE,			none)					\
+	X(DENIED,		denied)					\
+	X(SECRET_MISUSE,	secret_misuse)				\
+	X(SECRET_UNAVAILABLE,	secret_unavailable)			\
+	X(BUDGET_EXCEEDED,	budget_exceeded)			\
+	X(PROXY_AUTH_REQUIRED,	proxy_auth_required)			\
+	X(RATE_LIMITED,		rate_limited)				\
+	X(BAD_REQUEST,		bad_request)				\
+	X(HEADERS_TOO_LARGE,	headers_too_large)			\
+	X(BODY_TOO_LARGE,	body_too_large)				\
+	X(URI_TOO_LONG,		uri_too_long)				\
+	X(REQUEST_TIMEOUT,	request_timeout)			\
+	X(NOT_IMPLEMENTED,	not_implemented)			\
+	X(VERSION_NOT_SUPPORTED, version_not_supported)			\
+	X(UPSTREAM_UNREACHABLE,	upstream_unreachable)			\
+	X(UPSTREAM_TLS_FAILED,	upstream_tls_failed)			\
+	X(UPSTREAM_TIMEOUT,	upstream_timeout)			\
+	X(AUDIT_UNAVAILABLE,	audit_unavailable)			\
+	X(OVERLOADED,		overloaded)				\
+	X(OTHER,		other)
+
+enum met_reason {
+#define X(e, s)	MET_R_##e,
+	MET_REASONS(X)
+#undef X
+	MET_R_COUNT,
+};
+
+static const char *const met_reason_name[MET_R_COUNT] = {
+#define X(e, s)	#s,
+	MET_REASONS(X)
+#undef X
+};
+
+enum met_decision {
+	MET_D_ALLOW = 0,
+	MET_D_DENY,
+	MET_D_COUNT,
+};
+
+static const char *const met_decision_name[MET_D_COUNT] = {
+	"allow", "deny",
+};
+
+/* Upper bounds of airlock_request_duration_seconds, in µs and as text. */
+static const uint64_t met_bucket_us[] = {
+	1000, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
+	1000000, 2500000, 5000000, 10000000, 30000000, 60000000,
+};
+static const char *const met_bucket_le[] = {
+	"0.001", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
+	"1", "2.5", "5", "10", "30", "60",
+};
+#define MET_NBUCKETS	(sizeof(met_bucket_us) / sizeof(met_bucket_us[0]))
+
+/* Everything the data path writes; only ever touched atomically. */
+static struct {
+	uint64_t	requests[MET_D_COUNT][MET_R_COUNT];
+	uint64_t	duration[MET_NBUCKETS + 1];	/* per bucket; last
+							   is +Inf */
+	uint64_t	duration_sum_us;
+	uint64_t	bytes_in;
+	uint64_t	bytes_out;
+	uint64_t	reloads[2];			/* error, ok */
+} met;
+
+static uint64_t	met_start_s;
+
+/* The process start time, for airlock_start_time_seconds. */
+static void __attribute__((constructor))
+met_init_start(void)
+{
+	struct timespec	ts;
+
+	if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
+		met_start_s = (uint64_t)ts.tv_sec;
+}
+
+static inline void
+met_add(uint64_t *p, uint64_t n)
+{
+	__atomic_add_fetch(p, n, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t
+met_load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static enum met_reason
+met_reason_of(const char *code)
+{
+	size_t	i;
+
+	if (code == NULL || *code == '\0')
+		return MET_R_NONE;
+	for (i = MET_R_NONE + 1; i < MET_R_OTHER; i++)
+		if (strcmp(code, met_reason_name[i]) == 0)
+			return (enum met_reason)i;
+	return MET_R_OTHER;
+}
+
+void
+met_request(const char *decision, const char *code, uint64_t duration_us,
+    uint64_t bytes_in, uint64_t bytes_out)
+{
+	enum met_decision	d;
+	enum met_reason		r;
+	size_t			b;
+
+	d = decision != NULL && strcmp(decision, "allow") == 0 ?
+	    MET_D_ALLOW : MET_D_DENY;
+	r = met_reason_of(code);
+	/* a refusal that gave no code (e.g. a CONNECT cut before TLS) */
+	if (d == MET_D_DENY && r == MET_R_NONE)
+		r = MET_R_OTHER;
+	met_add(&met.requests[d][r], 1);
+	for (b = 0; b < MET_NBUCKETS; b++)
+		if (duration_us <= met_bucket_us[b])
+			break;
+	met_add(&met.duration[b], 1);
+	met_add(&met.duration_sum_us, duration_us);
+	if (bytes_in != 0)
+		met_add(&met.bytes_in, bytes_in);
+	if (bytes_out != 0)
+		met_add(&met.bytes_out, bytes_out);
+}
+
+uint64_t
+met_requests_total(void)
+{
+	uint64_t	n = 0;
+	size_t		d, r;
+
+	for (d = 0; d < MET_D_COUNT; d++)
+		for (r = 0; r < MET_R_COUNT; r++)
+			n += met_load(&met.requests[d][r]);
+	return n;
+}
+
+void
+met_reload(int ok)
+{
+	met_add(&met.reloads[ok ? 1 : 0], 1);
+}
+
+/* "# HELP" and "# TYPE" of one family. */
+static void
+met_family(struct evbuffer *out, const char *name, const char *type,
+    const char *help)
+{
+	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+	    name, type);
+}
+
+static void
+met_sample(struct evbuffer *out, const char *name, uint64_t v)
+{
+	evbuffer_add_printf(out, "%s %" PRIu64 "\n", name, v);
+}
+
+/* A label value with \, " and newline escaped as the format wants. */
+static void
+met_label_value(struct evbuffer *out, const char *s)
+{
+	const char	*p;
+
+	for (p = s; *p != '\0'; p++) {
+		switch (*p) {
+		case '\\':
+			evbuffer_add(out, "\\\\", 2);
+			break;
+		case '"':
+			evbuffer_add(out, "\\\"", 2);
+			break;
+		case '\n':
+			evbuffer_add(out, "\\n", 2);
+			break;
+		default:
+			evbuffer_add(out, p, 1);
+			break;
+		}
+	}
+}
+
+/* µs (or µUSD) as a decimal with six places: exact, no float rounding. */
+static void
+met_micro(struct evbuffer *out, uint64_t v)
+{
+	evbuffer_add_printf(out, "%" PRIu64 ".%06" PRIu64, v / 1000000,
+	    v % 1000000);
+}
+
+static void
+met_render_requests(struct evbuffer *out)
+{
+	uint64_t	v;
+	size_t		d, r;
+
+	met_family(out, "airlock_requests_total", "counter",
+	    "Finished requests, tunnels and refused connections by decision "
+	    "and reason (the gateway's error code, none when the upstream "
+	    "answered).");
+	for (d = 0; d < MET_D_COUNT; d++)
+		for (r = 0; r < MET_R_COUNT; r++) {
+			v = met_load(&met.requests[d][r]);
+			/* series appear with their first request; allow/none
+			 * is always there so the family is never empty */
+			if (v == 0 && !(d == MET_D_ALLOW && r == MET_R_NONE))
+				continue;
+			evbuffer_add_printf(out, "airlock_requests_total"
+			    "{decision=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+			    met_decision_name[d], met_reason_name[r], v);
+		}
+}
+
+static void
+met_render_duration(struct evbuffer *out)
+{
+	uint64_t	cum = 0;
+	size_t		b;
+
+	met_family(out, "airlock_request_duration_seconds", "histogram",
+	    "Time from the start of a request (or tunnel) to its audit "
+	    "record.");
+	for (b = 0; b < MET_NBUCKETS; b++) {
+		cum += met_load(&met.duration[b]);
+		evbuffer_add_printf(out, "airlock_request_duration_seconds"
+		    "_bucket{le=\"%s\"} %" PRIu64 "\n", met_bucket_le[b], cum);
+	}
+	cum += met_load(&met.duration[MET_NBUCKETS]);
+	evbuffer_add_printf(out, "airlock_request_duration_seconds_bucket"
+	    "{le=\"+Inf\"} %" PRIu64 "\n", cum);
+	evbuffer_add_printf(out, "airlock_request_duration_seconds_sum ");
+	met_micro(out, met_load(&met.duration_sum_us));
+	evbuffer_add_printf(out, "\nairlock_request_duration_seconds_count "
+	    "%" PRIu64 "\n", cum);
+}
+
+static void
+met_render_sandboxes(struct evbuffer *out)
+{
+	struct bud_counters	 bc;
+	struct sbx		**list = NULL;
+	struct evbuffer		*rsv;
+	size_t			 n, i;
+
+	n = sbx_list(&list);
+	met_family(out, "airlock_sandboxes", "gauge",
+	    "Sandboxes known to the gateway (static and created).");
+	met_sample(out, "airlock_sandboxes", n);
+	/* one bud_get per sandbox: both families from the same reading */
+	rsv = evbuffer_new();
+	met_family(out, "airlock_spend_usd", "gauge",
+	    "Settled spend of a sandbox in its current budget window, USD.");
+	if (rsv != NULL)
+		met_family(rsv, "airlock_spend_reserved_usd", "gauge",
+		    "Worst-case cost reserved by a sandbox's requests in "
+		    "flight, USD.");
+	for (i = 0; i < n; i++) {
+		if (bud_get(list[i]->sb_id, NULL, &bc) == -1)
+			memset(&bc, 0, sizeof(bc));
+		evbuffer_add_printf(out, "airlock_spend_usd{sandbox=\"");
+		met_label_value(out, list[i]->sb_id);
+		evbuffer_add_printf(out, "\"} ");
+		met_micro(out, bc.bc_spend);
+		evbuffer_add(out, "\n", 1);
+		if (rsv == NULL)
+			continue;
+		evbuffer_add_printf(rsv, "airlock_spend_reserved_usd"
+		    "{sandbox=\"");
+		met_label_value(rsv, list[i]->sb_id);
+		evbuffer_add_printf(rsv, "\"} ");
+		met_micro(rsv, bc.bc_reserved);
+		evbuffer_add(rsv, "\n", 1);
+	}
+	sbx_list_free(list, n);
+	if (rsv != NULL) {
+		evbuffer_add_buffer(out, rsv);
+		evbuffer_free(rsv);
+	}
+}
+
+void
+met_render(struct evbuffer *out)
+{
+	struct ca_cache	*cc;
+	uint64_t	 hits = 0, misses = 0;
+	size_t		 entries = 0;
+
+	met_render_requests(out);
+	met_render_duration(out);
+
+	met_family(out, "airlock_connections_active", "gauge",
+	    "Client connections open now.");
+	met_sample(out, "airlock_connections_active", worker_conn_count());
+
+	met_family(out, "airlock_tls_handshakes_total", "counter",
+	    "TLS handshakes completed with clients of intercepted CONNECTs.");
+	met_sample(out, "airlock_tls_handshakes_total",
+	    met_load(&worker_tls_handshakes));
+
+	cc = __atomic_load_n(&worker_cert_cache, __ATOMIC_ACQUIRE);
+	if (cc != NULL)
+		ca_cache_stats(cc, &hits, &misses, &entries);
+	met_family(out, "airlock_cert_cache_hits_total", "counter",
+	    "Leaf certificates served from the cache.");
+	met_sample(out, "airlock_cert_cache_hits_total", hits);
+	met_family(out, "airlock_cert_cache_misses_total", "counter",
+	    "Leaf certificates minted because the cache had none.");
+	met_sample(out, "airlock_cert_cache_misses_total", misses);
+	met_family(out, "airlock_cert_cache_entries", "gauge",
+	    "Leaf certificates in the cache now.");
+	met_sample(out, "airlock_cert_cache_entries", entries);
+
+	met_family(out, "airlock_bytes_in_total", "counter",
+	    "Bytes sent back to sandboxes (headers and bodies), counted when "
+	    "a request or tunnel ends.");
+	met_sample(out, "airlock_bytes_in_total", met_load(&met.bytes_in));
+	met_family(out, "airlock_bytes_out_total", "counter",
+	    "Bytes sandboxes sent upstream (headers and bodies), counted when "
+	    "a request or tunnel ends.");
+	met_sample(out, "airlock_bytes_out_total", met_load(&met.bytes_out));
+
+	met_render_sandboxes(out);
+
+	met_family(out, "airlock_audit_write_errors_total", "counter",
+	    "Audit records dropped or not written.");
+	met_sample(out, "airlock_audit_write_errors_total",
+	    aud_write_errors());
+	met_family(out, "airlock_audit_available", "gauge",
+	    "1 while audit records can be written; 0 means requests are "
+	    "refused with audit_unavailable.");
+	met_sample(out, "airlock_audit_available", aud_available() ? 1 : 0);
+
+	met_family(out, "airlock_reloads_total", "counter",
+	    "Configuration reloads (SIGHUP or POST /v1/reload) by outcome.");
+	evbuffer_add_printf(out, "airlock_reloads_total{outcome=\"ok\"} "
+	    "%" PRIu64 "\n", met_load(&met.reloads[1]));
+	evbuffer_add_printf(out, "airlock_reloads_total{outcome=\"error\"} "
+	    "%" PRIu64 "\n", met_load(&met.reloads[0]));
+
+	met_family(out, "airlock_build_info", "gauge",
+	    "Always 1; the version is in the label.");
+	evbuffer_add_printf(out, "airlock_build_info{version=\"");
+	met_label_value(out, PACKAGE_VERSION);
+	evbuffer_add_printf(out, "\"} 1\n");
+	met_family(out, "airlock_start_time_seconds", "gauge",
+	    "When the gateway started, seconds since the Unix epoch.");
+	met_sample(out, "airlock_start_time_seconds", met_start_s);
+}

@@ -17,6 +17,8 @@ struct evbuffer;
  */
 void	met_request(const char *decision, const char *code,
 	    uint64_t duration_us, uint64_t bytes_in, uint64_t bytes_out);
+/* Requests counted so far, every decision and reason (admin status). */
+uint64_t met_requests_total(void);
 /* A reload attempt and its outcome (SIGHUP or POST /v1/reload). */
 void	met_reload(int ok);
 /* Append the whole exposition to <out>. */

@@ -49,6 +49,7 @@ sbx_new(const char *id, const char *policy, const char *token, size_t toklen,
 	s->sb_static = is_static;
 	s->sb_created = created;
 	s->sb_refs = 1;
+	s->sb_last_used_ms = util_now_ms();
 	return s;
 }
 
@@ -125,9 +126,12 @@ sbx_file(const char *id)
 	return p;
 }
 
-/* Write <s> to state_dir/sandboxes/<id>.json atomically (tmp + rename). */
+/*
+ * Write <s> to state_dir/sandboxes/<id>.json atomically (tmp + rename);
+ * with <sync> the data is on disk before the rename.
+ */
 static int
-sbx_persist(const struct sbx *s)
+sbx_persist(const struct sbx *s, int sync)
 {
 	json_object	*o;
 	const char	*text;
@@ -154,11 +158,14 @@ sbx_persist(const struct sbx *s)
 	    s->sb_token, (int)s->sb_token_len));
 	json_object_object_add(o, "created",
 	    json_object_new_int64(s->sb_created));
+	if (s->sb_flags & SBX_F_LAUNCHED)
+		json_object_object_add(o, "launched",
+		    json_object_new_boolean(1));
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	len = strlen(text);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd == -1 || write(fd, text, len) != (ssize_t)len ||
-	    fsync(fd) == -1) {
+	    (sync && fsync(fd) == -1)) {
 		log_warn("sandbox %s: write %s", s->sb_id, tmp);
 		if (fd != -1)
 			close(fd);
@@ -180,7 +187,7 @@ sbx_persist(const struct sbx *s)
 static struct sbx *
 sbx_load_file(const char *path)
 {
-	json_object	*o = NULL, *id, *pol, *tok, *cr;
+	json_object	*o = NULL, *id, *pol, *tok, *cr, *la;
 	struct sbx	*s = NULL;
 	struct stat	 st;
 	char		 buf[SBX_FILE_MAX];
@@ -221,6 +228,9 @@ sbx_load_file(const char *path)
 		    (size_t)json_object_get_string_len(tok), 0,
 		    json_object_object_get_ex(o, "created", &cr) ?
 		    json_object_get_int64(cr) : 0);
+	if (s != NULL && json_object_object_get_ex(o, "launched", &la) &&
+	    json_object_get_boolean(la))
+		s->sb_flags |= SBX_F_LAUNCHED;
 	if (o != NULL) {
 		if (json_object_object_get_ex(o, "token", &tok) &&
 		    json_object_is_type(tok, json_type_string))
@@ -346,7 +356,7 @@ sbx_auth(const char *id, const char *token, size_t tokenlen)
 
 enum sbx_err
 sbx_create(const struct cfg *cfg, const char *policy, const char *id,
-    struct sbx **out)
+    int flags, struct sbx **out)
 {
 	struct sbx	*s;
 	char		 idbuf[32], tok[SBX_TOKEN_BYTES * 2 + 1];
@@ -363,6 +373,7 @@ sbx_create(const struct cfg *cfg, const char *policy, const char *id,
 		return SBX_E_BADID;
 	util_random_hex(tok, SBX_TOKEN_BYTES);
 	s = sbx_new(id, policy, tok, strlen(tok), 0, (int64_t)time(NULL));
+	s->sb_flags = flags;
 	OPENSSL_cleanse(tok, sizeof(tok));
 
 	pthread_rwlock_wrlock(&sbx_lock);
@@ -372,7 +383,8 @@ sbx_create(const struct cfg *cfg, const char *policy, const char *id,
 		return SBX_E_EXISTS;
 	}
 	/* its CA first: fetchable as soon as the sandbox exists */
-	if (ca_get(sbx_state_dir, id) == NULL || sbx_persist(s) == -1) {
+	if (ca_get(sbx_state_dir, id) == NULL || (!(flags & SBX_F_POOLED) &&
+	    sbx_persist(s, 1) == -1)) {
 		pthread_rwlock_unlock(&sbx_lock);
 		ca_registry_drop(sbx_state_dir, id);
 		sbx_unref(s);
@@ -380,7 +392,8 @@ sbx_create(const struct cfg *cfg, const char *policy, const char *id,
 	}
 	sbx_insert_at((size_t)(-at - 1), sbx_ref(s));
 	pthread_rwlock_unlock(&sbx_lock);
-	log_info("sandbox %s: created (policy %s)", s->sb_id, policy);
+	log_info("sandbox %s: created (policy %s%s)", s->sb_id, policy,
+	    (flags & SBX_F_POOLED) ? ", warm in the pool" : "");
 	*out = s;
 	return SBX_OK;
 }
@@ -412,6 +425,53 @@ sbx_delete(const char *id)
 	pthread_rwlock_unlock(&sbx_lock);
 	log_info("sandbox %s: deleted", id);
 	return SBX_OK;
+}
+
+struct sbx *
+sbx_claim_pooled(const char *policy)
+{
+	struct sbx	*s = NULL;
+	size_t		 i;
+
+	pthread_rwlock_wrlock(&sbx_lock);
+	for (i = 0; i < sbx_n; i++) {
+		if ((sbx_v[i]->sb_flags & SBX_F_POOLED) &&
+		    strcmp(sbx_v[i]->sb_policy, policy) == 0) {
+			s = sbx_v[i];
+			break;
+		}
+	}
+	if (s != NULL) {
+		s->sb_flags = (s->sb_flags & ~SBX_F_POOLED) | SBX_F_LAUNCHED;
+		__atomic_store_n(&s->sb_last_used_ms, util_now_ms(),
+		    __ATOMIC_RELAXED);
+		/*
+		 * Persisted without fsync: a crash of the process keeps it
+		 * (page cache), and the claim answers in well under 2 ms.
+		 */
+		if (sbx_persist(s, 0) == -1)
+			log_warnx("sandbox %s: claimed but not persisted; it "
+			    "ends with this process", s->sb_id);
+		sbx_ref(s);
+	}
+	pthread_rwlock_unlock(&sbx_lock);
+	return s;
+}
+
+void
+sbx_drop_pooled(void)
+{
+	size_t	i;
+
+	pthread_rwlock_wrlock(&sbx_lock);
+	for (i = 0; i < sbx_n; ) {
+		if (sbx_v[i]->sb_flags & SBX_F_POOLED) {
+			ca_registry_drop(sbx_state_dir, sbx_v[i]->sb_id);
+			sbx_remove_at(i);
+		} else
+			i++;
+	}
+	pthread_rwlock_unlock(&sbx_lock);
 }
 
 size_t

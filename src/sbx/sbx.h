@@ -28,7 +28,14 @@ struct sbx {
 	int		 sb_refs;	/* atomic */
 	int		 sb_revoked;	/* atomic: deleted, close its conns */
 	int		 sb_conns;	/* atomic: open proxy connections */
+	int		 sb_flags;	/* SBX_F_*; changed under the lock */
+	uint64_t	 sb_last_used_ms; /* atomic: last request (monotonic) */
 };
+
+#define SBX_F_POOLED	0x01	/* warm in the launcher's pool, not handed
+				   out yet; never persisted */
+#define SBX_F_LAUNCHED	0x02	/* handed out by a claim: the scheduler may
+				   evict it when idle */
 
 enum sbx_err {
 	SBX_OK = 0,
@@ -51,9 +58,15 @@ struct sbx	*sbx_auth(const char *id, const char *token, size_t tokenlen);
 struct sbx	*sbx_ref(struct sbx *);
 void		 sbx_unref(struct sbx *);	/* NULL ok */
 /* Create a dynamic sandbox under policy <policy> of <cfg>; <id> NULL =
- * generated. Mints its CA and token. *out gets a reference. */
+ * generated. Mints its CA and token; persisted unless SBX_F_POOLED.
+ * *out gets a reference. */
 enum sbx_err	 sbx_create(const struct cfg *, const char *policy,
-		    const char *id, struct sbx **out);
+		    const char *id, int flags, struct sbx **out);
+/* Hand out a warm sandbox of <policy>: it stops being pooled, becomes
+ * launched and is persisted. A reference, or NULL when none is warm. */
+struct sbx	*sbx_claim_pooled(const char *policy);
+/* Forget every pooled sandbox (shutdown): registry entry and CA. */
+void		 sbx_drop_pooled(void);
 /* Revoke and forget <id>: its token stops working at once, its CA and
  * persisted state are removed, workers close its connections. */
 enum sbx_err	 sbx_delete(const char *id);

@@ -150,12 +150,20 @@ st, h, u = A.call(addr, "POST", "/v1/sandboxes/named-1/usage/reset", token=tok)
 assert st == 200 and u["requests"] == 0 and u["bytes_in"] == 0, u
 print("ok - usage and usage/reset")
 
-# the launcher routes answer honestly that there is no launcher
-A.expect_error(A.call(addr, "POST", "/v1/sandboxes/claim", {"policy": "p2"},
-                      token=tok), 501, "not_implemented")
-A.expect_error(A.call(addr, "POST", "/v1/pool/prewarm",
-                      {"policy": "p2", "count": 2}, token=tok), 501,
-               "not_implemented")
+# claim without a launcher section: nothing is warm, the cold path builds
+# the same kind of sandbox (tests/integration/265-pool.sh covers the pool)
+st, h, c = A.call(addr, "POST", "/v1/sandboxes/claim", {"policy": "p2"},
+                  token=tok)
+assert st == 200 and c["warm"] is False and c["state"] == "launched", (st, c)
+assert c["env"]["AIRLOCK_SANDBOX_ID"] == c["id"], c
+assert curl(c["proxy_url"], "other.test") == "200"
+A.expect_error(A.call(addr, "POST", "/v1/sandboxes/claim", {"policy": "zz"},
+                      token=tok), 400, "bad_request")
+A.expect_error(A.call(addr, "GET", "/v1/sandboxes/claim", token=tok), 405,
+               "method_not_allowed")
+st, h, b = A.call(addr, "DELETE", "/v1/sandboxes/" + c["id"], token=tok)
+assert st == 204, (st, b)
+print("ok - cold claim without a launcher section")
 
 # delete: an open keep-alive connection of the sandbox is closed at once
 import base64

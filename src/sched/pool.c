@@ -1,0 +1,425 @@
+/*
+ * The warm pool. Everything here runs on the main thread (admin API and
+ * timer), so its own state needs no lock; the sandboxes themselves live in
+ * the registry (sbx.c), which the workers read.
+ *
+ * Forecast: every second the claim rate of each policy is folded into an
+ * exponentially weighted moving average (weight 0.3 for the newest second),
+ * and so is the time one sandbox takes to prepare. The pool aims at
+ *
+ *	target = min(max, warm + ceil(2 * rate * refill_time) + prewarmed)
+ *
+ * i.e. enough to cover twice the claims expected while one refill runs,
+ * on top of the configured floor. Preparing (keys, CA files, fsync) takes
+ * milliseconds, so it runs on a thread of its own: the main loop only
+ * decides, and a claim never waits behind a refill.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "cfg/cfg.h"
+#include "conn/worker.h"
+#include "sched/pool.h"
+#include "util/log.h"
+#include "util/util.h"
+
+#define POOL_TICK_MS	1000
+#define POOL_EWMA_NEW	0.3
+
+struct pool_pol {
+	char		*pp_name;
+	double		 pp_rate;	/* claims/s, EWMA */
+	double		 pp_refill_ms;	/* EWMA; 0 = not measured yet */
+	uint64_t	 pp_claims_tick;
+	uint64_t	 pp_claims;
+	uint64_t	 pp_cold;
+	uint64_t	 pp_evicted;
+	size_t		 pp_extra;	/* prewarm asked for, not built yet */
+	size_t		 pp_target;
+	size_t		 pp_warm;	/* as of the last tick */
+	size_t		 pp_launched;
+	size_t		 pp_preparing;	/* handed to the thread */
+	struct cfg	*pp_cfg;	/* reference for the thread */
+};
+
+/* pool_pols is shared with the preparing thread: under pool_mtx */
+static pthread_mutex_t	  pool_mtx = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	  pool_cv = PTHREAD_COND_INITIALIZER;
+static pthread_t	  pool_thread;
+static int		  pool_thread_up;
+static int		  pool_quit;
+static struct pool_pol	 *pool_pols;
+static size_t		  pool_npols;
+static struct event	 *pool_ev;
+static const struct cfg	*(*pool_cfg)(void);
+static uint64_t		  pool_rate_ms;	/* last rate update */
+
+static struct pool_pol *
+pol_get(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < pool_npols; i++)
+		if (strcmp(pool_pols[i].pp_name, name) == 0)
+			return &pool_pols[i];
+	pool_pols = xrealloc(pool_pols, (pool_npols + 1) * sizeof(*pool_pols));
+	memset(&pool_pols[pool_npols], 0, sizeof(*pool_pols));
+	pool_pols[pool_npols].pp_name = xstrdup(name);
+	return &pool_pols[pool_npols++];
+}
+
+static void
+pool_kick(uint64_t ms)
+{
+	struct timeval	tv;
+
+	if (pool_ev == NULL)
+		return;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(pool_ev, &tv);
+}
+
+static size_t
+pool_target(const struct cfg *cfg, const struct pool_pol *pp)
+{
+	size_t	t = 0;
+
+	if (cfg->c_launcher_set)
+		t = cfg->c_pool_warm + (size_t)ceil(2.0 * pp->pp_rate *
+		    pp->pp_refill_ms / 1000.0);
+	t += pp->pp_extra;
+	return t < cfg->c_pool_max ? t : cfg->c_pool_max;
+}
+
+/*
+ * The preparing thread: takes one request at a time (a policy with
+ * pp_preparing > 0), builds the sandbox without holding pool_mtx, and
+ * folds the time it took into the forecast.
+ */
+static void *
+pool_thread_main(void *arg)
+{
+	struct pool_pol	*pp;
+	struct cfg	*cfg;
+	struct sbx	*s;
+	char		*name;
+	uint64_t	 t0;
+	double		 ms;
+	size_t		 i;
+
+	pthread_mutex_lock(&pool_mtx);
+	for (;;) {
+		pp = NULL;
+		for (i = 0; i < pool_npols && pp == NULL; i++)
+			if (pool_pols[i].pp_preparing > 0)
+				pp = &pool_pols[i];
+		if (pool_quit)
+			break;
+		if (pp == NULL) {
+			pthread_cond_wait(&pool_cv, &pool_mtx);
+			continue;
+		}
+		name = xstrdup(pp->pp_name);
+		cfg = cfg_ref(pp->pp_cfg);
+		pthread_mutex_unlock(&pool_mtx);
+
+		t0 = util_now_ms();
+		if (sbx_create(cfg, name, NULL, SBX_F_POOLED, &s) == SBX_OK)
+			sbx_unref(s);
+		else
+			log_warnx("pool %s: could not prepare a sandbox", name);
+		ms = (double)(util_now_ms() - t0);
+		cfg_unref(cfg);
+
+		pthread_mutex_lock(&pool_mtx);
+		pp = pol_get(name);	/* the array may have moved */
+		free(name);
+		if (pp->pp_preparing > 0)
+			pp->pp_preparing--;
+		pp->pp_refill_ms = pp->pp_refill_ms == 0 ? ms :
+		    (1 - POOL_EWMA_NEW) * pp->pp_refill_ms +
+		    POOL_EWMA_NEW * ms;
+	}
+	pthread_mutex_unlock(&pool_mtx);
+	return NULL;
+}
+
+/* Ask the thread for one more sandbox of <pp>. Caller holds pool_mtx. */
+static void
+pool_prepare(const struct cfg *cfg, struct pool_pol *pp)
+{
+	if (pp->pp_cfg != cfg) {
+		cfg_unref(pp->pp_cfg);
+		pp->pp_cfg = cfg_ref((struct cfg *)cfg);
+	}
+	pp->pp_preparing++;
+	pthread_cond_signal(&pool_cv);
+}
+
+static void
+pool_evict(struct pool_pol *pp, struct sbx *s, const char *why)
+{
+	if (sbx_delete(s->sb_id) == SBX_OK) {
+		pp->pp_evicted++;
+		log_info("pool %s: sandbox %s evicted (%s)", pp->pp_name,
+		    s->sb_id, why);
+	}
+}
+
+static int
+lru_cmp(const void *a, const void *b)
+{
+	const struct sbx *x = *(struct sbx *const *)a;
+	const struct sbx *y = *(struct sbx *const *)b;
+	uint64_t	  lx = __atomic_load_n(&x->sb_last_used_ms,
+			    __ATOMIC_RELAXED);
+	uint64_t	  ly = __atomic_load_n(&y->sb_last_used_ms,
+			    __ATOMIC_RELAXED);
+
+	return lx < ly ? -1 : lx > ly;
+}
+
+/*
+ * One policy: refill one sandbox if below target, drop warm surplus that
+ * stayed unclaimed past idle_timeout, evict launched sandboxes idle past
+ * idle_timeout or beyond max (least recently used first; never one with
+ * open connections). Returns 1 when more refilling is due.
+ */
+static int
+pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
+    struct sbx **list, size_t n, uint64_t now)
+{
+	struct sbx	**warm, **launched;
+	size_t		  i, nwarm = 0, nl = 0, evicted = 0;
+	int		  more = 0;
+
+	warm = xcalloc(n + 1, sizeof(*warm));
+	launched = xcalloc(n + 1, sizeof(*launched));
+	for (i = 0; i < n; i++) {
+		if (strcmp(list[i]->sb_policy, pp->pp_name) != 0)
+			continue;
+		if (list[i]->sb_flags & SBX_F_POOLED)
+			warm[nwarm++] = list[i];
+		else if (list[i]->sb_flags & SBX_F_LAUNCHED)
+			launched[nl++] = list[i];
+	}
+	pp->pp_target = pool_target(cfg, pp);
+	qsort(launched, nl, sizeof(*launched), lru_cmp);
+	for (i = 0; i < nl; i++) {
+		struct sbx *s = launched[i];
+		int idle = __atomic_load_n(&s->sb_conns, __ATOMIC_RELAXED) ==
+		    0;
+		uint64_t used = __atomic_load_n(&s->sb_last_used_ms,
+		    __ATOMIC_RELAXED);
+
+		if (idle && now - used > cfg->c_pool_idle_ms)
+			pool_evict(pp, s, "idle past idle_timeout");
+		else if (idle && nwarm + nl - evicted > cfg->c_pool_max)
+			pool_evict(pp, s, "over pool.max");
+		else
+			continue;
+		evicted++;
+	}
+	nl -= evicted;
+	/* what the thread is preparing counts as warm already */
+	while (nwarm + pp->pp_preparing < pp->pp_target &&
+	    nwarm + pp->pp_preparing + nl < cfg->c_pool_max) {
+		pool_prepare(cfg, pp);
+		if (pp->pp_extra > 0)
+			pp->pp_extra--;
+		more = 1;
+	}
+	if (nwarm + pp->pp_preparing > pp->pp_target && nwarm > 0) {
+		/* the oldest unclaimed surplus goes once it idled too long */
+		qsort(warm, nwarm, sizeof(*warm), lru_cmp);
+		if (now - __atomic_load_n(&warm[0]->sb_last_used_ms,
+		    __ATOMIC_RELAXED) > cfg->c_pool_idle_ms &&
+		    sbx_delete(warm[0]->sb_id) == SBX_OK)
+			nwarm--;
+	}
+	pp->pp_warm = nwarm;
+	pp->pp_launched = nl;
+	free(warm);
+	free(launched);
+	return more;
+}
+
+static void
+pool_tick(evutil_socket_t fd, short what, void *arg)
+{
+	const struct cfg	*cfg = pool_cfg();
+	struct sbx		**list;
+	struct pool_pol		*pp;
+	uint64_t		  now = util_now_ms();
+	size_t			  i, n;
+	double			  inst;
+	int			  more = 0, evicted_any;
+
+	pthread_mutex_lock(&pool_mtx);
+	if (now - pool_rate_ms >= POOL_TICK_MS) {
+		for (i = 0; i < pool_npols; i++) {
+			pp = &pool_pols[i];
+			inst = (double)pp->pp_claims_tick * 1000.0 /
+			    (double)(now - pool_rate_ms);
+			pp->pp_rate = (1 - POOL_EWMA_NEW) * pp->pp_rate +
+			    POOL_EWMA_NEW * inst;
+			pp->pp_claims_tick = 0;
+		}
+		pool_rate_ms = now;
+	}
+	n = sbx_list(&list);
+	evicted_any = 0;
+	/* warm sandboxes of a policy a reload removed are of no use */
+	for (i = 0; i < n; i++)
+		if ((list[i]->sb_flags & SBX_F_POOLED) &&
+		    cfg_policy_find(cfg, list[i]->sb_policy) == NULL)
+			sbx_delete(list[i]->sb_id);
+	for (i = 0; i < cfg->c_npolicies; i++) {
+		uint64_t before;
+
+		pp = pol_get(cfg->c_policies[i].p_name);
+		before = pp->pp_evicted;
+		more |= pool_policy_tick(cfg, pp, list, n, now);
+		evicted_any |= pp->pp_evicted != before;
+	}
+	pthread_mutex_unlock(&pool_mtx);
+	sbx_list_free(list, n);
+	if (evicted_any)
+		workers_revoke();
+	/* while the thread prepares, look again soon to see it finish */
+	pool_kick(more ? 50 : POOL_TICK_MS);
+}
+
+int
+pool_start(struct event_base *base, const struct cfg *(*cfg_fn)(void))
+{
+	pool_cfg = cfg_fn;
+	pool_rate_ms = util_now_ms();
+	if ((pool_ev = evtimer_new(base, pool_tick, NULL)) == NULL)
+		return -1;
+	if (pthread_create(&pool_thread, NULL, pool_thread_main, NULL) != 0)
+		return -1;
+	pool_thread_up = 1;
+	pool_kick(0);
+	return 0;
+}
+
+enum sbx_err
+pool_claim(const char *policy, struct sbx **out, int *warm)
+{
+	const struct cfg	*cfg = pool_cfg();
+	struct pool_pol		*pp;
+	enum sbx_err		 e;
+
+	if (cfg_policy_find(cfg, policy) == NULL)
+		return SBX_E_POLICY;
+	pthread_mutex_lock(&pool_mtx);
+	pp = pol_get(policy);
+	pp->pp_claims++;
+	pp->pp_claims_tick++;
+	if ((*out = sbx_claim_pooled(policy)) != NULL) {
+		if (pp->pp_warm > 0)
+			pp->pp_warm--;
+		pthread_mutex_unlock(&pool_mtx);
+		*warm = 1;
+		pool_kick(0);	/* refill behind the caller */
+		return SBX_OK;
+	}
+	pp->pp_cold++;
+	pthread_mutex_unlock(&pool_mtx);
+	/* cold path: the identical sandbox, built now */
+	*warm = 0;
+	e = sbx_create(cfg, policy, NULL, SBX_F_LAUNCHED, out);
+	pool_kick(0);
+	return e;
+}
+
+long
+pool_prewarm(const char *policy, size_t count)
+{
+	const struct cfg	*cfg = pool_cfg();
+	struct pool_pol		*pp;
+	size_t			 room, have;
+
+	if (cfg_policy_find(cfg, policy) == NULL)
+		return -1;
+	pthread_mutex_lock(&pool_mtx);
+	pp = pol_get(policy);
+	have = pool_target(cfg, pp);
+	room = cfg->c_pool_max > have ? cfg->c_pool_max - have : 0;
+	if (count > room)
+		count = room;
+	pp->pp_extra += count;
+	pthread_mutex_unlock(&pool_mtx);
+	pool_kick(0);
+	return (long)count;
+}
+
+size_t
+pool_stats(struct pool_stat **out)
+{
+	const struct cfg	*cfg = pool_cfg();
+	struct pool_pol		*pp;
+	size_t			 i;
+
+	*out = xcalloc(cfg->c_npolicies + 1, sizeof(**out));
+	pthread_mutex_lock(&pool_mtx);
+	for (i = 0; i < cfg->c_npolicies; i++) {
+		pp = pol_get(cfg->c_policies[i].p_name);
+		(*out)[i].ps_policy = xstrdup(pp->pp_name);
+		(*out)[i].ps_warm = pp->pp_warm;
+		(*out)[i].ps_launched = pp->pp_launched;
+		(*out)[i].ps_target = pool_target(cfg, pp);
+		(*out)[i].ps_rate = pp->pp_rate;
+		(*out)[i].ps_refill_ms = pp->pp_refill_ms;
+		(*out)[i].ps_claims = pp->pp_claims;
+		(*out)[i].ps_claims_cold = pp->pp_cold;
+		(*out)[i].ps_evicted = pp->pp_evicted;
+	}
+	pthread_mutex_unlock(&pool_mtx);
+	return cfg->c_npolicies;
+}
+
+void
+pool_stats_free(struct pool_stat *v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		free(v[i].ps_policy);
+	free(v);
+}
+
+void
+pool_stop(void)
+{
+	size_t	i;
+
+	if (pool_ev != NULL)
+		event_free(pool_ev);
+	pool_ev = NULL;
+	if (pool_thread_up) {
+		pthread_mutex_lock(&pool_mtx);
+		pool_quit = 1;
+		pthread_cond_signal(&pool_cv);
+		pthread_mutex_unlock(&pool_mtx);
+		pthread_join(pool_thread, NULL);
+		pool_thread_up = 0;
+	}
+	sbx_drop_pooled();
+	for (i = 0; i < pool_npols; i++) {
+		free(pool_pols[i].pp_name);
+		cfg_unref(pool_pols[i].pp_cfg);
+	}
+	free(pool_pols);
+	pool_pols = NULL;
+	pool_npols = 0;
+}

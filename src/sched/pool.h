@@ -1,0 +1,49 @@
+/*
+ * Scheduler: a warm pool of prepared sandboxes per policy (launcher.pool).
+ * A claim takes a warm one at once, or builds the identical sandbox on the
+ * cold path when the pool is empty; the pool refills in the background on
+ * the main loop. The target size follows a forecast of the claim rate;
+ * claimed sandboxes left idle are evicted, least recently used first.
+ *
+ * With launcher.backend none a sandbox is an identity: id, proxy token and
+ * CA, which is what preparing one costs (two P-256 keys and a signature).
+ */
+#ifndef AIRLOCK_POOL_H
+#define AIRLOCK_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/sbx.h"
+
+struct cfg;
+struct event_base;
+
+struct pool_stat {
+	char		*ps_policy;
+	size_t		 ps_warm;	/* ready now */
+	size_t		 ps_launched;	/* handed out, alive */
+	size_t		 ps_target;	/* what the refill aims at */
+	double		 ps_rate;	/* forecast claims per second */
+	double		 ps_refill_ms;	/* time to prepare one */
+	uint64_t	 ps_claims;	/* since start */
+	uint64_t	 ps_claims_cold;
+	uint64_t	 ps_evicted;
+};
+
+/* Start the refill/eviction timer. <cfg_fn> returns the running config. */
+int		 pool_start(struct event_base *, const struct cfg *(*cfg_fn)(void));
+/* A sandbox for <policy>: warm when one is ready (*warm = 1), else built
+ * now. *out gets a reference. */
+enum sbx_err	 pool_claim(const char *policy, struct sbx **out, int *warm);
+/* Prepare <count> more for <policy> ahead of demand (up to pool.max).
+ * Returns how many were scheduled, or -1 for an unknown policy. */
+long		 pool_prewarm(const char *policy, size_t count);
+/* Per-policy figures of the running config's policies; free with
+ * pool_stats_free. */
+size_t		 pool_stats(struct pool_stat **);
+void		 pool_stats_free(struct pool_stat *, size_t);
+/* Stop the timer and drop every warm sandbox. */
+void		 pool_stop(void);
+
+#endif
