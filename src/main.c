@@ -335,7 +335,6 @@ main(int argc, char *argv[])
 		fatalx("audit: cannot start");
 	if (bud_open(current_cfg->c_state_dir) == -1)
 		fatalx("budget ledger: cannot open");
-	workers_start(current_cfg);
 
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
@@ -349,9 +348,11 @@ main(int argc, char *argv[])
 	evsignal_add(ev_hup, NULL);
 	hooks.ah_reload = reload;
 	hooks.ah_cfg = running_cfg;
+	/* the admin socket exists before the proxy accepts anything */
 	if (admin_start(base, current_cfg, &hooks) == -1)
 		fatalx("admin API: cannot listen on %s",
 		    current_cfg->c_listen_admin);
+	workers_start(current_cfg);
 	if (pool_start(base, running_cfg) == -1)
 		fatalx("scheduler: cannot start");
 	log_info("airlockd %s ready (config %s)", PACKAGE_VERSION, cfg_path);
