@@ -189,6 +189,51 @@ on_usr1(evutil_socket_t sig, short what, void *arg)
 	aud_reopen();
 }
 
+/* Same string, or both NULL. */
+static int
+same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) ||
+	    (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/*
+ * Keys that only a restart applies: a reload that changes one is refused
+ * as a whole (one line each in <errs>), rather than half applied.
+ */
+static int
+reload_restart_keys(const struct cfg *cur, const struct cfg *next, FILE *errs)
+{
+	size_t	i;
+	int	n = 0, listen_same;
+
+	listen_same = cur->c_nlisten_proxy == next->c_nlisten_proxy;
+	for (i = 0; listen_same && i < cur->c_nlisten_proxy; i++)
+		listen_same = same_str(cur->c_listen_proxy[i],
+		    next->c_listen_proxy[i]);
+#define CHANGED(cond, key) do {						\
+	if (cond) {							\
+		fprintf(errs, "%s: %s changed: restart airlockd to apply "	\
+		    "it (the running configuration stays)\n", next->c_file,	\
+		    key);						\
+		n++;							\
+	}								\
+} while (0)
+	CHANGED(!listen_same, "listen.proxy");
+	CHANGED(!same_str(cur->c_listen_admin, next->c_listen_admin),
+	    "listen.admin");
+	CHANGED(cur->c_workers != next->c_workers, "workers");
+	CHANGED(!same_str(cur->c_state_dir, next->c_state_dir), "state_dir");
+	CHANGED(!same_str(cur->c_audit_file, next->c_audit_file),
+	    "audit.file");
+	CHANGED(cur->c_audit_hash_chain != next->c_audit_hash_chain,
+	    "audit.hash_chain");
+	CHANGED(!same_str(cur->c_budget_store, next->c_budget_store),
+	    "budget_store");
+#undef CHANGED
+	return n;
+}
+
 /*
  * Build the new config and swap it in; connections in flight keep theirs.
  * On failure the running config stays and *errs (caller frees) holds the
@@ -205,6 +250,10 @@ reload(char **errs)
 	if ((f = open_memstream(&buf, &len)) == NULL)
 		fatal("open_memstream");
 	next = load_config(cfg_path, f);
+	if (next != NULL && reload_restart_keys(current_cfg, next, f) > 0) {
+		cfg_unref(next);
+		next = NULL;
+	}
 	fclose(f);
 	if (next == NULL) {
 		if (len == 0) {

@@ -249,8 +249,15 @@ for e in errs:
     assert parts[1].isdigit() and parts[2].isdigit(), e
 assert any("workers" in e for e in errs) and any("rulez" in e for e in errs), errs
 assert curl("api.test") == "200", "old config stopped serving"
+# keys only a restart applies: refused as a whole, never half applied
+open(T + "/airlock.yaml", "w").write(cfg.replace("workers: 2", "workers: 3"))
+res = A.call(addr, "POST", "/v1/reload", token=tok)
+A.expect_error(res, 400, "bad_config")
+assert res[2]["errors"] == [T + "/airlock.yaml: workers changed: restart "
+                            "airlockd to apply it (the running configuration "
+                            "stays)"], res[2]
 st, h, b = A.call(addr, "GET", "/v1/status", token=tok)
-assert b["reloads"] == {"ok": 1, "failed": 1}, b
+assert b["reloads"] == {"ok": 1, "failed": 2}, b
 assert b["sandboxes"] == 2 and b["audit"]["available"] is True, b
 open(T + "/airlock.yaml", "w").write(cfg)
 print("ok - POST /v1/reload: applied, then refused with FILE:LINE:COL")
