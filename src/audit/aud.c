@@ -1,12 +1,17 @@
 #include "config.h"
 
+#include <sys/queue.h>
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,35 +24,80 @@
 #include "util/log.h"
 #include "util/util.h"
 
+/*
+ * Writer side. Workers queue a record's JSON text (aud_submit); the writer
+ * thread chains each line (prev, hash), appends it to obuf and writes obuf.
+ *
+ * Fail closed: when a write or an open fails (disk full, I/O error, file
+ * removed with its directory), the audit turns unavailable, workers refuse
+ * new requests (aud_available() == 0, 503 audit_unavailable), obuf keeps
+ * every line not written yet, in order, and the writer retries every
+ * AUD_RETRY_MS until a write works again; nothing is dropped unless more
+ * than AUD_HOLD_MAX waits, and then loudly. A failed write never leaves a
+ * cut line in the file: it is truncated back to its last whole line, so
+ * the chain stays valid and the retry writes whole lines after it.
+ */
+#define AUD_BATCH	256	/* wake the writer at this many lines */
+#define AUD_FLUSH_MS	10	/* a line waits at most this long */
+#define AUD_CHECK_MS	250	/* look for a removed file (st_nlink 0) */
+#define AUD_RETRY_MS	500	/* retry while unavailable */
+#define AUD_OBUF_FLUSH	65536	/* write once this much is buffered */
+#define AUD_HOLD_MAX	(64 * 1024 * 1024)	/* held while unavailable */
+#define AUD_HEX		(SHA256_DIGEST_LENGTH * 2)
+
 struct aud_line {
 	STAILQ_ENTRY(aud_line)	 al_entry;
 	char			*al_text;	/* "{...}" without newline */
 };
 
 static struct {
+	/* shared with the workers, under mtx */
 	pthread_mutex_t		 mtx;
 	pthread_cond_t		 cond;
-	pthread_t		 thread;
-	STAILQ_HEAD(, aud_line)	 queue;
-	int			 running;
+	STAILQ_HEAD(, aud_line)	 queue;		/* submitted, not chained yet */
 	size_t			 queued;	/* lines in queue */
-	char			*obuf;		/* batch of lines to write */
-	uint64_t		 nbuffered;
-	size_t			 olen;
-	size_t			 ocap;
 	int			 stopping;
 	int			 reopen;
+	/* atomics, read without the lock */
+	int			 unavail;	/* 1 while writes fail */
+	uint64_t		 errors;	/* records lost */
+	/* the writer thread's own (set up by aud_start before it runs) */
+	pthread_t		 thread;
+	int			 running;
 	char			*path;		/* NULL: stdout */
-	int			 fd;
+	int			 fd;		/* -1: open before writing */
+	dev_t			 dev;		/* which file fd is */
+	ino_t			 ino;
+	off_t			 cut_to;	/* -1, or cut a torn tail to this */
 	int			 chain;
-	int			 prev_known;
-	char			 prev[SHA256_DIGEST_LENGTH * 2 + 1];
-	uint64_t		 errors;
+	int			 prev_known;	/* prev loaded from the file */
+	char			 prev[AUD_HEX + 1];
+	char			*obuf;		/* chained lines not written yet */
+	size_t			 olen;
+	size_t			 ocap;
+	uint64_t		 nheld;		/* lines in obuf (its '\n's) */
+	uint64_t		 lost;		/* dropped, not yet noted in the file */
+	uint64_t		 down_at;	/* monotonic ms: became unavailable */
+	uint64_t		 down_written;	/* lines written since */
+	uint64_t		 check_at;	/* monotonic ms: next st_nlink check */
+	uint64_t		 retry_at;	/* monotonic ms: next retry */
 } aud = {
 	.mtx = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
 	.fd = -1,
+	.cut_to = -1,
 };
+
+static size_t	aud_hold_max = AUD_HOLD_MAX;
+
+/* Test hook (tests/unit/test_aud_verify.c); not for the daemon. */
+void	aud_test_set_hold_max(size_t);
+
+void
+aud_test_set_hold_max(size_t bytes)
+{
+	aud_hold_max = bytes != 0 ? bytes : AUD_HOLD_MAX;
+}
 
 static void
 hex_encode(const unsigned char *in, size_t len, char *out)
@@ -62,65 +112,23 @@ hex_encode(const unsigned char *in, size_t len, char *out)
 	out[2 * len] = '\0';
 }
 
-/* Find "hash":"HEX" in the last line of the file to continue the chain. */
-static void
-aud_load_prev(int fd)
-{
-	char		 buf[8192], *p, *line;
-	off_t		 end, start;
-	ssize_t		 n;
-
-	memset(aud.prev, '0', SHA256_DIGEST_LENGTH * 2);
-	aud.prev[SHA256_DIGEST_LENGTH * 2] = '\0';
-	if ((end = lseek(fd, 0, SEEK_END)) <= 0)
-		return;
-	start = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
-	if ((n = pread(fd, buf, (size_t)(end - start), start)) <= 0)
-		return;
-	buf[n] = '\0';
-	while (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	line = (p = strrchr(buf, '\n')) != NULL ? p + 1 : buf;
-	if ((p = strstr(line, "\"hash\":\"")) == NULL)
-		return;
-	p += 8;
-	if (strlen(p) >= SHA256_DIGEST_LENGTH * 2 &&
-	    p[SHA256_DIGEST_LENGTH * 2] == '"')
-		memcpy(aud.prev, p, SHA256_DIGEST_LENGTH * 2);
-}
-
 static int
-aud_open_file(void)
+is_hex(const char *s, size_t len)
 {
-	int	fd;
+	size_t	i;
 
-	if (aud.path == NULL) {
-		aud.fd = STDOUT_FILENO;
-		return 0;
-	}
-	fd = open(aud.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd == -1) {
-		log_warn("audit: open %s", aud.path);
-		return -1;
-	}
-	if (aud.chain && !aud.prev_known) {
-		/* first open: continue the chain from the file's last line;
-		 * a reopen (rotation) continues from the hash in memory */
-		int rfd = open(aud.path, O_RDONLY | O_CLOEXEC);
-
-		memset(aud.prev, '0', SHA256_DIGEST_LENGTH * 2);
-		aud.prev[SHA256_DIGEST_LENGTH * 2] = '\0';
-		if (rfd != -1) {
-			aud_load_prev(rfd);
-			close(rfd);
-		}
-		aud.prev_known = 1;
-	}
-	aud.fd = fd;
-	return 0;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
 }
 
-static void	aud_flush(void);
+static const char *
+aud_name(void)
+{
+	return aud.path != NULL ? aud.path : "stdout";
+}
 
 static int
 write_all(int fd, const char *p, size_t len)
@@ -131,127 +139,455 @@ write_all(int fd, const char *p, size_t len)
 		n = write(fd, p, len);
 		if (n == -1 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
 			return -1;
+		}
 		p += n;
 		len -= (size_t)n;
 	}
 	return 0;
 }
 
-/* Writer side: chain and write one line. */
-static void
-aud_write_line(const char *text)
+/*
+ * Look at the end of the file just opened as <wfd> (<size> bytes). When a
+ * crash left a cut last line, start a new line so that the next record is
+ * not glued to it (the cut line stays: verification reports it). On the
+ * first open, continue the chain from the last whole line's "hash"; a
+ * reopen (rotation, a removed file) continues from the hash in memory.
+ * Returns 0, or -1 with errno set when the newline cannot be written.
+ */
+static int
+aud_open_tail(int wfd, off_t size)
 {
-	unsigned char	 digest[SHA256_DIGEST_LENGTH];
-	char		 hash[SHA256_DIGEST_LENGTH * 2 + 1];
-	char		*line;
-	size_t		 len = strlen(text), cap;
-	int		 n;
+	const size_t	 tail = 8 + AUD_HEX + 3;	/* "hash":"HEX"}\n */
+	char		*buf, *end;
+	off_t		 start;
+	ssize_t		 n;
+	size_t		 len;
+	int		 rfd;
 
-	if (aud.fd == -1 && aud_open_file() == -1) {
-		aud.errors++;
-		return;
+	if (size <= 0 || (rfd = open(aud.path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	/* a record is far shorter; the hash sits at the end of its line */
+	len = size > 65536 ? 65536 : (size_t)size;
+	start = size - (off_t)len;
+	buf = xmalloc(len);
+	n = pread(rfd, buf, len, start);
+	close(rfd);
+	if (n <= 0) {
+		free(buf);
+		return 0;
 	}
-	cap = len + 200;
-	line = xmalloc(cap);
-	if (aud.chain && len >= 2) {
-		/* {...,"prev":"P"}: hash these bytes, then add "hash" */
-		n = snprintf(line, cap, "%.*s,\"prev\":\"%s\"}", (int)(len - 1),
-		    text, aud.prev);
-		SHA256((unsigned char *)line, (size_t)n, digest);
-		hex_encode(digest, sizeof(digest), hash);
-		n = snprintf(line + n - 1, cap - (size_t)n + 1,
-		    ",\"hash\":\"%s\"}\n", hash) + n - 1;
-	} else
-		n = snprintf(line, cap, "%s\n", text);
-	if (aud.olen + (size_t)n > aud.ocap) {
-		aud.ocap = aud.olen + (size_t)n + 65536;
-		aud.obuf = xrealloc(aud.obuf, aud.ocap);
+	len = (size_t)n;
+	if (buf[len - 1] != '\n') {
+		log_warnx("audit: %s ends in a cut line (a crash?); it stays "
+		    "as it is and the next record starts on a new line",
+		    aud.path);
+		if (write_all(wfd, "\n", 1) == -1) {
+			free(buf);
+			return -1;
+		}
+		while (len > 0 && buf[len - 1] != '\n')
+			len--;
 	}
-	memcpy(aud.obuf + aud.olen, line, (size_t)n);
-	aud.olen += (size_t)n;
-	aud.nbuffered++;
-	if (aud.chain)
-		memcpy(aud.prev, hash, sizeof(hash));
-	free(line);
-	if (aud.olen >= 65536)
-		aud_flush();
+	if (aud.chain && !aud.prev_known && len > 0) {
+		end = buf + len - tail;
+		if (len >= tail && memcmp(end, "\"hash\":\"", 8) == 0 &&
+		    is_hex(end + 8, AUD_HEX) &&
+		    memcmp(end + 8 + AUD_HEX, "\"}\n", 3) == 0)
+			memcpy(aud.prev, end + 8, AUD_HEX);
+		else
+			log_warnx("audit: the last line of %s has no hash; "
+			    "the chain starts again from 64 zeros", aud.path);
+	}
+	free(buf);
+	return 0;
 }
 
-/* Write the buffered lines; on failure they count as errors. */
-static void
-aud_flush(void)
+/* (Re)open the audit file. Returns 0, or -1 with errno set (not logged). */
+static int
+aud_open_file(void)
 {
-	if (aud.olen == 0)
-		return;
-	if (write_all(aud.fd, aud.obuf, aud.olen) == -1) {
-		log_warn("audit: write");
-		aud.errors += aud.nbuffered;
+	struct stat	st;
+	int		fd, err;
+
+	if (aud.path == NULL) {
+		aud.fd = STDOUT_FILENO;
+		return 0;
 	}
-	aud.olen = 0;
-	aud.nbuffered = 0;
+	fd = open(aud.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 ||
+	    (S_ISREG(st.st_mode) && aud_open_tail(fd, st.st_size) == -1)) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (st.st_dev != aud.dev || st.st_ino != aud.ino)
+		aud.cut_to = -1;	/* a pending cut was in another file */
+	aud.dev = st.st_dev;
+	aud.ino = st.st_ino;
+	aud.prev_known = 1;
+	aud.fd = fd;
+	return 0;
+}
+
+static void
+aud_close_file(void)
+{
+	if (aud.fd != -1 && aud.fd != STDOUT_FILENO)
+		close(aud.fd);
+	aud.fd = -1;
+}
+
+static int
+aud_is_down(void)
+{
+	return __atomic_load_n(&aud.unavail, __ATOMIC_RELAXED);
+}
+
+/* <what> failed: hold every line, refuse requests, retry later. */
+static void
+aud_fail(const char *what, int err)
+{
+	uint64_t	now = util_now_ms();
+
+	aud.retry_at = now + AUD_RETRY_MS;
+	if (aud_is_down())
+		return;
+	aud.down_at = now;
+	aud.down_written = 0;
+	__atomic_store_n(&aud.unavail, 1, __ATOMIC_RELEASE);
+	log_warnx("audit: cannot %s %s: %s; new requests are refused "
+	    "(503 audit_unavailable) and records are held in memory until "
+	    "it works again (retrying every %d ms)", what, aud_name(),
+	    strerror(err), AUD_RETRY_MS);
+}
+
+/* Drop the first <n> bytes of obuf: they are in the file. */
+static void
+aud_consume(size_t n)
+{
+	uint64_t	lines = 0;
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+		if (aud.obuf[i] == '\n')
+			lines++;
+	aud.nheld -= lines;
+	aud.down_written += lines;
+	memmove(aud.obuf, aud.obuf + n, aud.olen - n);
+	aud.olen -= n;
+}
+
+/* Cut the file back to <to> bytes; never makes it longer. */
+static int
+aud_cut(off_t to)
+{
+	struct stat	st;
+
+	if (fstat(aud.fd, &st) == -1)
+		return -1;
+	return st.st_size > to ? ftruncate(aud.fd, to) : 0;
+}
+
+/* Wait up to a second until the descriptor takes more; 1 if it does. */
+static int
+aud_pollout(void)
+{
+	struct pollfd	pfd = { .fd = aud.fd, .events = POLLOUT };
+
+	return poll(&pfd, 1, 1000) > 0;
 }
 
 /*
- * The writer wakes when AUD_BATCH lines wait, on stop/reopen, or every
- * AUD_FLUSH_MS: one wakeup and a few write(2)s per batch instead of a
- * context switch per request. A line waits at most AUD_FLUSH_MS.
+ * Write obuf out (with an empty obuf: only check that the file is still
+ * there). A removed file is created again at its path, which fails while
+ * its directory is gone. Whole lines that reached the file leave obuf; a
+ * cut last line is truncated away (regular files) and sent again with the
+ * rest at the next try. Returns 0 when all is written, or -1 after marking
+ * the audit unavailable.
  */
-#define AUD_BATCH	256
-#define AUD_FLUSH_MS	10
+static int
+aud_write_held(void)
+{
+	struct stat	 st;
+	size_t		 done = 0, keep;
+	ssize_t		 n;
+	int		 cut = 0, err = 0;
 
+	if (aud.fd == -1 && aud_open_file() == -1) {
+		aud_fail("open", errno);
+		return -1;
+	}
+	if (aud.path != NULL) {
+		aud.check_at = util_now_ms() + AUD_CHECK_MS;
+		if (fstat(aud.fd, &st) == -1) {
+			err = errno;
+			aud_close_file();
+			aud_fail("stat", err);
+			return -1;
+		}
+		if (st.st_nlink == 0) {
+			aud_close_file();
+			if (aud_open_file() == -1 || fstat(aud.fd, &st) == -1) {
+				err = errno;
+				aud_close_file();
+				aud_fail("create again the removed", err);
+				return -1;
+			}
+			log_warnx("audit: %s was removed; records go to a new "
+			    "file at that path", aud.path);
+		}
+		/* only a regular file of our own can be cut back */
+		cut = S_ISREG(st.st_mode);
+		if (cut && aud.cut_to != -1) {
+			if (aud_cut(aud.cut_to) == -1 ||
+			    fstat(aud.fd, &st) == -1) {
+				aud_fail("truncate", errno);
+				return -1;
+			}
+			aud.cut_to = -1;
+		}
+	}
+	if (aud.olen == 0)
+		return 0;
+	while (done < aud.olen) {
+		n = write(aud.fd, aud.obuf + done, aud.olen - done);
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		err = n == 0 ? EIO : errno;
+		if (err == EINTR)
+			continue;
+		/* a non-blocking pipe (stdout): give its reader a moment */
+		if ((err == EAGAIN || err == EWOULDBLOCK) && aud_pollout())
+			continue;
+		break;
+	}
+	keep = done;
+	if (done < aud.olen && cut) {
+		/* whole lines stay; a cut one goes, to be written again */
+		while (keep > 0 && aud.obuf[keep - 1] != '\n')
+			keep--;
+		if (keep < done && aud_cut(st.st_size + (off_t)keep) == -1) {
+			log_warn("audit: cannot cut %s back to its last whole "
+			    "line; trying again before the next write",
+			    aud.path);
+			aud.cut_to = st.st_size + (off_t)keep;
+		}
+	}
+	aud_consume(keep);
+	if (aud.olen == 0)
+		return 0;
+	/* the same file is retried when full; anything else opens it again */
+	if (err != ENOSPC && err != EDQUOT && err != EFBIG)
+		aud_close_file();
+	aud_fail("write", err);
+	return -1;
+}
+
+/*
+ * Chain <text> and append it to obuf: with hash_chain the hash covers
+ * {...,"prev":"P"}, then ,"hash":"H" goes in before the closing brace.
+ */
+static void
+aud_append(const char *text)
+{
+	unsigned char	 digest[SHA256_DIGEST_LENGTH];
+	char		 hash[AUD_HEX + 1], *p;
+	size_t		 len = strlen(text), need;
+	int		 n;
+
+	need = len + 2 * AUD_HEX + 32;
+	if (aud.olen + need > aud.ocap) {
+		aud.ocap = aud.olen + need + AUD_OBUF_FLUSH;
+		aud.obuf = xrealloc(aud.obuf, aud.ocap);
+	}
+	p = aud.obuf + aud.olen;
+	if (aud.chain && len >= 2 && text[len - 1] == '}') {
+		memcpy(p, text, len - 1);
+		n = (int)len - 1;
+		n += snprintf(p + n, aud.ocap - aud.olen - (size_t)n,
+		    "%s\"prev\":\"%s\"}", len > 2 ? "," : "", aud.prev);
+		SHA256((unsigned char *)p, (size_t)n, digest);
+		hex_encode(digest, sizeof(digest), hash);
+		n--;
+		n += snprintf(p + n, aud.ocap - aud.olen - (size_t)n,
+		    ",\"hash\":\"%s\"}\n", hash);
+		memcpy(aud.prev, hash, sizeof(hash));
+	} else {
+		memcpy(p, text, len);
+		p[len] = '\n';
+		n = (int)len + 1;
+	}
+	aud.olen += (size_t)n;
+	aud.nheld++;
+}
+
+/* Records were dropped (past AUD_HOLD_MAX): say so in the file itself. */
+static void
+aud_note_lost(void)
+{
+	char	ts[40], text[160];
+
+	util_rfc3339_ms(util_wall_ms(), ts, sizeof(ts));
+	snprintf(text, sizeof(text), "{\"ts\":\"%s\",\"event\":"
+	    "\"audit_records_lost\",\"count\":%" PRIu64 "}", ts, aud.lost);
+	aud_append(text);
+	log_warnx("audit: %" PRIu64 " records were lost while %s could not "
+	    "be written; an audit_records_lost line marks the gap",
+	    aud.lost, aud_name());
+	aud.lost = 0;
+}
+
+static void
+aud_chain_line(const char *text)
+{
+	if (aud.olen + strlen(text) + 2 * AUD_HEX + 32 + 160 > aud_hold_max) {
+		/* never silently: counted, logged and noted in the file */
+		__atomic_add_fetch(&aud.errors, 1, __ATOMIC_RELAXED);
+		if (aud.lost++ == 0)
+			log_warnx("audit: more than %zu KiB of records wait for "
+			    "%s; records are being LOST until it can be "
+			    "written", aud_hold_max / 1024, aud_name());
+		return;
+	}
+	if (aud.lost > 0)
+		aud_note_lost();
+	aud_append(text);
+	if (aud.olen >= AUD_OBUF_FLUSH && !aud_is_down())
+		aud_write_held();
+}
+
+/*
+ * After a batch or a timeout: write what is buffered, retry when
+ * unavailable and the retry is due (or <final>), or check the file.
+ */
+static void
+aud_service(int final)
+{
+	uint64_t	now = util_now_ms();
+
+	if (aud_is_down()) {
+		if (!final && now < aud.retry_at)
+			return;
+		if (aud_write_held() == -1)
+			return;
+		__atomic_store_n(&aud.unavail, 0, __ATOMIC_RELEASE);
+		log_warnx("audit: writing again to %s after %" PRIu64 " ms; "
+		    "the %" PRIu64 " records held meanwhile are written",
+		    aud_name(), now - aud.down_at, aud.down_written);
+		if (aud.ocap > 16 * AUD_OBUF_FLUSH) {
+			/* give back what the outage took */
+			free(aud.obuf);
+			aud.obuf = NULL;
+			aud.ocap = 0;
+		}
+		if (aud.lost > 0) {
+			aud_note_lost();
+			aud_write_held();
+		}
+		return;
+	}
+	if (aud.olen > 0 || (aud.path != NULL && now >= aud.check_at))
+		aud_write_held();
+}
+
+/* SIGUSR1 (log rotation): the chain continues from the hash in memory. */
+static void
+aud_reopen_file(void)
+{
+	aud_close_file();
+	if (aud_open_file() == -1) {
+		aud_fail("reopen", errno);
+		return;
+	}
+	log_info("audit: reopened %s", aud_name());
+	aud.retry_at = 0;		/* held lines: try them now */
+}
+
+/* Wait on the condition for at most <ms>, or until signalled (-1). */
+static void
+aud_wait(int64_t ms)
+{
+	struct timespec	ts;
+
+	if (ms < 0) {
+		pthread_cond_wait(&aud.cond, &aud.mtx);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&aud.cond, &aud.mtx, &ts);
+}
+
+/* How long an idle writer sleeps: until the next retry or file check. */
+static int64_t
+aud_idle_ms(void)
+{
+	uint64_t	now = util_now_ms(), at;
+
+	if (aud_is_down())
+		at = aud.retry_at;
+	else if (aud.path != NULL)
+		at = aud.check_at;
+	else
+		return -1;
+	return at > now ? (int64_t)(at - now) : 0;
+}
+
+/*
+ * The writer wakes when AUD_BATCH lines wait, on stop/reopen, for a retry
+ * or a file check, or AUD_FLUSH_MS after a first line: one wakeup and a
+ * few write(2)s per batch instead of a context switch per request.
+ */
 static void *
 aud_writer(void *arg)
 {
-	struct aud_line	*al;
-	struct timespec	 ts;
+	STAILQ_HEAD(, aud_line)	 batch;
+	struct aud_line		*al, *next;
+	int64_t			 ms;
+	int			 stop, reopen;
 
 	pthread_mutex_lock(&aud.mtx);
 	for (;;) {
-		while (STAILQ_EMPTY(&aud.queue) && !aud.stopping &&
-		    !aud.reopen)
-			pthread_cond_wait(&aud.cond, &aud.mtx);
-		if (!aud.stopping && !aud.reopen && aud.queued < AUD_BATCH) {
-			/* let a batch gather */
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += AUD_FLUSH_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&aud.cond, &aud.mtx, &ts);
-		}
-		if (aud.reopen) {
-			aud.reopen = 0;
-			if (aud.fd != -1 && aud.fd != STDOUT_FILENO)
-				close(aud.fd);
-			aud.fd = -1;
-			pthread_mutex_unlock(&aud.mtx);
-			if (aud_open_file() == 0)
-				log_info("audit: reopened %s",
-				    aud.path ? aud.path : "stdout");
-			pthread_mutex_lock(&aud.mtx);
-		}
-		if (!STAILQ_EMPTY(&aud.queue)) {
-			struct aud_line	*next;
-			STAILQ_HEAD(, aud_line) batch =
-			    STAILQ_HEAD_INITIALIZER(batch);
+		if (STAILQ_EMPTY(&aud.queue) && !aud.stopping &&
+		    !aud.reopen && (ms = aud_idle_ms()) != 0)
+			aud_wait(ms);
+		if (!STAILQ_EMPTY(&aud.queue) && !aud.stopping &&
+		    !aud.reopen && aud.queued < AUD_BATCH)
+			aud_wait(AUD_FLUSH_MS);	/* let a batch gather */
+		STAILQ_INIT(&batch);
+		STAILQ_CONCAT(&batch, &aud.queue);
+		aud.queued = 0;
+		stop = aud.stopping;
+		reopen = aud.reopen;
+		aud.reopen = 0;
+		pthread_mutex_unlock(&aud.mtx);
 
-			STAILQ_CONCAT(&batch, &aud.queue);
-			aud.queued = 0;
-			pthread_mutex_unlock(&aud.mtx);
-			for (al = STAILQ_FIRST(&batch); al != NULL; al = next) {
-				next = STAILQ_NEXT(al, al_entry);
-				aud_write_line(al->al_text);
-				free(al->al_text);
-				free(al);
-			}
-			aud_flush();
-			pthread_mutex_lock(&aud.mtx);
-			continue;
+		if (reopen)
+			aud_reopen_file();
+		for (al = STAILQ_FIRST(&batch); al != NULL; al = next) {
+			next = STAILQ_NEXT(al, al_entry);
+			aud_chain_line(al->al_text);
+			free(al->al_text);
+			free(al);
 		}
-		if (aud.stopping)
+		aud_service(stop);
+
+		pthread_mutex_lock(&aud.mtx);
+		if (stop && STAILQ_EMPTY(&aud.queue))
 			break;
 	}
 	pthread_mutex_unlock(&aud.mtx);
@@ -261,16 +597,43 @@ aud_writer(void *arg)
 int
 aud_start(const struct cfg *cfg)
 {
+	sigset_t	all, old;
+	int		rc;
+
 	STAILQ_INIT(&aud.queue);
+	aud.queued = 0;
+	aud.stopping = aud.reopen = 0;
+	aud.unavail = 0;
+	aud.errors = aud.lost = 0;
 	aud.chain = cfg->c_audit_hash_chain;
-	memset(aud.prev, '0', SHA256_DIGEST_LENGTH * 2);
-	aud.prev[SHA256_DIGEST_LENGTH * 2] = '\0';
+	aud.prev_known = 0;
+	memset(aud.prev, '0', AUD_HEX);
+	aud.prev[AUD_HEX] = '\0';
+	aud.olen = 0;
+	aud.nheld = 0;
+	aud.cut_to = -1;
+	aud.dev = 0;
+	aud.ino = 0;
 	aud.path = strcmp(cfg->c_audit_file, "-") == 0 ? NULL :
 	    xstrdup(cfg->c_audit_file);
-	if (aud_open_file() == -1)
+	if (aud_open_file() == -1) {
+		log_warn("audit: open %s", aud_name());
+		free(aud.path);
+		aud.path = NULL;
 		return -1;
-	if (pthread_create(&aud.thread, NULL, aud_writer, NULL) != 0) {
+	}
+	aud.check_at = util_now_ms() + AUD_CHECK_MS;
+	/* signals belong to the main thread; a blocked SIGXFSZ also turns
+	 * a file size limit into EFBIG instead of killing the process */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&aud.thread, NULL, aud_writer, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
 		log_warnx("audit: cannot start writer");
+		aud_close_file();
+		free(aud.path);
+		aud.path = NULL;
 		return -1;
 	}
 	aud.running = 1;
@@ -312,25 +675,30 @@ aud_stop(void)
 	pthread_mutex_unlock(&aud.mtx);
 	pthread_join(aud.thread, NULL);
 	aud.running = 0;
-	if (aud.fd != -1 && aud.fd != STDOUT_FILENO)
-		close(aud.fd);
-	aud.fd = -1;
+	if (aud.lost > 0)
+		log_warnx("audit: %" PRIu64 " records were dropped (more than "
+		    "%zu KiB waited) and are lost", aud.lost,
+		    aud_hold_max / 1024);
+	if (aud.nheld > 0) {
+		/* the last try at stop failed too */
+		__atomic_add_fetch(&aud.errors, aud.nheld, __ATOMIC_RELAXED);
+		log_warnx("audit: stopping with %" PRIu64 " records that could "
+		    "not be written to %s: they are lost", aud.nheld,
+		    aud_name());
+	}
+	aud_close_file();
 	free(aud.path);
 	aud.path = NULL;
 	free(aud.obuf);
 	aud.obuf = NULL;
-	aud.ocap = 0;
+	aud.olen = aud.ocap = 0;
+	aud.nheld = 0;
 }
 
 uint64_t
 aud_write_errors(void)
 {
-	uint64_t	n;
-
-	pthread_mutex_lock(&aud.mtx);
-	n = aud.errors;
-	pthread_mutex_unlock(&aud.mtx);
-	return n;
+	return __atomic_load_n(&aud.errors, __ATOMIC_RELAXED);
 }
 
 static void
@@ -382,6 +750,9 @@ aud_rec_json(const struct aud_rec *r)
 	add_int(o, "bytes_out", r->ar_bytes_out);
 	add_int(o, "duration_ms", r->ar_duration_ms);
 	add_str(o, "upstream", r->ar_upstream);
+	add_str(o, "country", r->ar_country);
+	if (r->ar_asn != 0)
+		add_int(o, "asn", (int64_t)r->ar_asn);
 	add_str(o, "tls", r->ar_tls);
 	if (r->ar_usage != NULL) {
 		json_object	*u = json_object_new_object();
@@ -416,9 +787,9 @@ aud_rec_json(const struct aud_rec *r)
 	return text;
 }
 
-/* PLACEHOLDER until fail-closed audit lands. */
+/* Lock-free: workers ask this for every request. */
 int
 aud_available(void)
 {
-	return 1;
+	return !__atomic_load_n(&aud.unavail, __ATOMIC_ACQUIRE);
 }

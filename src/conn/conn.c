@@ -110,7 +110,7 @@ req_begin(struct conn *c)
 {
 	req_clear(c);
 	c->c_r.r_active = 1;
-	c->c_r.r_start_ms = util_now_ms();
+	c->c_r.r_start_us = util_now_us();
 	c->c_r.r_start_wall = util_wall_ms();
 	c->c_r.r_status = -1;
 	c->c_r.r_port = -1;
@@ -604,8 +604,8 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 		}
 	}
 	/* the policy's countries, likewise for every address */
-	for (i = 0; p != NULL && (p->p_ngeo_deny > 0 || p->p_ngeo_allow > 0) &&
-	    i < naddrs; i++) {
+	for (i = 0; p != NULL && (p->p_ngeo_deny > 0 ||
+	    p->p_ngeo_allow > 0) && i < naddrs; i++) {
 		(void)geo_lookup_addr(c->c_cfg->c_geo, &addrs[i], cc, &asn);
 		if (geo_policy_allows(p, cc, &list))
 			continue;

@@ -56,7 +56,7 @@ struct upstream {
 /* What the current request is; reset per request. */
 struct conn_req {
 	char		 r_id[32];
-	uint64_t	 r_start_ms;
+	uint64_t	 r_start_us;	/* monotonic */
 	uint64_t	 r_start_wall;
 	char		 r_method[24];
 	char		 r_host[256];	/* normalised */

@@ -118,6 +118,7 @@ conn_audit(struct conn *c)
 	struct aud_rec	 r;
 	struct usage	 u;
 	struct conn_req	*q = &c->c_r;
+	uint64_t	 dur_us;
 
 	if (!q->r_active)
 		return;
@@ -144,13 +145,14 @@ conn_audit(struct conn *c)
 	}
 	r.ar_bytes_in = (int64_t)q->r_bytes_in;
 	r.ar_bytes_out = (int64_t)q->r_bytes_out;
-	r.ar_duration_ms = (int64_t)(util_now_ms() - q->r_start_ms);
+	dur_us = util_now_us() - q->r_start_us;
+	r.ar_duration_ms = (int64_t)(dur_us / 1000);
 	r.ar_upstream = q->r_upstream[0] ? q->r_upstream : NULL;
 	r.ar_country = q->r_country[0] ? q->r_country : NULL;
 	r.ar_asn = q->r_asn;
 	r.ar_tls = q->r_tls;
 	conn_budget_end(c, &r, &u);
 	aud_submit(&r);
-	met_request(r.ar_decision, q->r_code, (uint64_t)r.ar_duration_ms * 1000,
+	met_request(r.ar_decision, q->r_code, dur_us,
 	    q->r_bytes_in, q->r_bytes_out);
 }

@@ -24,6 +24,7 @@
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
+#include "geo/geo.h"
 #include "tls/tls.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -152,6 +153,10 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED) {
 		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
 		    &one, sizeof(one));
+		/* the address actually used is the one audited */
+		memcpy(c->c_r.r_country, c->c_up->u_country,
+		    sizeof(c->c_r.r_country));
+		c->c_r.r_asn = c->c_up->u_asn;
 		conn_upstream_ready(c);
 		goto out;
 	}
@@ -203,6 +208,9 @@ conn_upstream_connect(struct conn *c)
 		snprintf(u->u_addr, sizeof(u->u_addr),
 		    a->na_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
 		    c->c_r.r_port);
+		/* kept with the connection: a pooled reuse is audited too */
+		(void)geo_lookup_addr(c->c_cfg->c_geo, a, u->u_country,
+		    &u->u_asn);
 		if (c->c_tls) {
 			SSL *ssl = tls_client_ssl_new(c->c_worker->w_tls_client,
 			    c->c_r.r_host);

@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 
 struct geo;
+struct cfg_policy;
+struct net_addr;
 
 /* NULL with *why set when the file cannot be opened or is not an mmdb. */
 struct geo	*geo_open(const char *path, char *why, size_t whysz);
@@ -21,5 +23,16 @@ void		 geo_close(struct geo *);	/* NULL ok */
  */
 int		 geo_lookup(const struct geo *, const struct sockaddr *sa,
 		    char country[3], uint32_t *asn);
+/* Same for a resolved address (dns/net_guard.h). */
+int		 geo_lookup_addr(const struct geo *, const struct net_addr *,
+		    char country[3], uint32_t *asn);
+/*
+ * May <p> (NULL: no rules) use an address in <country> ("" when unknown)?
+ * 1 yes; 0 no, with *rule naming the list that refused it,
+ * "geo.deny_countries" or "geo.allow_countries" (a non-empty allow list
+ * refuses an unknown country).
+ */
+int		 geo_policy_allows(const struct cfg_policy *p,
+		    const char *country, const char **rule);
 
 #endif

@@ -72,6 +72,15 @@ util_now_ms(void)
 }
 
 uint64_t
+util_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+uint64_t
 util_wall_ms(void)
 {
 	struct timespec	ts;

@@ -13,6 +13,7 @@ char	*xstrndup(const char *, size_t);
 
 /* Monotonic and wall clocks in milliseconds. */
 uint64_t util_now_ms(void);
+uint64_t util_now_us(void);	/* monotonic, microseconds */
 uint64_t util_wall_ms(void);
 
 /* RFC 3339 UTC with milliseconds: "2026-11-29T09:20:35.123Z". */

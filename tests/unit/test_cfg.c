@@ -79,6 +79,8 @@ has_error(const char *out, const char *where, const char *msg)
 /* A pricing entry: input on line 3 (value at column 12), output on 4. */
 #define PRICE(in, out) "pricing:\n  - model: m\n    input: " in "\n" \
 		"    output: " out "\n"
+/* A policy whose geo value starts on line 3, column 10. */
+#define GEO	"policies:\n  - name: p\n    geo: "
 /* A policy whose caps keys start on line 4, indented by 6. */
 #define CAPS	"policies:\n  - name: p\n    caps:\n"
 
@@ -100,8 +102,30 @@ static const struct err_case err_cases[] = {
 	/* SPEC keys of later features */
 	{ "listen:\n  transparent: \"10.0.0.1:3129\"\n", "t.yaml:2:3: ",
 	    "key \"transparent\" is not supported yet" },
-	{ "policies:\n  - name: p\n    geo: {deny_countries: [KP]}\n",
-	    "t.yaml:3:5: ", "key \"geo\" is not supported yet" },
+	/* geoip and a policy's geo */
+	{ GEO "{deny_countries: [KPX]}\n", "t.yaml:3:28: ",
+	    "bad country code \"KPX\" in \"deny_countries\": use ISO 3166 "
+	    "two-letter codes such as \"KP\"" },
+	{ GEO "{allow_countries: [DE, \"1A\"]}\n", "t.yaml:3:33: ",
+	    "bad country code \"1A\" in \"allow_countries\"" },
+	{ GEO "{deny_countries: KP}\n", "t.yaml:3:27: ",
+	    "\"deny_countries\" must be a list" },
+	{ GEO "{allow_countries: [{a: b}]}\n", "t.yaml:3:29: ",
+	    "must be a two-letter code such as \"KP\", not a mapping" },
+	{ GEO "[KP]\n", "t.yaml:3:10: ", "\"geo\" must be a mapping" },
+	{ GEO "{alow_countries: [KP]}\n", "t.yaml:3:11: ",
+	    "unknown key \"alow_countries\" in geo (did you mean "
+	    "\"allow_countries\"?)" },
+	{ "geoip: {database: \"\"}\n", "t.yaml:1:19: ",
+	    "\"database\" is empty (use null to turn GeoIP off)" },
+	{ "geoip: {database: /nonexistent/airlock/geo.mmdb}\n",
+	    "t.yaml:1:19: ", "geoip database \"/nonexistent/airlock/geo.mmdb\": "
+	    "No such file or directory" },
+	{ "geoip: {database: [a]}\n", "t.yaml:1:19: ",
+	    "\"database\" must be a path to a .mmdb file, not a list" },
+	{ "geoip: {path: /x.mmdb}\n", "t.yaml:1:9: ",
+	    "unknown key \"path\" in geoip" },
+	{ "geoip: /x.mmdb\n", "t.yaml:1:8: ", "\"geoip\" must be a mapping" },
 	/* wrong types */
 	{ "state_dir: {a: b}\n", "t.yaml:1:12: ",
 	    "\"state_dir\" must be a path, not a mapping" },
@@ -644,7 +668,7 @@ START_TEST(test_cfg_all_errors_reported)
 	    "sandboxes:\n"
 	    "  - id: s\n"
 	    "    policy: nope\n"
-	    "geoip: {}\n";
+	    "geoip: {database: \"\"}\n";
 	static const struct {
 		const char	*where, *msg;
 	} want[] = {
@@ -655,7 +679,7 @@ START_TEST(test_cfg_all_errors_reported)
 		{ "t.yaml:10:9: ", "unknown key \"metods\" in rule" },
 		{ "t.yaml:11:11: ", "duplicate policy name \"p\"" },
 		{ "t.yaml:14:13: ", "policy \"nope\" is not defined" },
-		{ "t.yaml:15:1: ", "key \"geoip\" is not supported yet" },
+		{ "t.yaml:15:19: ", "\"database\" is empty" },
 	};
 	char	*out;
 	size_t	 i;
@@ -1811,6 +1835,88 @@ START_TEST(test_cfg_file_paths)
 }
 END_TEST
 
+/*
+ * geoip.database: relative to the config file, must exist, opened later
+ * by the daemon (c_geo stays NULL here); null turns it off. A policy's
+ * geo lists are kept upper-case.
+ */
+START_TEST(test_cfg_geo)
+{
+	static const char	*off[] = {
+		"geoip: {database: null}\n",
+		"geoip: {database: ~}\n",
+		"geoip:\n",
+		"geoip: {}\n",
+		"policies: [{name: p, geo: {}}]\n",
+	};
+	const struct cfg_policy	*p;
+	struct tmpconf		 t;
+	struct cfg		*c;
+	char			*out, db[512], yaml[1024];
+	size_t			 i;
+	int			 nerr;
+
+	tmp_init(&t);
+	snprintf(db, sizeof(db), "%s/geo.mmdb", t.dir);
+	tmp_write(db, "not opened by the loader", 0644);
+	c = tmp_load(&t,
+	    "geoip: {database: geo.mmdb}\n"
+	    "policies:\n"
+	    "  - name: p\n"
+	    "    geo: {deny_countries: [kp, Ir], allow_countries: [DE, fR]}\n"
+	    "  - name: q\n"
+	    "    geo: {deny_countries: [], allow_countries: ~}\n"
+	    "  - name: r\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_int_eq(nerr, 0);
+	ck_assert_str_eq(c->c_geoip_database, db);
+	ck_assert_ptr_null(c->c_geo);
+	ck_assert_ptr_nonnull(p = cfg_policy_find(c, "p"));
+	ck_assert_uint_eq(p->p_ngeo_deny, 2);
+	ck_assert_str_eq(p->p_geo_deny[0], "KP");
+	ck_assert_str_eq(p->p_geo_deny[1], "IR");
+	ck_assert_uint_eq(p->p_ngeo_allow, 2);
+	ck_assert_str_eq(p->p_geo_allow[0], "DE");
+	ck_assert_str_eq(p->p_geo_allow[1], "FR");
+	ck_assert_ptr_nonnull(p = cfg_policy_find(c, "q"));
+	ck_assert_uint_eq(p->p_ngeo_deny, 0);
+	ck_assert_uint_eq(p->p_ngeo_allow, 0);
+	ck_assert_ptr_nonnull(p = cfg_policy_find(c, "r"));
+	ck_assert_uint_eq(p->p_ngeo_deny, 0);
+	ck_assert_uint_eq(p->p_ngeo_allow, 0);
+	free(out);
+	cfg_unref(c);
+
+	/* an absolute path is kept as it is */
+	snprintf(yaml, sizeof(yaml), "geoip:\n  database: %s\n", db);
+	c = tmp_load(&t, yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_str_eq(c->c_geoip_database, db);
+	free(out);
+	cfg_unref(c);
+
+	/* a relative path that is not there: FILE:LINE:COL, absolute name */
+	c = tmp_load(&t, "workers: 1\ngeoip:\n  database: gone.mmdb\n", &out,
+	    &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 1);
+	snprintf(yaml, sizeof(yaml), "%s:3:13: geoip database "
+	    "\"%s/gone.mmdb\": No such file or directory\n", t.path, t.dir);
+	ck_assert_str_eq(out, yaml);
+	free(out);
+
+	for (i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		c = load(off[i], &out, &nerr);
+		ck_assert_msg(c != NULL, "off %zu: %s", i, out);
+		ck_assert_ptr_null(c->c_geoip_database);
+		ck_assert_ptr_null(c->c_geo);
+		free(out);
+		cfg_unref(c);
+	}
+	tmp_fini(&t);
+}
+END_TEST
+
 START_TEST(test_cfg_file_token_mode)
 {
 	struct tmpconf	 t;
@@ -2372,6 +2478,7 @@ suite_cfg(void)
 
 	tc = tcase_create("sources");
 	tcase_add_test(tc, test_cfg_file_paths);
+	tcase_add_test(tc, test_cfg_geo);
 	tcase_add_test(tc, test_cfg_file_token_mode);
 	tcase_add_test(tc, test_cfg_ca_file);
 	tcase_add_test(tc, test_cfg_token_sources);
