@@ -24,7 +24,6 @@
 #include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/worker.h"
-#include "geo/geo.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
 #include "sched/pool.h"
@@ -132,18 +131,10 @@ load_config(const char *path, FILE *errs)
 	struct cfg	*cfg;
 	size_t		 i;
 	int		 nerr = 0;
-	char		 why[256];
 
 	cfg = cfg_load(path, errs, &nerr);
 	if (cfg == NULL)
 		return NULL;
-	/* geoip.database is opened now: a bad file fails the load */
-	if (cfg->c_geoip_database != NULL && (cfg->c_geo =
-	    geo_open(cfg->c_geoip_database, why, sizeof(why))) == NULL) {
-		fprintf(errs, "%s: geoip database \"%s\": %s\n", path,
-		    cfg->c_geoip_database, why);
-		goto fail;
-	}
 	if (mkdir_p(cfg->c_state_dir, 0700) == -1) {
 		fprintf(errs, "%s: state_dir %s: %s\n", path,
 		    cfg->c_state_dir, strerror(errno));
@@ -342,7 +333,6 @@ main(int argc, char *argv[])
 
 	if (check) {
 		struct cfg *cfg = cfg_load(cfg_path, stderr, &nerr);
-		char why[256];
 
 		if (cfg == NULL) {
 			fprintf(stderr, "%s: %d problem%s\n", cfg_path, nerr,
@@ -352,15 +342,6 @@ main(int argc, char *argv[])
 		/* secret sources must resolve too (values never printed) */
 		if (cfg->c_nsecrets > 0 &&
 		    (cfg->c_store = sec_store_new(cfg, stderr)) == NULL) {
-			cfg_unref(cfg);
-			return 1;
-		}
-		/* and the GeoIP file must be a MaxMind DB */
-		if (cfg->c_geoip_database != NULL && (cfg->c_geo =
-		    geo_open(cfg->c_geoip_database, why, sizeof(why))) ==
-		    NULL) {
-			fprintf(stderr, "%s: geoip database \"%s\": %s\n",
-			    cfg_path, cfg->c_geoip_database, why);
 			cfg_unref(cfg);
 			return 1;
 		}

@@ -553,6 +553,7 @@ route_claim(const struct admin_req *q, struct admin_resp *r)
 	json_object_put(body);
 	o = sandbox_full(admin_hooks.ah_cfg(), s);
 	json_object_object_add(o, "warm", json_object_new_boolean(warm));
+	json_object_object_add(o, "backend", json_object_new_string("none"));
 	json_object_object_add(o, "env", sandbox_env(admin_hooks.ah_cfg(), s));
 	sbx_unref(s);
 	admin_json(r, 200, o);

@@ -39,22 +39,22 @@
  */
 #define AUD_BATCH	256	/* wake the writer at this many lines */
 #define AUD_FLUSH_MS	10	/* a line waits at most this long */
-#define AUD_CHECK_MS	250	/* look for a removed file (st_nlink 0) */
+#define AUD_CHECK_MS	250	/* look for a removed file */
 #define AUD_RETRY_MS	500	/* retry while unavailable */
-#define AUD_OBUF_FLUSH	65536	/* write once this much is buffered */
-#define AUD_HOLD_MAX	(64 * 1024 * 1024)	/* held while unavailable */
+#define AUD_OBUF_FLUSH	65536	/* write once this much waits */
+#define AUD_HOLD_MAX	(64 * 1024 * 1024) /* held while unavailable */
 #define AUD_HEX		(SHA256_DIGEST_LENGTH * 2)
 
 struct aud_line {
 	STAILQ_ENTRY(aud_line)	 al_entry;
-	char			*al_text;	/* "{...}" without newline */
+	char			*al_text;	/* "{...}", no newline */
 };
 
 static struct {
 	/* shared with the workers, under mtx */
 	pthread_mutex_t		 mtx;
 	pthread_cond_t		 cond;
-	STAILQ_HEAD(, aud_line)	 queue;		/* submitted, not chained yet */
+	STAILQ_HEAD(, aud_line)	 queue;		/* to chain */
 	size_t			 queued;	/* lines in queue */
 	int			 stopping;
 	int			 reopen;
@@ -65,22 +65,22 @@ static struct {
 	pthread_t		 thread;
 	int			 running;
 	char			*path;		/* NULL: stdout */
-	int			 fd;		/* -1: open before writing */
+	int			 fd;		/* -1: open first */
 	dev_t			 dev;		/* which file fd is */
 	ino_t			 ino;
-	off_t			 cut_to;	/* -1, or cut a torn tail to this */
+	off_t			 cut_to;	/* -1, or cut to this */
 	int			 chain;
-	int			 prev_known;	/* prev loaded from the file */
+	int			 prev_known;	/* prev from the file */
 	char			 prev[AUD_HEX + 1];
-	char			*obuf;		/* chained lines not written yet */
+	char			*obuf;		/* not written yet */
 	size_t			 olen;
 	size_t			 ocap;
-	uint64_t		 nheld;		/* lines in obuf (its '\n's) */
-	uint64_t		 lost;		/* dropped, not yet noted in the file */
-	uint64_t		 down_at;	/* monotonic ms: became unavailable */
+	uint64_t		 nheld;		/* lines in obuf */
+	uint64_t		 lost;		/* dropped, unnoted */
+	uint64_t		 down_at;	/* ms: became unavailable */
 	uint64_t		 down_written;	/* lines written since */
-	uint64_t		 check_at;	/* monotonic ms: next st_nlink check */
-	uint64_t		 retry_at;	/* monotonic ms: next retry */
+	uint64_t		 check_at;	/* ms: next st_nlink look */
+	uint64_t		 retry_at;	/* ms: next retry */
 } aud = {
 	.mtx = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
@@ -161,7 +161,7 @@ write_all(int fd, const char *p, size_t len)
 static int
 aud_open_tail(int wfd, off_t size)
 {
-	const size_t	 tail = 8 + AUD_HEX + 3;	/* "hash":"HEX"}\n */
+	const size_t	 tail = 8 + AUD_HEX + 3; /* "hash":"HEX"}\n */
 	char		*buf, *end;
 	off_t		 start;
 	ssize_t		 n;
@@ -182,13 +182,13 @@ aud_open_tail(int wfd, off_t size)
 	}
 	len = (size_t)n;
 	if (buf[len - 1] != '\n') {
-		log_warnx("audit: %s ends in a cut line (a crash?); it stays "
-		    "as it is and the next record starts on a new line",
-		    aud.path);
 		if (write_all(wfd, "\n", 1) == -1) {
 			free(buf);
 			return -1;
 		}
+		log_warnx("audit: %s ended in a cut line (a crash?); it stays "
+		    "as it is and the next record starts on a new line",
+		    aud.path);
 		while (len > 0 && buf[len - 1] != '\n')
 			len--;
 	}
@@ -337,7 +337,7 @@ aud_write_held(void)
 			if (aud_open_file() == -1 || fstat(aud.fd, &st) == -1) {
 				err = errno;
 				aud_close_file();
-				aud_fail("create again the removed", err);
+				aud_fail("recreate", err);
 				return -1;
 			}
 			log_warnx("audit: %s was removed; records go to a new "
@@ -453,9 +453,9 @@ aud_chain_line(const char *text)
 		/* never silently: counted, logged and noted in the file */
 		__atomic_add_fetch(&aud.errors, 1, __ATOMIC_RELAXED);
 		if (aud.lost++ == 0)
-			log_warnx("audit: more than %zu KiB of records wait for "
-			    "%s; records are being LOST until it can be "
-			    "written", aud_hold_max / 1024, aud_name());
+			log_warnx("audit: more than %zu KiB of records "
+			    "wait for %s; records are being LOST until it "
+			    "can be written", aud_hold_max / 1024, aud_name());
 		return;
 	}
 	if (aud.lost > 0)

@@ -1460,6 +1460,8 @@ cfg_k_policy_geo(struct cfg_parse *cp, const struct cfg_key *k,
 
 	if (cfg_want_map(cp, v, "\"geo\"") == 0)
 		cfg_walk_map(cp, v, "geo", cfg_geo_keys, p);
+	if (cp->cp_geo_node == NULL && p->p_ngeo_deny + p->p_ngeo_allow > 0)
+		cp->cp_geo_node = v;	/* checked once geoip is known */
 }
 
 static const struct cfg_key cfg_policy_keys[] = {
@@ -1889,6 +1891,7 @@ cfg_k_geoip_database(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	struct cfg	*c = cp->cp_cfg;
 	const char	*s;
+	char		 why[256];
 
 	if (cfg_is_null(v))
 		return;
@@ -1901,9 +1904,14 @@ cfg_k_geoip_database(struct cfg_parse *cp, const struct cfg_key *k,
 		return;
 	}
 	c->c_geoip_database = cfg_path_join(c->c_dir, s);
+	/* opened now, so that a bad file is reported at its key */
 	if (access(c->c_geoip_database, R_OK) == -1)
 		cfg_err(cp, v, "geoip database \"%s\": %s",
 		    c->c_geoip_database, strerror(errno));
+	else if ((c->c_geo = geo_open(c->c_geoip_database, why,
+	    sizeof(why))) == NULL)
+		cfg_err(cp, v, "geoip database \"%s\": %s",
+		    c->c_geoip_database, why);
 }
 
 static const struct cfg_key cfg_geoip_keys[] = {
@@ -2067,6 +2075,10 @@ cfg_finish(struct cfg_parse *cp)
 			    "policy \"%s\" is not defined",
 			    s->s_id != NULL ? s->s_id : "?", s->s_policy_name);
 	}
+	/* country rules without a database would refuse everything */
+	if (cp->cp_geo_node != NULL && c->c_geoip_database == NULL)
+		cfg_err(cp, cp->cp_geo_node, "\"geo\" rules need "
+		    "geoip.database (no country is known without it)");
 	if (c->c_default_sandbox != NULL &&
 	    cfg_sandbox_find(c, c->c_default_sandbox) == NULL)
 		cfg_err(cp, cp->cp_default_sandbox, "default_sandbox \"%s\" "

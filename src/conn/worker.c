@@ -295,6 +295,9 @@ reload_cb(evutil_socket_t fd, short what, void *arg)
 		    w->w_id);
 	cfg_unref(w->w_cfg);
 	w->w_cfg = next;
+	/* idle upstreams were checked (networks, GeoIP, TLS trust) under the
+	   old config: new requests connect afresh */
+	upstream_pool_flush(w);
 }
 
 void

@@ -1,1 +1,97 @@
-/* PLACEHOLDER until airlockctl lands. */
+/*
+ * airlockctl: the admin CLI. airlockctl.c parses the command line and
+ * finds the gateway, ctl_http.c talks HTTP/1.1 to the admin API (one
+ * request per connection), ctl_cmds.c runs the commands and prints.
+ */
+#ifndef AIRLOCK_CTL_H
+#define AIRLOCK_CTL_H
+
+#include <stddef.h>
+
+struct json_object;
+
+/* Exit codes scripts rely on (SPEC "Details tests rely on"). */
+enum ctl_exit {
+	CTL_OK = 0,		/* done */
+	CTL_FAIL = 1,		/* the gateway refused or failed */
+	CTL_USAGE = 2,		/* bad command line; gateway not found */
+	CTL_UNREACHABLE = 3,	/* no connection, or no answer in time */
+};
+
+#define CTL_TIMEOUT_MS		10000	/* connect; silence of the gateway */
+#define CTL_LONG_TIMEOUT_MS	60000	/* reload may run exec: sources */
+#define CTL_MAX_BODY		(16 * 1024 * 1024)
+#define CTL_MAX_TOKEN		4096
+
+/* Where the gateway is and how to authenticate (airlockctl.c). */
+struct ctl {
+	char		*c_addr;	/* "unix:PATH" or "HOST:PORT" */
+	const char	*c_addr_from;	/* "-a", "AIRLOCK_ADMIN", config */
+	char		*c_token_src;	/* file:/abs, env:N, literal:V or
+					   exec:CMD; NULL: none found */
+	const char	*c_token_from;	/* where c_token_src came from */
+	char		*c_token_err;	/* why there is none (usage) */
+	int		 c_json;	/* --json: JSON on stdout */
+};
+
+/* One answer of the admin API. */
+struct ctl_resp {
+	int			 r_status;	/* HTTP status */
+	char			*r_body;	/* NUL-terminated */
+	size_t			 r_len;
+	struct json_object	*r_json;	/* parsed body or NULL */
+};
+
+/* Positional words and options after the command words. */
+struct ctl_args {
+	const char	*a_policy;	/* --policy */
+	const char	*a_id;		/* --id */
+	const char	*a_prev;	/* --prev */
+	char		**a_pos;	/* positional words (argv's) */
+	int		  a_npos;
+	char		**a_tail;	/* after "--" (run) */
+	int		  a_ntail;
+	int		  a_dashdash;	/* "--" was seen */
+};
+
+/*
+ * ctl_http.c. Send <method> <path> with <body> (borrowed, may be NULL: no
+ * body) to the gateway, authenticated with ctl's token, and wait at most
+ * <timeout_ms> of silence. On CTL_OK <r> holds the answer whatever its
+ * status (caller calls ctl_resp_fini()). Otherwise the problem is printed
+ * and the exit code returned: CTL_UNREACHABLE (connect, timeout, closed
+ * unanswered), CTL_FAIL (token unreadable, not HTTP, cut short),
+ * CTL_USAGE (no token source at all).
+ */
+int	ctl_request(const struct ctl *, const char *method, const char *path,
+	    struct json_object *body, int timeout_ms, struct ctl_resp *r);
+void	ctl_resp_fini(struct ctl_resp *);
+
+/*
+ * Read the admin token named by <src> (a source, see struct ctl) into <buf>
+ * (<bufsz> bytes, NUL-terminated). Returns its length, or -1 with the
+ * reason in <why>, never the value. The caller cleanses <buf> either way.
+ */
+int	ctl_token_read(const char *src, char *buf, size_t bufsz, char *why,
+	    size_t whysz);
+
+/* "%XX"-escape <s> for one path segment. Caller frees. */
+char	*ctl_path_escape(const char *s);
+
+/* ctl_cmds.c: each returns an enum ctl_exit (run: its command's status). */
+int	ctl_cmd_status(struct ctl *, struct ctl_args *);
+int	ctl_cmd_sandbox_create(struct ctl *, struct ctl_args *);
+int	ctl_cmd_sandbox_list(struct ctl *, struct ctl_args *);
+int	ctl_cmd_sandbox_show(struct ctl *, struct ctl_args *);
+int	ctl_cmd_sandbox_delete(struct ctl *, struct ctl_args *);
+int	ctl_cmd_sandbox_ca(struct ctl *, struct ctl_args *);
+int	ctl_cmd_usage(struct ctl *, struct ctl_args *);
+int	ctl_cmd_usage_reset(struct ctl *, struct ctl_args *);
+int	ctl_cmd_run(struct ctl *, struct ctl_args *);
+int	ctl_cmd_reload(struct ctl *, struct ctl_args *);
+int	ctl_cmd_audit_verify(struct ctl *, struct ctl_args *);
+
+/* Print "airlockctl: MESSAGE\n" to stderr. */
+void	ctl_err(const char *, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -106,7 +106,7 @@ static const struct err_case err_cases[] = {
 	{ GEO "{deny_countries: [KPX]}\n", "t.yaml:3:28: ",
 	    "bad country code \"KPX\" in \"deny_countries\": use ISO 3166 "
 	    "two-letter codes such as \"KP\"" },
-	{ GEO "{allow_countries: [DE, \"1A\"]}\n", "t.yaml:3:33: ",
+	{ GEO "{allow_countries: [\"1A\"]}\n", "t.yaml:3:29: ",
 	    "bad country code \"1A\" in \"allow_countries\"" },
 	{ GEO "{deny_countries: KP}\n", "t.yaml:3:27: ",
 	    "\"deny_countries\" must be a list" },
@@ -1836,9 +1836,9 @@ START_TEST(test_cfg_file_paths)
 END_TEST
 
 /*
- * geoip.database: relative to the config file, must exist, opened later
- * by the daemon (c_geo stays NULL here); null turns it off. A policy's
- * geo lists are kept upper-case.
+ * geoip.database: relative to the config file, must exist and be a MaxMind
+ * DB (opened by the loader, so a bad file has a position); null turns it
+ * off. A policy's geo lists are kept upper-case and need a database.
  */
 START_TEST(test_cfg_geo)
 {
@@ -1858,7 +1858,7 @@ START_TEST(test_cfg_geo)
 
 	tmp_init(&t);
 	snprintf(db, sizeof(db), "%s/geo.mmdb", t.dir);
-	tmp_write(db, "not opened by the loader", 0644);
+	ck_assert_int_eq(unit_mkmmdb(db), 0);
 	c = tmp_load(&t,
 	    "geoip: {database: geo.mmdb}\n"
 	    "policies:\n"
@@ -1870,7 +1870,7 @@ START_TEST(test_cfg_geo)
 	ck_assert_msg(c != NULL, "%s", out);
 	ck_assert_int_eq(nerr, 0);
 	ck_assert_str_eq(c->c_geoip_database, db);
-	ck_assert_ptr_null(c->c_geo);
+	ck_assert_ptr_nonnull(c->c_geo);
 	ck_assert_ptr_nonnull(p = cfg_policy_find(c, "p"));
 	ck_assert_uint_eq(p->p_ngeo_deny, 2);
 	ck_assert_str_eq(p->p_geo_deny[0], "KP");
@@ -1903,6 +1903,25 @@ START_TEST(test_cfg_geo)
 	snprintf(yaml, sizeof(yaml), "%s:3:13: geoip database "
 	    "\"%s/gone.mmdb\": No such file or directory\n", t.path, t.dir);
 	ck_assert_str_eq(out, yaml);
+	free(out);
+
+	/* a file that is not a MaxMind DB: refused at its key */
+	snprintf(db, sizeof(db), "%s/junk.mmdb", t.dir);
+	tmp_write(db, "not a database", 0644);
+	c = tmp_load(&t, "geoip: {database: junk.mmdb}\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_int_eq(nerr, 1);
+	snprintf(yaml, sizeof(yaml), "%s:1:19: geoip database "
+	    "\"%s/junk.mmdb\": not a MaxMind DB", t.path, t.dir);
+	ck_assert_msg(strncmp(out, yaml, strlen(yaml)) == 0, "%s", out);
+	free(out);
+
+	/* country rules without a database would refuse everything */
+	c = load("policies:\n  - name: p\n    geo: {deny_countries: [KP]}\n",
+	    &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(out, "t.yaml:3:10: \"geo\" rules need "
+	    "geoip.database") != NULL, "%s", out);
 	free(out);
 
 	for (i = 0; i < sizeof(off) / sizeof(off[0]); i++) {

@@ -76,6 +76,13 @@ mkmmdb(const char *out, int v4)
 	return 0;
 }
 
+/* For other suites: a small IPv6 database (loopback ranges) at <out>. */
+int
+unit_mkmmdb(const char *out)
+{
+	return mkmmdb(out, 0);
+}
+
 static void
 write_file(const char *path, const char *text)
 {

@@ -16,6 +16,8 @@ Suite	*suite_sec_scan(void);
 Suite	*suite_meter(void);
 Suite	*suite_bud(void);
 Suite	*suite_geo(void);
+/* test_geo.c: writes a small .mmdb with tests/integration/mkmmdb.pl. */
+int	 unit_mkmmdb(const char *out);
 Suite	*suite_metrics(void);
 Suite	*suite_aud_verify(void);
 
