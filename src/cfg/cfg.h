@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dns/net_guard.h"
+
 struct net_guard;
 struct sec_store;
 struct geo;
@@ -192,6 +194,17 @@ struct cfg {
 	struct cfg_sandbox	 *c_sandboxes;
 	size_t			  c_nsandboxes;
 
+	char			 *c_listen_transparent;	/* "IP:PORT" or NULL */
+	char			 *c_listen_dns;		/* "IP:PORT" or NULL */
+	struct net_cidr		  c_launcher_network;	/* IPv4; default
+							   10.88.0.0/16 */
+	struct net_cidr		  c_dns_pool;		/* IPv4; default
+							   198.18.0.0/15 */
+	char			 *c_launcher_rootfs;	/* NULL = host tools */
+	uint32_t		  c_launcher_uid;	/* 65534 */
+	uint32_t		  c_launcher_gid;	/* 65534 */
+	uint64_t		  c_launcher_memory;	/* bytes; 512MiB */
+	uint64_t		  c_launcher_pids;	/* 256 */
 	int			  c_launcher_set;	/* a launcher section:
 							   keep warm pools */
 	int			  c_launcher_backend;	/* CFG_BACKEND_* */

@@ -149,11 +149,31 @@ cfg_k_listen_admin(struct cfg_parse *cp, const struct cfg_key *k,
 	c->c_listen_admin = canon;
 }
 
+/* listen.transparent, listen.dns: one "IP:PORT" each. */
+static void
+cfg_k_listen_one(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s, *why;
+	char		*canon, what[32];
+
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	if ((s = cfg_scalar(cp, v, what, "\"IP:PORT\"")) == NULL)
+		return;
+	if ((why = cfg_parse_hostport(s, 0, &canon)) != NULL) {
+		cfg_err(cp, v, "bad %s address \"%s\": %s", k->k_name, s, why);
+		return;
+	}
+	memcpy((char *)cp->cp_cfg + k->k_off, &canon, sizeof(canon));
+}
+
 static const struct cfg_key cfg_listen_keys[] = {
 	{ "proxy", 0, cfg_k_proxy, 0, 0, 0 },
 	{ "default_sandbox", 0, cfg_k_default_sandbox, 0, 0, 0 },
-	{ "transparent", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "dns", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "transparent", 0, cfg_k_listen_one,
+	    offsetof(struct cfg, c_listen_transparent), 0, 0 },
+	{ "dns", 0, cfg_k_listen_one, offsetof(struct cfg, c_listen_dns),
+	    0, 0 },
 	{ "admin", 0, cfg_k_listen_admin, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
@@ -1791,17 +1811,113 @@ cfg_k_launcher_pool(struct cfg_parse *cp, const struct cfg_key *k,
 		cfg_walk_map(cp, v, "pool", cfg_pool_keys, cp->cp_cfg);
 }
 
+/* launcher.network, launcher.dns_pool: an IPv4 CIDR, /8 to /30. */
+static void
+cfg_k_launcher_cidr(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct net_cidr	 nc;
+	const char	*s;
+	char		 what[32];
+
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	if ((s = cfg_scalar(cp, v, what, "an IPv4 CIDR such as "
+	    "\"10.88.0.0/16\"")) == NULL)
+		return;
+	if (net_cidr_parse(s, &nc) == -1 || nc.nc_addr.na_family != AF_INET ||
+	    strchr(s, '/') == NULL) {
+		cfg_err(cp, v, "bad %s \"%s\": an IPv4 network such as "
+		    "\"10.88.0.0/16\" (host bits zero)", k->k_name, s);
+		return;
+	}
+	if (nc.nc_prefix < 8 || nc.nc_prefix > 30) {
+		cfg_err(cp, v, "%s \"%s\": the prefix must be /8 to /30",
+		    k->k_name, s);
+		return;
+	}
+	memcpy((char *)cp->cp_cfg + k->k_off, &nc, sizeof(nc));
+}
+
+static void
+cfg_k_launcher_rootfs(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s;
+
+	if (cfg_is_null(v))
+		return;
+	if ((s = cfg_scalar(cp, v, "\"rootfs\"", "a directory or null")) ==
+	    NULL)
+		return;
+	if (*s == '\0') {
+		cfg_err(cp, v, "\"rootfs\" is empty (null = the host's tools)");
+		return;
+	}
+	cp->cp_cfg->c_launcher_rootfs = cfg_path_join(cp->cp_cfg->c_dir, s);
+}
+
+/* "UID:GID", numeric. */
+static void
+cfg_k_launcher_user(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s, *colon;
+	char		 uid[16];
+	uint64_t	 u, g;
+
+	if ((s = cfg_scalar(cp, v, "\"user\"", "\"UID:GID\"")) == NULL)
+		return;
+	colon = strchr(s, ':');
+	if (colon == NULL || (size_t)(colon - s) >= sizeof(uid)) {
+		cfg_err(cp, v, "\"user\" must be \"UID:GID\" (numbers), not "
+		    "\"%s\"", s);
+		return;
+	}
+	memcpy(uid, s, (size_t)(colon - s));
+	uid[colon - s] = '\0';
+	if (cfg_parse_uint(uid, 0xfffffffeU, &u) == -1 ||
+	    cfg_parse_uint(colon + 1, 0xfffffffeU, &g) == -1) {
+		cfg_err(cp, v, "\"user\" must be \"UID:GID\" (numbers), not "
+		    "\"%s\"", s);
+		return;
+	}
+	if (u == 0 || g == 0) {
+		cfg_err(cp, v, "\"user\" must not be root (uid and gid 0)");
+		return;
+	}
+	cp->cp_cfg->c_launcher_uid = (uint32_t)u;
+	cp->cp_cfg->c_launcher_gid = (uint32_t)g;
+}
+
+#define LCH(m)	offsetof(struct cfg, m)
+static const struct cfg_key cfg_llimits_keys[] = {
+	{ "memory", 0, cfg_set_size64, LCH(c_launcher_memory), 1024 * 1024,
+	    0 },
+	{ "pids", 0, cfg_set_count64, LCH(c_launcher_pids), 1, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_launcher_limits(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	if (cfg_want_map(cp, v, "\"limits\"") == 0)
+		cfg_walk_map(cp, v, "launcher limits", cfg_llimits_keys,
+		    cp->cp_cfg);
+}
+
 static const struct cfg_key cfg_launcher_keys[] = {
 	{ "backend", 0, cfg_k_launcher_backend, 0, 0, 0 },
 	{ "pool", 0, cfg_k_launcher_pool, 0, 0, 0 },
-	{ "network", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "dns_pool", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "rootfs", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "user", CFG_K_LATER, NULL, 0, 0, 0 },
-	{ "limits", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "network", 0, cfg_k_launcher_cidr, LCH(c_launcher_network), 0, 0 },
+	{ "dns_pool", 0, cfg_k_launcher_cidr, LCH(c_dns_pool), 0, 0 },
+	{ "rootfs", 0, cfg_k_launcher_rootfs, 0, 0, 0 },
+	{ "user", 0, cfg_k_launcher_user, 0, 0, 0 },
+	{ "limits", 0, cfg_k_launcher_limits, 0, 0, 0 },
 	{ "qemu", CFG_K_LATER, NULL, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
+#undef LCH
 
 static void
 cfg_k_launcher(struct cfg_parse *cp, const struct cfg_key *k,
@@ -1969,6 +2085,13 @@ cfg_new(char *file, char *dir)
 	c->c_pool_warm = 2;
 	c->c_pool_max = 64;
 	c->c_pool_idle_ms = 15ULL * 60 * 1000;
+	if (net_cidr_parse("10.88.0.0/16", &c->c_launcher_network) == -1 ||
+	    net_cidr_parse("198.18.0.0/15", &c->c_dns_pool) == -1)
+		fatalx("default launcher networks");
+	c->c_launcher_uid = 65534;
+	c->c_launcher_gid = 65534;
+	c->c_launcher_memory = 512ULL * 1024 * 1024;
+	c->c_launcher_pids = 256;
 	c->c_tls_leaf_validity_ms = 7ULL * 24 * 3600 * 1000;
 	c->c_tls_min_version = TLS1_2_VERSION;
 	if ((c->c_guard = net_guard_new()) == NULL)
@@ -2276,6 +2399,9 @@ cfg_free(struct cfg *c)
 	cfg_strv_free(c->c_listen_proxy, c->c_nlisten_proxy);
 	free(c->c_default_sandbox);
 	free(c->c_listen_admin);
+	free(c->c_listen_transparent);
+	free(c->c_listen_dns);
+	free(c->c_launcher_rootfs);
 	if (c->c_admin_token != NULL)
 		OPENSSL_cleanse(c->c_admin_token, c->c_admin_token_len);
 	free(c->c_admin_token);

@@ -100,8 +100,22 @@ static const struct err_case err_cases[] = {
 	    "unknown key \"lisen\" at the top level (did you mean "
 	    "\"listen\"?)" },
 	/* SPEC keys of later features */
-	{ "listen:\n  transparent: \"10.0.0.1:3129\"\n", "t.yaml:2:3: ",
-	    "key \"transparent\" is not supported yet" },
+	{ "launcher:\n  qemu: {memory: 1GiB}\n", "t.yaml:2:3: ",
+	    "key \"qemu\" is not supported yet" },
+	{ "listen:\n  transparent: \"10.0.0.1\"\n", "t.yaml:2:16: ",
+	    "bad transparent address \"10.0.0.1\": " },
+	{ "launcher:\n  network: 10.88.0.1/16\n", "t.yaml:2:12: ",
+	    "bad network \"10.88.0.1/16\": an IPv4 network" },
+	{ "launcher:\n  dns_pool: 198.18.0.0/31\n", "t.yaml:2:13: ",
+	    "dns_pool \"198.18.0.0/31\": the prefix must be /8 to /30" },
+	{ "launcher:\n  user: \"0:0\"\n", "t.yaml:2:9: ",
+	    "\"user\" must not be root" },
+	{ "launcher:\n  user: nobody\n", "t.yaml:2:9: ",
+	    "\"user\" must be \"UID:GID\" (numbers)" },
+	{ "launcher:\n  backend: qemu\n", "t.yaml:2:12: ",
+	    "launcher backend \"qemu\" is not supported yet" },
+	{ "launcher:\n  limits: {memory: 1KiB}\n", "t.yaml:2:20: ",
+	    "\"memory\" must be at least 1048576 bytes" },
 	/* geoip and a policy's geo */
 	{ GEO "{deny_countries: [KPX]}\n", "t.yaml:3:28: ",
 	    "bad country code \"KPX\" in \"deny_countries\": use ISO 3166 "
