@@ -68,6 +68,7 @@ sbx_unref(struct sbx *s)
 		return;
 	OPENSSL_cleanse(s->sb_token, s->sb_token_len);
 	free(s->sb_token);
+	free(s->sb_addrs);
 	free(s->sb_id);
 	free(s->sb_policy);
 	free(s);
@@ -284,6 +285,34 @@ sbx_init(const char *state_dir)
 	return 0;
 }
 
+/* The config's "addresses" of a static sandbox (canonical IP text). */
+static void
+sbx_static_addrs(struct sbx *s, const struct cfg_sandbox *cs)
+{
+	size_t	i;
+
+	s->sb_addrs = xcalloc(cs->s_naddresses + 1, sizeof(*s->sb_addrs));
+	for (i = 0; i < cs->s_naddresses; i++)
+		if (net_host_literal(cs->s_addresses[i],
+		    &s->sb_addrs[s->sb_naddrs]) == 1)
+			s->sb_naddrs++;
+}
+
+static int
+sbx_same_addrs(const struct sbx *s, const struct cfg_sandbox *cs)
+{
+	struct net_addr	a;
+	size_t		i;
+
+	if (s->sb_naddrs != cs->s_naddresses)
+		return 0;
+	for (i = 0; i < cs->s_naddresses; i++)
+		if (net_host_literal(cs->s_addresses[i], &a) != 1 ||
+		    memcmp(&a, &s->sb_addrs[i], sizeof(a)) != 0)
+			return 0;
+	return 1;
+}
+
 void
 sbx_sync_config(const struct cfg *cfg)
 {
@@ -315,14 +344,16 @@ sbx_sync_config(const struct cfg *cfg)
 				    "config file's definition wins", cs->s_id);
 			else if (strcmp(s->sb_policy, cs->s_policy_name) == 0 &&
 			    util_secret_eq(s->sb_token, s->sb_token_len,
-			    cs->s_token, cs->s_token_len))
+			    cs->s_token, cs->s_token_len) &&
+			    sbx_same_addrs(s, cs))
 				continue;
 			sbx_remove_at((size_t)at);
 			at = sbx_index(cs->s_id);
 		}
-		sbx_insert_at((size_t)(-at - 1), sbx_new(cs->s_id,
-		    cs->s_policy_name, cs->s_token, cs->s_token_len, 1,
-		    (int64_t)time(NULL)));
+		s = sbx_new(cs->s_id, cs->s_policy_name, cs->s_token,
+		    cs->s_token_len, 1, (int64_t)time(NULL));
+		sbx_static_addrs(s, cs);
+		sbx_insert_at((size_t)(-at - 1), s);
 	}
 	pthread_rwlock_unlock(&sbx_lock);
 }
@@ -338,6 +369,57 @@ sbx_find(const char *id)
 		s = sbx_ref(sbx_v[at]);
 	pthread_rwlock_unlock(&sbx_lock);
 	return s;
+}
+
+static int
+addr_eq(const struct net_addr *a, const struct net_addr *b)
+{
+	return a->na_family == b->na_family && memcmp(a->na_bytes,
+	    b->na_bytes, a->na_family == AF_INET ? 4 : 16) == 0;
+}
+
+/* Caller holds the lock. A linear scan: the table is small next to the
+ * cost of the connection or query it identifies. */
+static struct sbx *
+sbx_by_addr_locked(const struct net_addr *a)
+{
+	size_t	i, j;
+
+	for (i = 0; i < sbx_n; i++)
+		for (j = 0; j < sbx_v[i]->sb_naddrs; j++)
+			if (addr_eq(&sbx_v[i]->sb_addrs[j], a))
+				return sbx_v[i];
+	return NULL;
+}
+
+struct sbx *
+sbx_find_addr(const struct net_addr *a)
+{
+	struct sbx	*s;
+
+	pthread_rwlock_rdlock(&sbx_lock);
+	if ((s = sbx_by_addr_locked(a)) != NULL)
+		sbx_ref(s);
+	pthread_rwlock_unlock(&sbx_lock);
+	return s;
+}
+
+int
+sbx_set_addr(struct sbx *s, const struct net_addr *a)
+{
+	struct sbx	*other;
+	int		 rv = 0;
+
+	pthread_rwlock_wrlock(&sbx_lock);
+	if ((other = sbx_by_addr_locked(a)) != NULL && other != s)
+		rv = -1;
+	else if (other == NULL) {
+		s->sb_addrs = xrealloc(s->sb_addrs, (s->sb_naddrs + 1) *
+		    sizeof(*s->sb_addrs));
+		s->sb_addrs[s->sb_naddrs++] = *a;
+	}
+	pthread_rwlock_unlock(&sbx_lock);
+	return rv;
 }
 
 struct sbx *

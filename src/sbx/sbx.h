@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dns/net_guard.h"
+
 struct cfg;
 
 struct sbx {
@@ -30,6 +32,11 @@ struct sbx {
 	int		 sb_conns;	/* atomic: open proxy connections */
 	int		 sb_flags;	/* SBX_F_*; changed under the lock */
 	uint64_t	 sb_last_used_ms; /* atomic: last request (monotonic) */
+	struct net_addr	*sb_addrs;	/* source addresses that identify it
+					   (transparent listener, DNS stub):
+					   the config's "addresses", or the one
+					   the launcher gave it */
+	size_t		 sb_naddrs;
 };
 
 #define SBX_F_POOLED	0x01	/* warm in the launcher's pool, not handed
@@ -55,6 +62,11 @@ void		 sbx_sync_config(const struct cfg *);
 struct sbx	*sbx_find(const char *id);
 /* The sandbox whose id and token match (constant-time compare), or NULL. */
 struct sbx	*sbx_auth(const char *id, const char *token, size_t tokenlen);
+/* The sandbox a source address belongs to (a new reference), or NULL. */
+struct sbx	*sbx_find_addr(const struct net_addr *);
+/* Give a dynamic sandbox its (single) source address. 0, or -1 when
+ * another sandbox has it. */
+int		 sbx_set_addr(struct sbx *, const struct net_addr *);
 struct sbx	*sbx_ref(struct sbx *);
 void		 sbx_unref(struct sbx *);	/* NULL ok */
 /* Create a dynamic sandbox under policy <policy> of <cfg>; <id> NULL =
