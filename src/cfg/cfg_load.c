@@ -25,6 +25,17 @@
 #include "util/log.h"
 #include "util/util.h"
 
+/* Keys of gateway mode are refused until the daemon serves them. */
+static int
+cfg_gateway_mode_key(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v)
+{
+	if (CFG_GATEWAY_MODE)
+		return 0;
+	cfg_err(cp, v, "key \"%s\" is not supported yet", k->k_name);
+	return -1;
+}
+
 /* A growable list of names with their nodes, for duplicate checks. */
 struct cfg_namev {
 	struct cfg_name	*nv_v;
@@ -156,6 +167,8 @@ cfg_k_listen_one(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s, *why;
 	char		*canon, what[32];
+	if (cfg_gateway_mode_key(cp, k, v) == -1)
+		return;
 
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	if ((s = cfg_scalar(cp, v, what, "\"IP:PORT\"")) == NULL)
@@ -1819,6 +1832,8 @@ cfg_k_launcher_cidr(struct cfg_parse *cp, const struct cfg_key *k,
 	struct net_cidr	 nc;
 	const char	*s;
 	char		 what[32];
+	if (cfg_gateway_mode_key(cp, k, v) == -1)
+		return;
 
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	if ((s = cfg_scalar(cp, v, what, "an IPv4 CIDR such as "
@@ -1843,6 +1858,8 @@ cfg_k_launcher_rootfs(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s;
+	if (cfg_gateway_mode_key(cp, k, v) == -1)
+		return;
 
 	if (cfg_is_null(v))
 		return;
@@ -1864,6 +1881,8 @@ cfg_k_launcher_user(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s, *colon;
 	char		 uid[16];
 	uint64_t	 u, g;
+	if (cfg_gateway_mode_key(cp, k, v) == -1)
+		return;
 
 	if ((s = cfg_scalar(cp, v, "\"user\"", "\"UID:GID\"")) == NULL)
 		return;
@@ -1901,6 +1920,8 @@ static void
 cfg_k_launcher_limits(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
+	if (cfg_gateway_mode_key(cp, k, v) == -1)
+		return;
 	if (cfg_want_map(cp, v, "\"limits\"") == 0)
 		cfg_walk_map(cp, v, "launcher limits", cfg_llimits_keys,
 		    cp->cp_cfg);

@@ -102,6 +102,7 @@ static const struct err_case err_cases[] = {
 	/* SPEC keys of later features */
 	{ "launcher:\n  qemu: {memory: 1GiB}\n", "t.yaml:2:3: ",
 	    "key \"qemu\" is not supported yet" },
+#if CFG_GATEWAY_MODE
 	{ "listen:\n  transparent: \"10.0.0.1\"\n", "t.yaml:2:16: ",
 	    "bad transparent address \"10.0.0.1\": " },
 	{ "launcher:\n  network: 10.88.0.1/16\n", "t.yaml:2:12: ",
@@ -112,10 +113,16 @@ static const struct err_case err_cases[] = {
 	    "\"user\" must not be root" },
 	{ "launcher:\n  user: nobody\n", "t.yaml:2:9: ",
 	    "\"user\" must be \"UID:GID\" (numbers)" },
-	{ "launcher:\n  backend: qemu\n", "t.yaml:2:12: ",
-	    "launcher backend \"qemu\" is not supported yet" },
 	{ "launcher:\n  limits: {memory: 1KiB}\n", "t.yaml:2:20: ",
 	    "\"memory\" must be at least 1048576 bytes" },
+#else
+	{ "listen:\n  transparent: \"10.0.0.1:3129\"\n", "t.yaml:2:16: ",
+	    "key \"transparent\" is not supported yet" },
+	{ "launcher:\n  network: 10.88.0.0/16\n", "t.yaml:2:12: ",
+	    "key \"network\" is not supported yet" },
+#endif
+	{ "launcher:\n  backend: qemu\n", "t.yaml:2:12: ",
+	    "launcher backend \"qemu\" is not supported yet" },
 	/* geoip and a policy's geo */
 	{ GEO "{deny_countries: [KPX]}\n", "t.yaml:3:28: ",
 	    "bad country code \"KPX\" in \"deny_countries\": use ISO 3166 "
