@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <openssl/sha.h>
 
 #include "audit/aud.h"
@@ -701,90 +700,218 @@ aud_write_errors(void)
 	return __atomic_load_n(&aud.errors, __ATOMIC_RELAXED);
 }
 
+/*
+ * The record's JSON, written directly: one allocation per record instead of
+ * a json-c object per field (this runs on the workers for every request).
+ * Strings are escaped as JSON requires; bytes that are not UTF-8 become
+ * U+FFFD, so a line is always valid JSON whatever a client sent.
+ */
+struct jbuf {
+	char	*jb_p;
+	size_t	 jb_len;
+	size_t	 jb_cap;
+	int	 jb_first;	/* no member written yet in this object */
+};
+
 static void
-add_str(json_object *o, const char *k, const char *v)
+jb_grow(struct jbuf *b, size_t more)
 {
-	if (v != NULL)
-		json_object_object_add(o, k, json_object_new_string(v));
+	if (b->jb_len + more + 1 <= b->jb_cap)
+		return;
+	while (b->jb_len + more + 1 > b->jb_cap)
+		b->jb_cap *= 2;
+	b->jb_p = xrealloc(b->jb_p, b->jb_cap);
 }
 
 static void
-add_int(json_object *o, const char *k, int64_t v)
+jb_raw(struct jbuf *b, const char *s, size_t n)
 {
-	if (v >= 0)
-		json_object_object_add(o, k, json_object_new_int64(v));
+	jb_grow(b, n);
+	memcpy(b->jb_p + b->jb_len, s, n);
+	b->jb_len += n;
+	b->jb_p[b->jb_len] = '\0';
+}
+
+/* Length of the valid UTF-8 sequence at <s> (at most <n>), or 0. */
+static size_t
+utf8_len(const unsigned char *s, size_t n)
+{
+	size_t		len, i;
+	uint32_t	cp;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	if (n < len)
+		return 0;
+	cp = s[0] & (0xff >> (len + 1));
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* overlong, surrogates, beyond U+10FFFF */
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+static void
+jb_string(struct jbuf *b, const char *v)
+{
+	const unsigned char	*s = (const unsigned char *)v;
+	size_t			 n = strlen(v), i, run, u;
+	char			 esc[8];
+
+	jb_grow(b, n + 2);
+	b->jb_p[b->jb_len++] = '"';
+	for (i = 0; i < n; ) {
+		/* copy the longest run that needs no escaping in one go */
+		for (run = i; run < n && s[run] >= 0x20 && s[run] < 0x80 &&
+		    s[run] != '"' && s[run] != '\\'; run++)
+			;
+		if (run > i) {
+			jb_raw(b, v + i, run - i);
+			i = run;
+			continue;
+		}
+		if (s[i] >= 0x80) {
+			if ((u = utf8_len(s + i, n - i)) > 0) {
+				jb_raw(b, v + i, u);
+				i += u;
+			} else {
+				jb_raw(b, "\\ufffd", 6);
+				i++;
+			}
+			continue;
+		}
+		switch (s[i]) {
+		case '"':  jb_raw(b, "\\\"", 2); break;
+		case '\\': jb_raw(b, "\\\\", 2); break;
+		case '\n': jb_raw(b, "\\n", 2); break;
+		case '\r': jb_raw(b, "\\r", 2); break;
+		case '\t': jb_raw(b, "\\t", 2); break;
+		default:
+			snprintf(esc, sizeof(esc), "\\u%04x", s[i]);
+			jb_raw(b, esc, 6);
+		}
+		i++;
+	}
+	jb_raw(b, "\"", 1);
+}
+
+static void
+jb_key(struct jbuf *b, const char *k)
+{
+	if (!b->jb_first)
+		jb_raw(b, ",", 1);
+	b->jb_first = 0;
+	jb_raw(b, "\"", 1);
+	jb_raw(b, k, strlen(k));
+	jb_raw(b, "\":", 2);
+}
+
+static void
+add_str(struct jbuf *b, const char *k, const char *v)
+{
+	if (v == NULL)
+		return;
+	jb_key(b, k);
+	jb_string(b, v);
+}
+
+static void
+add_int(struct jbuf *b, const char *k, int64_t v)
+{
+	char	num[24];
+	int	n;
+
+	if (v < 0)
+		return;
+	jb_key(b, k);
+	n = snprintf(num, sizeof(num), "%lld", (long long)v);
+	jb_raw(b, num, (size_t)n);
 }
 
 char *
 aud_rec_json(const struct aud_rec *r)
 {
-	json_object	*o;
-	char		 ts[40], *text;
+	struct jbuf	 b;
+	char		 ts[40], num[48];
+	size_t		 i;
+	int		 n;
 
-	o = json_object_new_object();
+	b.jb_cap = 512;
+	b.jb_p = xmalloc(b.jb_cap);
+	b.jb_len = 0;
+	b.jb_first = 1;
+	jb_raw(&b, "{", 1);
 	util_rfc3339_ms(r->ar_start_wall_ms, ts, sizeof(ts));
-	add_str(o, "ts", ts);
-	add_str(o, "id", r->ar_id);
-	add_str(o, "sandbox", r->ar_sandbox);
-	add_str(o, "client", r->ar_client);
-	add_str(o, "mode", r->ar_mode);
-	add_str(o, "proto", r->ar_proto);
-	add_str(o, "method", r->ar_method);
-	add_str(o, "host", r->ar_host);
-	add_int(o, "port", r->ar_port);
-	add_str(o, "path", r->ar_path);
-	add_int(o, "status", r->ar_status);
-	add_str(o, "decision", r->ar_decision);
-	add_str(o, "reason", r->ar_reason);
-	add_str(o, "rule", r->ar_rule);
+	add_str(&b, "ts", ts);
+	add_str(&b, "id", r->ar_id);
+	add_str(&b, "sandbox", r->ar_sandbox);
+	add_str(&b, "client", r->ar_client);
+	add_str(&b, "mode", r->ar_mode);
+	add_str(&b, "proto", r->ar_proto);
+	add_str(&b, "method", r->ar_method);
+	add_str(&b, "host", r->ar_host);
+	add_int(&b, "port", r->ar_port);
+	add_str(&b, "path", r->ar_path);
+	add_int(&b, "status", r->ar_status);
+	add_str(&b, "decision", r->ar_decision);
+	add_str(&b, "reason", r->ar_reason);
+	add_str(&b, "rule", r->ar_rule);
 	if (r->ar_nsecrets > 0) {
-		json_object	*a = json_object_new_array();
-		size_t		 i;
-
-		for (i = 0; i < r->ar_nsecrets; i++)
-			json_object_array_add(a,
-			    json_object_new_string(r->ar_secrets[i]));
-		json_object_object_add(o, "secrets", a);
+		jb_key(&b, "secrets");
+		jb_raw(&b, "[", 1);
+		for (i = 0; i < r->ar_nsecrets; i++) {
+			if (i > 0)
+				jb_raw(&b, ",", 1);
+			jb_string(&b, r->ar_secrets[i]);
+		}
+		jb_raw(&b, "]", 1);
 	}
-	add_int(o, "bytes_in", r->ar_bytes_in);
-	add_int(o, "bytes_out", r->ar_bytes_out);
-	add_int(o, "duration_ms", r->ar_duration_ms);
-	add_str(o, "upstream", r->ar_upstream);
-	add_str(o, "country", r->ar_country);
+	add_int(&b, "bytes_in", r->ar_bytes_in);
+	add_int(&b, "bytes_out", r->ar_bytes_out);
+	add_int(&b, "duration_ms", r->ar_duration_ms);
+	add_str(&b, "upstream", r->ar_upstream);
+	add_str(&b, "country", r->ar_country);
 	if (r->ar_asn != 0)
-		add_int(o, "asn", (int64_t)r->ar_asn);
-	add_str(o, "tls", r->ar_tls);
+		add_int(&b, "asn", (int64_t)r->ar_asn);
+	add_str(&b, "tls", r->ar_tls);
+	add_str(&b, "dns_type", r->ar_dns_type);
+	add_str(&b, "dns_rcode", r->ar_dns_rcode);
+	add_str(&b, "dns_answer", r->ar_dns_answer);
 	if (r->ar_usage != NULL) {
-		json_object	*u = json_object_new_object();
-
-		add_str(u, "model", r->ar_usage->u_model[0] ?
+		jb_key(&b, "usage");
+		jb_raw(&b, "{", 1);
+		b.jb_first = 1;
+		add_str(&b, "model", r->ar_usage->u_model[0] ?
 		    r->ar_usage->u_model : NULL);
-		add_int(u, "input_tokens", (int64_t)r->ar_usage->u_input);
-		add_int(u, "cached_tokens", (int64_t)r->ar_usage->u_cached);
-		add_int(u, "cache_write_tokens",
+		add_int(&b, "input_tokens", (int64_t)r->ar_usage->u_input);
+		add_int(&b, "cached_tokens", (int64_t)r->ar_usage->u_cached);
+		add_int(&b, "cache_write_tokens",
 		    (int64_t)r->ar_usage->u_cache_write);
-		add_int(u, "output_tokens", (int64_t)r->ar_usage->u_output);
-		json_object_object_add(o, "usage", u);
+		add_int(&b, "output_tokens", (int64_t)r->ar_usage->u_output);
+		jb_raw(&b, "}", 1);
+		b.jb_first = 0;
 	}
 	if (r->ar_cost_micro >= 0) {
 		/* a JSON number derived from the integer, never a float sum */
-		char	num[40];
-
-		snprintf(num, sizeof(num), "%lld.%06lld",
+		jb_key(&b, "cost_usd");
+		n = snprintf(num, sizeof(num), "%lld.%06lld",
 		    (long long)(r->ar_cost_micro / 1000000),
 		    (long long)(r->ar_cost_micro % 1000000));
-		json_object_object_add(o, "cost_usd",
-		    json_object_new_double_s((double)r->ar_cost_micro / 1e6,
-		    num));
-		add_int(o, "cost_microusd", r->ar_cost_micro);
-		if (r->ar_unpriced)
-			json_object_object_add(o, "unpriced",
-			    json_object_new_boolean(1));
+		jb_raw(&b, num, (size_t)n);
+		add_int(&b, "cost_microusd", r->ar_cost_micro);
+		if (r->ar_unpriced) {
+			jb_key(&b, "unpriced");
+			jb_raw(&b, "true", 4);
+		}
 	}
-	text = xstrdup(json_object_to_json_string_ext(o,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-	return text;
+	jb_raw(&b, "}", 1);
+	return b.jb_p;
 }
 
 /* Lock-free: workers ask this for every request. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <check.h>
+#include <json-c/json.h>
 #include <openssl/sha.h>
 
 #include "audit/aud.h"
@@ -857,6 +858,68 @@ START_TEST(test_writer_hold_bound)
 }
 END_TEST
 
+/*
+ * The record builder writes JSON itself: whatever bytes a client put in a
+ * host, path or reason, the line parses and gives them back (invalid UTF-8
+ * as U+FFFD), and the members keep SPEC's order.
+ */
+static const struct {
+	const char	*in;
+	const char	*out;	/* what a JSON parser reads back */
+} jcases[] = {
+	{ "/plain/path", "/plain/path" },
+	{ "quote\"back\\slash", "quote\"back\\slash" },
+	{ "ctl\x01\x1f\n\r\t\b\x7f", "ctl\x01\x1f\n\r\t\b\x7f" },
+	{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac "
+	    "\xf0\x9f\x98\x80" },
+	{ "bad\xff\xc3(", "bad\xef\xbf\xbd\xef\xbf\xbd(" },
+	{ "overlong\xc0\xaf", "overlong\xef\xbf\xbd\xef\xbf\xbd" },
+	{ "surrogate\xed\xa0\x80", "surrogate\xef\xbf\xbd\xef\xbf\xbd"
+	    "\xef\xbf\xbd" },
+	{ "cut\xe2\x82", "cut\xef\xbf\xbd\xef\xbf\xbd" },
+	{ "", "" },
+};
+
+START_TEST(test_rec_json_escaping)
+{
+	static const char *const secrets[] = { "a\"b", "c" };
+	struct aud_rec	 r;
+	json_object	*o, *v;
+	char		*text;
+
+	memset(&r, 0, sizeof(r));
+	r.ar_start_wall_ms = 1795000000123ULL;
+	r.ar_id = "abc";
+	r.ar_path = jcases[_i].in;
+	r.ar_reason = jcases[_i].in;
+	r.ar_port = 443;
+	r.ar_status = -1;
+	r.ar_bytes_in = r.ar_bytes_out = r.ar_duration_ms = -1;
+	r.ar_cost_micro = 1234567;
+	r.ar_secrets = secrets;
+	r.ar_nsecrets = 2;
+	text = aud_rec_json(&r);
+	o = json_tokener_parse(text);
+	ck_assert_msg(o != NULL, "not JSON: %s", text);
+	ck_assert(json_object_object_get_ex(o, "path", &v));
+	ck_assert_str_eq(json_object_get_string(v), jcases[_i].out);
+	ck_assert(json_object_object_get_ex(o, "reason", &v));
+	ck_assert_str_eq(json_object_get_string(v), jcases[_i].out);
+	ck_assert(!json_object_object_get_ex(o, "status", &v));
+	ck_assert(json_object_object_get_ex(o, "secrets", &v));
+	ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(v,
+	    0)), "a\"b");
+	/* order: ts, id, port, path, ..., cost_usd as exact decimals */
+	ck_assert_msg(strncmp(text, "{\"ts\":\"2026-", 12) == 0, "%s", text);
+	ck_assert_ptr_nonnull(strstr(text, "\"id\":\"abc\",\"port\":443,"
+	    "\"path\":"));
+	ck_assert_ptr_nonnull(strstr(text, "\"cost_usd\":1.234567,"
+	    "\"cost_microusd\":1234567}"));
+	json_object_put(o);
+	free(text);
+}
+END_TEST
+
 Suite *
 suite_aud_verify(void)
 {
@@ -867,6 +930,8 @@ suite_aud_verify(void)
 	tcase_add_loop_test(tc, test_verify_cases, 0,
 	    (int)(sizeof(vcases) / sizeof(vcases[0])));
 	tcase_add_test(tc, test_verify_read_error);
+	tcase_add_loop_test(tc, test_rec_json_escaping, 0,
+	    (int)(sizeof(jcases) / sizeof(jcases[0])));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("writer");
