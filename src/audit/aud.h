@@ -40,6 +40,10 @@ struct aud_rec {
 	int		 ar_unpriced;	/* no price matched the model */
 	const char	*ar_country;	/* GeoIP of the upstream, or NULL */
 	uint32_t	 ar_asn;	/* 0: absent */
+	const char	*ar_dns_type;	/* DNS stub: query type, "A", "MX",
+					   "TYPE65" (RFC 3597) */
+	const char	*ar_dns_rcode;	/* DNS stub: NOERROR|NXDOMAIN|... */
+	const char	*ar_dns_answer;	/* DNS stub: synthetic address given */
 };
 
 /*
