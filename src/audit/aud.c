@@ -825,13 +825,11 @@ static void
 add_int(struct jbuf *b, const char *k, int64_t v)
 {
 	char	num[24];
-	int	n;
 
 	if (v < 0)
 		return;
 	jb_key(b, k);
-	n = snprintf(num, sizeof(num), "%lld", (long long)v);
-	jb_raw(b, num, (size_t)n);
+	jb_raw(b, num, util_u64_dec((uint64_t)v, num));
 }
 
 char *

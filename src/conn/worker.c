@@ -53,8 +53,14 @@ worker_conn_gone(void)
 void
 worker_request_id(struct worker *w, char *out, size_t outsz)
 {
-	snprintf(out, outsz, "%s%02x%014llx", boot_id, w->w_id & 0xff,
-	    (unsigned long long)++w->w_seq);
+	/* boot id (8) + worker (2) + sequence (14) hex digits: per request,
+	   so no snprintf */
+	if (outsz < 25)
+		return;
+	memcpy(out, boot_id, 8);
+	util_hex_fixed((uint64_t)(w->w_id & 0xff), 2, out + 8);
+	util_hex_fixed(++w->w_seq, 14, out + 10);
+	out[24] = '\0';
 }
 
 static void

@@ -71,6 +71,33 @@ util_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+size_t
+util_u64_dec(uint64_t v, char *out)
+{
+	char	tmp[21];
+	size_t	n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = '\0';
+	return n;
+}
+
+void
+util_hex_fixed(uint64_t v, int ndigits, char *out)
+{
+	static const char	hex[] = "0123456789abcdef";
+
+	while (ndigits-- > 0) {
+		out[ndigits] = hex[v & 0xf];
+		v >>= 4;
+	}
+}
+
 uint64_t
 util_now_us(void)
 {

@@ -26,6 +26,12 @@ void	util_rfc3339_ms(uint64_t wall_ms, char *buf, size_t bufsz);
 int	util_base64_decode(const char *in, size_t inlen, char *out,
 	    size_t outsz);
 
+/* Decimal digits of <v> into <out> (at least 21 bytes, NUL-terminated);
+ * returns their count. For hot paths, where snprintf costs too much. */
+size_t	util_u64_dec(uint64_t v, char *out);
+/* The low <ndigits> hex digits of <v>, zero-padded, into <out> (no NUL). */
+void	util_hex_fixed(uint64_t v, int ndigits, char *out);
+
 /* Lowercase hex of <len> random bytes into <out> (2*len+1). */
 void	util_random_hex(char *out, size_t len);
 
