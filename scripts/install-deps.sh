@@ -4,9 +4,10 @@
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       libssl-dev libevent-dev libyaml-dev libmaxminddb-dev libjson-c-dev
-      check node-llhttp libhiredis-dev openssl ca-certificates"
-TEST_PKGS="curl python3 procps iproute2 squid tinyproxy
-           libmaxmind-db-writer-perl python3-prometheus-client"
+      check node-llhttp libhiredis-dev openssl ca-certificates nftables"
+TEST_PKGS="curl python3 procps iproute2 nftables squid tinyproxy
+           libmaxmind-db-writer-perl python3-prometheus-client
+           bind9-dnsutils"
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS $TEST_PKGS"
 fi

@@ -167,9 +167,12 @@ cfg_k_listen_one(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s, *why;
 	char		*canon, what[32];
-	if (cfg_gateway_mode_key(cp, k, v) == -1)
-		return;
 
+	/* the transparent listener serves redirects from any source; the
+	   DNS stub waits for the rest of gateway mode */
+	if (strcmp(k->k_name, "dns") == 0 &&
+	    cfg_gateway_mode_key(cp, k, v) == -1)
+		return;
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	if ((s = cfg_scalar(cp, v, what, "\"IP:PORT\"")) == NULL)
 		return;

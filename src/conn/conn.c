@@ -250,7 +250,8 @@ conn_set_client_callbacks(struct conn *c)
 }
 
 void
-conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen)
+conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
+    int transparent)
 {
 	struct conn	*c;
 	struct net_addr	 na;
@@ -293,9 +294,28 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen)
 
 	if (worker_conn_count() > c->c_cfg->c_limits.l_max_connections) {
 		req_begin(c);
-		conn_reply_error(c, 503, "overloaded",
-		    "gateway connection limit reached", 1);
+		if (transparent) {
+			snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+			    "gateway connection limit reached");
+			c->c_r.r_code = "overloaded";
+			conn_close(c);
+		} else
+			conn_reply_error(c, 503, "overloaded",
+			    "gateway connection limit reached", 1);
+		return;
 	}
+	if (transparent)
+		conn_transparent_begin(c, fd, sa);
+}
+
+/* A transparent connection is audited as one tunnel until its first
+ * bytes show otherwise. */
+void
+req_begin_transparent(struct conn *c)
+{
+	req_begin(c);
+	c->c_r.r_proto = "tunnel";
+	c->c_r.r_connect = 1;
 }
 
 void
@@ -639,6 +659,47 @@ conn_upstream_key(struct conn *c, char *key, size_t keysz)
 }
 
 /*
+ * Plain HTTP on the transparent listener: origin-form; the Host header
+ * names the host, and must name the one the connection went to when that
+ * is known (a DNS stub address). The port is the original destination's.
+ */
+static int
+transparent_target(struct conn *c, const struct http_target *t)
+{
+	struct http_msg		*m = &c->c_req;
+	struct http_target	 h;
+	const char		*v, *why = NULL;
+	char			 reason[600];
+	size_t			 vlen;
+	int			 i;
+
+	c->c_r.r_port = c->c_trans_port;
+	if ((i = http_msg_find(m, "host", 0)) == -1) {
+		conn_deny(c, 400, "bad_request", "Host header missing");
+		return -1;
+	}
+	v = http_msg_str(m, m->hm_hdrs[i].h_value);
+	vlen = m->hm_hdrs[i].h_value_len;
+	util_trim_ows(&v, &vlen);
+	if (http_authority_parse(v, vlen, c->c_trans_port, 0, &h, &why) ==
+	    -1) {
+		conn_deny(c, 400, "bad_request", why);
+		return -1;
+	}
+	if ((c->c_trans_named && strcmp(h.t_host, c->c_trans_host) != 0) ||
+	    h.t_port != c->c_trans_port || (t->t_host[0] != '\0' &&
+	    strcmp(t->t_host, h.t_host) != 0)) {
+		snprintf(reason, sizeof(reason), "Host header %.*s does not "
+		    "name the destination %s:%d", (int)(vlen > 255 ? 255 :
+		    vlen), v, c->c_trans_host, c->c_trans_port);
+		conn_deny(c, 403, "denied", reason);
+		return -1;
+	}
+	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", h.t_host);
+	return 0;
+}
+
+/*
  * The target of a request: absolute-form on the plain listener,
  * authority-form for CONNECT, origin-form (or https:// absolute-form)
  * inside an intercepted TLS session, whose Host must name the TLS server
@@ -670,13 +731,16 @@ request_target(struct conn *c)
 		c->c_r.r_port = t.t_port;
 		return 0;
 	}
-	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls, &t,
+	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls ||
+	    c->c_transparent, &t,
 	    &why) == -1) {
 		conn_reply_error(c, 400, "bad_request", why, 1);
 		return -1;
 	}
 	c->c_r.r_path = t.t_path;
 	c->c_r.r_query = t.t_query;
+	if (!c->c_tls && c->c_transparent)
+		return transparent_target(c, &t);
 	if (!c->c_tls) {
 		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", t.t_host);
 		c->c_r.r_port = t.t_port;
@@ -742,8 +806,9 @@ on_request_head(struct conn *c)
 		conn_deny(c, 501, "not_implemented", "method is not relayed");
 		return;
 	}
-	/* inside TLS the sandbox is the one that sent the CONNECT */
-	if (!c->c_tls && identify(c) == -1)
+	/* inside TLS the sandbox is the one that sent the CONNECT; on the
+	   transparent listener the one of the source address */
+	if (!c->c_tls && !c->c_transparent && identify(c) == -1)
 		return;
 	/* fail closed: no request goes out that the audit cannot record */
 	if (!aud_available()) {
@@ -1355,6 +1420,8 @@ client_read_cb(struct bufferevent *bev, void *arg)
 		conn_tunnel_start(c);	/* pumps */
 	else if (c->c_state == CONN_TLS_PEEK)
 		conn_tls_peek(c);
+	else if (c->c_state == CONN_TRANS_PEEK)
+		conn_transparent_peek(c, 0);
 	else if (c->c_state != CONN_TLS_HANDSHAKE)
 		conn_feed_request(c);
 	conn_leave(c);
@@ -1533,6 +1600,9 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		    "TLS handshake not completed in time");
 		log_info("%s: TLS handshake timed out", c->c_client);
 		conn_close(c);
+		break;
+	case CONN_TRANS_PEEK:
+		conn_transparent_peek(c, 1);
 		break;
 	case CONN_CLOSING:
 		/* drained (under_drained), or the 5 s grace is over */

@@ -21,6 +21,7 @@ struct cfg;
 struct cfg_sandbox;
 struct cfg_policy;
 struct sbx;
+struct dns_synth;
 struct bufferevent;
 struct sec_req;
 struct meter;
@@ -39,6 +40,7 @@ enum conn_state {
 	CONN_TLS_HANDSHAKE,	/* intercepting: handshake with the client */
 	CONN_CLOSING,		/* flushing the last bytes to the client */
 	CONN_LINGER,		/* written and half-closed: draining input */
+	CONN_TRANS_PEEK,	/* transparent: waiting for the first bytes */
 };
 
 /* An upstream connection, owned by a conn or parked in the worker pool. */
@@ -136,12 +138,24 @@ struct conn {
 						   drain before closing */
 	int			 c_closing;
 	int			 c_nreq;	/* requests served */
+	int			 c_transparent;	/* from listen.transparent */
+	int			 c_trans_named;	/* c_trans_host is a name (DNS
+						   stub address or SNI) */
+	int			 c_trans_raw;	/* relayed as raw TCP */
+	struct net_addr		 c_orig_addr;	/* SO_ORIGINAL_DST */
+	int			 c_trans_port;
+	char			 c_trans_host[256]; /* what policy judges */
 	struct conn_req		 c_r;
 };
 
 /* Take ownership of an accepted socket. */
+/* Transparent listener (conn_transparent.c). */
+void	conn_transparent_begin(struct conn *, int fd, const struct sockaddr *);
+void	conn_transparent_peek(struct conn *, int timed_out);
+void	req_begin_transparent(struct conn *);
+extern struct dns_synth *worker_dns_synth;	/* names of stub addresses */
 void	conn_accept(struct worker *, int fd, const struct sockaddr *,
-	    int socklen);
+	    int socklen, int transparent);
 /* End the connection (idempotent; deferred inside callbacks). */
 void	conn_close(struct conn *);
 /* Worker draining: close if idle between requests. */

@@ -129,7 +129,7 @@ conn_audit(struct conn *c)
 	r.ar_id = q->r_id;
 	r.ar_sandbox = c->c_sbx ? c->c_sbx->sb_id : NULL;
 	r.ar_client = c->c_client;
-	r.ar_mode = "explicit";
+	r.ar_mode = c->c_transparent ? "transparent" : "explicit";
 	r.ar_proto = q->r_proto;
 	r.ar_method = q->r_method[0] ? q->r_method : NULL;
 	r.ar_host = q->r_host[0] ? q->r_host : NULL;

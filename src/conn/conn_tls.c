@@ -46,7 +46,10 @@ conn_tls_connect_allowed(struct conn *c, int intercept)
 	c->c_r.r_proto = intercept ? "https" : "tunnel";
 	c->c_r.r_status = 200;
 	c->c_r.r_connect_replied = 1;
-	evbuffer_add_printf(out, "HTTP/1.1 200 Connection established\r\n\r\n");
+	/* a redirected connection was never asked to CONNECT */
+	if (!c->c_transparent)
+		evbuffer_add_printf(out,
+		    "HTTP/1.1 200 Connection established\r\n\r\n");
 	c->c_state = CONN_TLS_PEEK;
 	conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
 	/* the hello may have come with the CONNECT */

@@ -70,7 +70,18 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	struct worker	*w = arg;
 
 	__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
-	conn_accept(w, fd, sa, socklen);
+	conn_accept(w, fd, sa, socklen, 0);
+}
+
+/* listen.transparent: connections redirected by the host's rules */
+static void
+accept_transparent_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int socklen, void *arg)
+{
+	struct worker	*w = arg;
+
+	__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
+	conn_accept(w, fd, sa, socklen, 1);
 }
 
 static void
@@ -212,6 +223,9 @@ listen_socket(const char *addr)
 		fatal("SO_REUSEPORT on %s", addr);
 	if (ss.ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	else
+		/* the sandbox gateway address may come up after us */
+		setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, (socklen_t)len) == -1)
 		fatal("bind %s", addr);
 	if (listen(fd, 1024) == -1)
@@ -250,7 +264,7 @@ workers_start(struct cfg *cfg)
 		w->w_stop_ev = event_new(w->w_base, -1, 0, stop_cb, w);
 		w->w_reload_ev = event_new(w->w_base, -1, 0, reload_cb, w);
 		w->w_revoke_ev = event_new(w->w_base, -1, 0, revoke_cb, w);
-		w->w_listeners = xcalloc(cfg->c_nlisten_proxy,
+		w->w_listeners = xcalloc(cfg->c_nlisten_proxy + 1,
 		    sizeof(*w->w_listeners));
 		for (i = 0; i < cfg->c_nlisten_proxy; i++) {
 			fd = listen_socket(cfg->c_listen_proxy[i]);
@@ -260,6 +274,17 @@ workers_start(struct cfg *cfg)
 				fatalx("evconnlistener_new failed");
 			evconnlistener_set_error_cb(w->w_listeners[i],
 			    accept_error_cb);
+			w->w_nlisteners++;
+		}
+		if (cfg->c_listen_transparent != NULL) {
+			fd = listen_socket(cfg->c_listen_transparent);
+			w->w_listeners[w->w_nlisteners] = evconnlistener_new(
+			    w->w_base, accept_transparent_cb, w,
+			    LEV_OPT_CLOSE_ON_FREE, -1, fd);
+			if (w->w_listeners[w->w_nlisteners] == NULL)
+				fatalx("evconnlistener_new failed");
+			evconnlistener_set_error_cb(
+			    w->w_listeners[w->w_nlisteners], accept_error_cb);
 			w->w_nlisteners++;
 		}
 	}
@@ -273,6 +298,9 @@ workers_start(struct cfg *cfg)
 	for (i = 0; i < cfg->c_nlisten_proxy; i++)
 		log_info("explicit proxy listening on %s (%d workers)",
 		    cfg->c_listen_proxy[i], n);
+	if (cfg->c_listen_transparent != NULL)
+		log_info("transparent listener on %s",
+		    cfg->c_listen_transparent);
 	return 0;
 }
 

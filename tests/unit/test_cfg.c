@@ -102,9 +102,9 @@ static const struct err_case err_cases[] = {
 	/* SPEC keys of later features */
 	{ "launcher:\n  qemu: {memory: 1GiB}\n", "t.yaml:2:3: ",
 	    "key \"qemu\" is not supported yet" },
-#if CFG_GATEWAY_MODE
 	{ "listen:\n  transparent: \"10.0.0.1\"\n", "t.yaml:2:16: ",
 	    "bad transparent address \"10.0.0.1\": " },
+#if CFG_GATEWAY_MODE
 	{ "launcher:\n  network: 10.88.0.1/16\n", "t.yaml:2:12: ",
 	    "bad network \"10.88.0.1/16\": an IPv4 network" },
 	{ "launcher:\n  dns_pool: 198.18.0.0/31\n", "t.yaml:2:13: ",
@@ -116,8 +116,8 @@ static const struct err_case err_cases[] = {
 	{ "launcher:\n  limits: {memory: 1KiB}\n", "t.yaml:2:20: ",
 	    "\"memory\" must be at least 1048576 bytes" },
 #else
-	{ "listen:\n  transparent: \"10.0.0.1:3129\"\n", "t.yaml:2:16: ",
-	    "key \"transparent\" is not supported yet" },
+	{ "listen:\n  dns: \"10.0.0.1:53\"\n", "t.yaml:2:8: ",
+	    "key \"dns\" is not supported yet" },
 	{ "launcher:\n  network: 10.88.0.0/16\n", "t.yaml:2:12: ",
 	    "key \"network\" is not supported yet" },
 #endif

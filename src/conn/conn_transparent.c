@@ -1,0 +1,264 @@
+/*
+ * Transparent listener: connections a sandbox made to anywhere, redirected
+ * here by the host's nftables rules. The original destination comes from
+ * SO_ORIGINAL_DST, the sandbox from the source address. The first bytes
+ * decide the path:
+ *
+ *   TLS ClientHello  -> as after an allowed CONNECT (SNI check, intercept
+ *                       or splice), with no "200 Connection established"
+ *   HTTP request     -> the HTTP pipeline, policy on the Host name
+ *   anything else    -> a raw TCP tunnel, only by a rule for that name (a
+ *                       DNS stub address maps back to its name) or IP
+ *                       literal and port, with no method or path limits
+ *
+ * The name is what policy judges; the gateway resolves it and checks the
+ * addresses itself, never connecting blindly to the original destination.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "audit/aud.h"
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+#include "conn/worker.h"
+#include "dns/dns_synth.h"
+#include "policy/pol.h"
+#include "sbx/sbx.h"
+#include "tls/tls.h"
+#include "util/log.h"
+#include "util/util.h"
+
+/* How long a client may stay silent before we treat it as raw TCP (a
+ * protocol where the server speaks first). */
+#define TRANS_PEEK_MS	1500
+
+struct dns_synth	*worker_dns_synth;
+
+/* A refusal before anything was relayed: audit and hang up. */
+static void
+trans_refuse(struct conn *c, const char *reason)
+{
+	c->c_r.r_allowed = 0;
+	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.500s", reason);
+	log_info("%s: transparent: %s", c->c_client, reason);
+	conn_close(c);
+}
+
+void
+conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
+{
+	struct sockaddr_in	 dst, self;
+	socklen_t		 dlen = sizeof(dst), slen = sizeof(self);
+	struct net_addr		 src, na;
+	char			 ip[INET6_ADDRSTRLEN], why[300];
+
+	c->c_transparent = 1;
+	req_begin_transparent(c);
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dlen) == -1 ||
+	    dst.sin_family != AF_INET) {
+		trans_refuse(c, "no original destination (not a redirected "
+		    "connection)");
+		return;
+	}
+	/* without a redirect the "original" destination is us */
+	if (getsockname(fd, (struct sockaddr *)&self, &slen) == 0 &&
+	    self.sin_family == AF_INET && self.sin_port == dst.sin_port &&
+	    self.sin_addr.s_addr == dst.sin_addr.s_addr) {
+		trans_refuse(c, "connection made to the transparent listener "
+		    "itself, not redirected to it");
+		return;
+	}
+	memset(&na, 0, sizeof(na));
+	na.na_family = AF_INET;
+	memcpy(na.na_bytes, &dst.sin_addr, 4);
+	c->c_orig_addr = na;
+	c->c_trans_port = ntohs(dst.sin_port);
+	c->c_r.r_port = c->c_trans_port;
+	net_addr_format(&na, ip, sizeof(ip));
+
+	/* the source address is the identity (spoofing is stopped by the
+	   host's rp_filter and blackhole route) */
+	if (net_addr_from_sockaddr(sa, &src) == -1 ||
+	    (c->c_sbx = sbx_find_addr(&src)) == NULL) {
+		trans_refuse(c, "connection from an address of no sandbox");
+		return;
+	}
+	__atomic_add_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
+	c->c_policy = cfg_policy_find(c->c_cfg, c->c_sbx->sb_policy);
+
+	/* a DNS stub address stands for the name it was given for */
+	if (worker_dns_synth != NULL &&
+	    dns_synth_in_pool(worker_dns_synth, &na)) {
+		if (dns_synth_lookup(worker_dns_synth, &na, c->c_trans_host,
+		    sizeof(c->c_trans_host)) == -1) {
+			snprintf(why, sizeof(why), "connection to %s, a DNS "
+			    "stub address given to no name", ip);
+			trans_refuse(c, why);
+			return;
+		}
+		c->c_trans_named = 1;
+	} else
+		snprintf(c->c_trans_host, sizeof(c->c_trans_host), "%s", ip);
+	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", c->c_trans_host);
+	c->c_state = CONN_TRANS_PEEK;
+	conn_timer_arm(c, TRANS_PEEK_MS);
+}
+
+/* Policy for (r_host, r_port) as a tunnel; the rule, or -1 after refusing. */
+static int
+trans_policy(struct conn *c)
+{
+	struct pol_request	pr;
+	struct pol_result	res;
+
+	if (!aud_available()) {
+		trans_refuse(c, "the audit log cannot be written");
+		return -1;
+	}
+	pr.pr_host = c->c_r.r_host;
+	pr.pr_port = c->c_r.r_port;
+	pr.pr_method = "CONNECT";
+	pr.pr_path = NULL;
+	if (c->c_policy == NULL ||
+	    pol_evaluate(c->c_policy, &pr, &res) != POL_ALLOW) {
+		trans_refuse(c, c->c_policy == NULL ? "the sandbox's policy "
+		    "is not in the running config" : res.pr_reason);
+		return -1;
+	}
+	snprintf(c->c_r.r_rule, sizeof(c->c_r.r_rule), "%s#%d",
+	    c->c_policy->p_name, res.pr_rule);
+	c->c_r.r_allowed = 1;
+	return res.pr_rule;
+}
+
+static void
+trans_tls(struct conn *c)
+{
+	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
+	struct tls_hello	 h;
+	size_t			 len = evbuffer_get_length(in);
+	char			 sni[256];
+	const uint8_t		*buf;
+	int			 rule;
+
+	if (len > TLS_HELLO_MAX)
+		len = TLS_HELLO_MAX;
+	buf = evbuffer_pullup(in, (ssize_t)len);
+	switch (tls_hello_parse(buf, len, &h)) {
+	case TLS_HELLO_MORE:
+		if (len >= TLS_HELLO_MAX)
+			trans_refuse(c, "TLS ClientHello too large");
+		return;		/* wait for the rest */
+	case TLS_HELLO_NOT_TLS:
+	case TLS_HELLO_BAD:
+		trans_refuse(c, "malformed TLS ClientHello");
+		return;
+	case TLS_HELLO_OK:
+		break;
+	}
+	if (!c->c_trans_named) {
+		/* an IP the sandbox did not get from us: the SNI names the
+		   host, and we resolve it ourselves */
+		if (!h.th_has_sni || pol_host_normalize(h.th_sni, sni,
+		    sizeof(sni)) == -1) {
+			trans_refuse(c, "TLS to an IP address without a valid "
+			    "server name");
+			return;
+		}
+		snprintf(c->c_trans_host, sizeof(c->c_trans_host), "%s", sni);
+		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", sni);
+		c->c_trans_named = 1;
+	}
+	if ((rule = trans_policy(c)) == -1)
+		return;
+	/* as after CONNECT: SNI against the name, then intercept or splice */
+	conn_tls_connect_allowed(c, c->c_policy->p_rules[rule].r_intercept);
+}
+
+static void
+trans_raw(struct conn *c)
+{
+	const struct cfg_rule	*r;
+	int			 rule;
+
+	if ((rule = trans_policy(c)) == -1)
+		return;
+	r = &c->c_policy->p_rules[rule];
+	if (r->r_nmethods > 0 || r->r_npaths > 0) {
+		/* bytes that are neither TLS nor HTTP cannot be held to
+		   methods or paths */
+		c->c_r.r_allowed = 0;
+		trans_refuse(c, "not TLS or HTTP, and the rule limits methods "
+		    "or paths");
+		return;
+	}
+	c->c_r.r_proto = "tunnel";
+	c->c_r.r_tls = "none";
+	if (conn_budget_admit(c) == -1)
+		return;
+	/* what the client sent so far stays buffered and goes out first */
+	c->c_trans_raw = 1;
+	c->c_r.r_connect_replied = 1;	/* nobody asked to CONNECT */
+	c->c_r.r_status = -1;
+	conn_resolve(c);
+}
+
+/* Does <p> start like an HTTP/1.x request line ("TOKEN SP")? */
+static int
+looks_like_http(const unsigned char *p, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len && i < 24; i++) {
+		if (p[i] == ' ')
+			return i > 0;
+		if (!isupper(p[i]) && p[i] != '-')
+			return 0;
+	}
+	return -1;	/* not decided yet */
+}
+
+void
+conn_transparent_peek(struct conn *c, int timed_out)
+{
+	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
+	size_t			 len = evbuffer_get_length(in);
+	const unsigned char	*p;
+	int			 http;
+
+	if (timed_out) {
+		/* the server speaks first (or the client is slow): raw */
+		trans_raw(c);
+		return;
+	}
+	if (len == 0)
+		return;
+	p = evbuffer_pullup(in, (ssize_t)(len < 24 ? len : 24));
+	if (p[0] == 0x16) {
+		trans_tls(c);
+		return;
+	}
+	http = looks_like_http(p, len < 24 ? len : 24);
+	if (http == -1)
+		return;		/* a few more bytes will tell */
+	if (http == 1) {
+		/* the HTTP pipeline audits each request itself */
+		c->c_r.r_active = 0;
+		c->c_state = CONN_HEAD;
+		conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
+		conn_feed_request(c);
+		return;
+	}
+	trans_raw(c);
+}

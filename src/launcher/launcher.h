@@ -1,0 +1,199 @@
+/*
+ * The privileged launcher (DESIGN, "Process model"): the only part of
+ * airlock that stays root. airlockd forks it with launcher_spawn() while
+ * still root, before it loads secrets or starts threads; from then on the
+ * gateway only asks, over a socketpair and a small fixed message set
+ * (lnc_proto.h), and the launcher alone creates namespaces, veth links,
+ * routes, mounts, cgroups and the nftables table.
+ *
+ * Backend netns: a sandbox is a set of namespaces (net, mount, PID, UTS,
+ * IPC, cgroup) held by a tiny init (pid 1 inside), a veth pair
+ * <prefix><n> / eth0 and one /32 from the sandbox network, whose first
+ * host address is the gateway. Inside: lo and eth0, the single route
+ * "default via <gateway> onlink", IPv6 off, a private root (host tools
+ * read-only or launcher.rootfs under an overlay, fresh /tmp, home, /dev,
+ * /proc; the masked paths empty), /etc/resolv.conf naming the gateway,
+ * the CA bundle, hostname = id.
+ *
+ * The gateway-side calls are blocking RPCs serialised by a mutex, so the
+ * scheduler's preparing thread and the main thread may both call them.
+ * If the gateway goes away (EOF on the socketpair), the launcher destroys
+ * every sandbox, removes the host setup and exits.
+ *
+ *	struct launcher_opts	 o;
+ *	struct lnc_create_req	 r = { .cr_id = id, .cr_ca_pem = pem,
+ *				       .cr_ca_len = pemlen };
+ *	struct lnc_sandbox	 sb;
+ *	char			 why[160];
+ *
+ *	launcher_opts_from_cfg(&o, cfg);	// root, before secrets
+ *	lc = launcher_spawn(&o);
+ *	launcher_setup_host(lc, why, sizeof(why));
+ *	// bind the listeners on the gateway address, drop root
+ *	launcher_create(lc, &r, &sb, why, sizeof(why));
+ *	// sb.ls_addr identifies it; airlockctl run (root):
+ *	launcher_enter_exec(sb.ls_init_pid, uid, gid, argv, envp);
+ *	launcher_destroy(lc, id);
+ *	launcher_close(lc);			// at exit: all torn down
+ */
+#ifndef AIRLOCK_LAUNCHER_H
+#define AIRLOCK_LAUNCHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dns/net_guard.h"
+
+struct cfg;
+
+/*
+ * Inside every sandbox: the CA bundle (the system's CAs and the sandbox's
+ * CA; the same file also replaces /etc/ssl/certs/ca-certificates.crt, for
+ * tools that read only that) and the workload's home (a tmpfs it owns).
+ */
+#define LNC_CA_BUNDLE	"/etc/airlock/ca-bundle.pem"
+#define LNC_HOME	"/home/sandbox"
+
+#define LNC_ID_MAX	64	/* sandbox id: [A-Za-z0-9._-]{1,63} */
+#define LNC_MASK_MAX	8	/* masks per request */
+#define LNC_OPT_MASK_MAX 32	/* masks in the opts */
+#define LNC_PATH_MAX	1024	/* one mask path, NUL included */
+#define LNC_PEM_MAX	16384	/* the sandbox's CA certificate */
+
+struct launcher_opts {
+	/* IPv4, /8 to /29; the gateway is its first host address */
+	struct net_cidr	 lo_network;
+	/* ports on the gateway address: transparent listener and DNS stub
+	   (0 = that traffic is dropped) */
+	uint16_t	 lo_tport;
+	uint16_t	 lo_dport;
+	/* host veth names <prefix><n>; default "sbx-" */
+	const char	*lo_prefix;
+	/* the interface holding the gateway address; must not start with
+	   lo_prefix; default "airlock-gw" */
+	const char	*lo_gwname;
+	/* nftables table (family inet); default "airlock" */
+	const char	*lo_table;
+	/* parent of the sandboxes' cgroups: a name under /sys/fs/cgroup
+	   (when that is cgroup v2), or the absolute path of a directory in
+	   a cgroup2 hierarchy (a delegated subtree); default "airlock" */
+	const char	*lo_cgroup;
+	/* nft binary; NULL = /usr/sbin/nft and the usual places */
+	const char	*lo_nft;
+	/* NULL = host tools; or an absolute DIR, the read-only lower layer
+	   of a disposable overlay */
+	const char	*lo_rootfs;
+	/* the workload user (owner of LNC_HOME) */
+	uid_t		 lo_uid;
+	gid_t		 lo_gid;
+	/* cgroup v2 memory.max (bytes; also the size of each writable
+	   tmpfs) and pids.max; 0 = none (tmpfs 64MiB) */
+	uint64_t	 lo_memory;
+	uint64_t	 lo_pids;
+	/* host paths hidden in every sandbox (config dir, state_dir, secret
+	   files); NULL-terminated unless full */
+	const char	*lo_masks[LNC_OPT_MASK_MAX];
+	/* process name; default "airlock-launch" */
+	const char	*lo_title;
+};
+
+/* What the caller names for one sandbox. Borrowed for the call only. */
+struct lnc_create_req {
+	const char	*cr_id;
+	/* its CA certificate, PEM (below LNC_PEM_MAX), or NULL */
+	const char	*cr_ca_pem;
+	size_t		 cr_ca_len;
+	/* more host paths to hide: secret files, the config file, the admin
+	   socket; absolute; NULL-terminated unless full */
+	const char	*cr_masks[LNC_MASK_MAX];
+};
+
+/* What the launcher made. */
+struct lnc_sandbox {
+	char		 ls_id[LNC_ID_MAX];
+	char		 ls_ifname[16];	/* host side of the veth */
+	struct net_addr	 ls_addr;	/* its source address */
+	struct net_addr	 ls_gateway;
+	pid_t		 ls_init_pid;	/* host pid of its init, for
+					   launcher_enter_exec() */
+	uint32_t	 ls_usec;	/* time the launcher spent */
+};
+
+struct launcher;
+
+/* Defaults for every field (network 10.88.0.0/16, ports 0, uid 65534). */
+void		 launcher_opts_init(struct launcher_opts *);
+/*
+ * Fill <o> from the config: network, the ports of listen.transparent and
+ * listen.dns, rootfs, user, limits, and masks for the config directory,
+ * state_dir, the admin socket and token file and every file: secret
+ * source (what an exec: source reads is not known here: name it in the
+ * create request). Strings are borrowed from <cfg>, which must outlive
+ * launcher_spawn(). Returns 0, or -1 after logging (bad "IP:PORT", more
+ * paths than LNC_OPT_MASK_MAX).
+ */
+int		 launcher_opts_from_cfg(struct launcher_opts *,
+		    const struct cfg *);
+
+/*
+ * Fork the launcher. Call as root, single-threaded, before secrets are
+ * loaded: the child keeps a copy of this process's memory (and so does
+ * every sandbox init, root-owned and not dumpable). The child keeps only
+ * stderr and its end of the socketpair (stdin, stdout on /dev/null),
+ * ignores terminal signals and SIGTERM: it stops when the gateway's end
+ * closes. <o> is copied. Returns the handle, or NULL after logging.
+ */
+struct launcher	*launcher_spawn(const struct launcher_opts *);
+
+/*
+ * Install the host side, idempotent: the nftables table, the blackhole
+ * route for the network, the gateway address on lo_gwname (bindable from
+ * then on). Sandboxes need it; running ones are left alone. Returns 0, or
+ * -1 with the launcher's reason in <why> (may be NULL).
+ */
+int		 launcher_setup_host(struct launcher *, char *why, size_t);
+/* Undo launcher_setup_host() after destroying every sandbox. */
+int		 launcher_teardown_host(struct launcher *, char *why,
+		    size_t);
+/* Is the launcher alive and answering? 0 or -1. */
+int		 launcher_ping(struct launcher *);
+/* Build a sandbox. 0 with <out> filled, or -1 with <why>. */
+int		 launcher_create(struct launcher *,
+		    const struct lnc_create_req *, struct lnc_sandbox *out,
+		    char *why, size_t);
+/*
+ * Kill it: its processes, mounts and cgroup are gone when this returns,
+ * its veth goes with its netns moments later (the kernel's batched
+ * cleanup; the launcher deletes it past 5 s), and its address is given
+ * out again only once that link is gone. 0, or -1 (ENOENT: unknown id).
+ */
+int		 launcher_destroy(struct launcher *, const char *id);
+/*
+ * Close the socketpair and wait for the launcher to exit: it destroys
+ * every sandbox and tears the host setup down first. No other call may
+ * be running. NULL ok.
+ */
+void		 launcher_close(struct launcher *);
+/* The launcher's pid (tests, logs). */
+pid_t		 launcher_pid(const struct launcher *);
+
+/*
+ * Run argv inside the sandbox whose init is <init_pid>, for airlockctl
+ * run: enter its namespaces (and cgroup), then as <uid>:<gid> with no
+ * supplementary groups, no capabilities (bounding set included),
+ * NO_NEW_PRIVS and in a session of its own (no TIOCSTI into the caller's
+ * terminal), execve argv[0] (searched in envp's PATH when it has no '/')
+ * with exactly <envp>, cwd "/", fds 0-2 inherited and no other. Must be
+ * root. The caller's own namespaces are untouched (the work happens in a
+ * child). While it runs, the caller ignores SIGINT and SIGQUIT (a
+ * terminal's Ctrl-C reaches the entering child, which forwards it to the
+ * workload's process group) and forwards SIGTERM and SIGHUP. Returns the
+ * exit status, 128+N for signal N, 127 when argv[0] was not found, 126
+ * when it could not run, -1 when the sandbox could not be entered
+ * (logged).
+ */
+int		 launcher_enter_exec(pid_t init_pid, uid_t, gid_t,
+		    char *const argv[], char *const envp[]);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * Inside the launcher process: rtnetlink helpers, host setup and the netns
+ * backend. Nothing here runs in the gateway.
+ */
+#ifndef AIRLOCK_LNC_INTERNAL_H
+#define AIRLOCK_LNC_INTERNAL_H
+
+#include <limits.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include "launcher/launcher.h"
+#include "launcher/lnc_proto.h"
+
+/* comm of every sandbox init */
+#define LNC_INIT_NAME	"airlock-init"
+
+/*
+ * rtnetlink, synchronous: each call sends one request with NLM_F_ACK and
+ * reads its answer. 0, or -1 with errno set from the kernel's answer.
+ * Addresses are IPv4 in network order.
+ */
+int	lnc_nl_open(void);	/* NETLINK_ROUTE, the caller's netns */
+/* >0 ifindex, 0 when no such link, -1 on error. */
+int	lnc_nl_link_index(int nl, const char *name);
+int	lnc_nl_link_add(int nl, const char *name, const char *kind);
+/* A veth pair <name> here and <peer> in the netns of <peer_nsfd>. */
+int	lnc_nl_veth_add(int nl, const char *name, const char *peer,
+	    int peer_nsfd);
+int	lnc_nl_link_del(int nl, int ifindex);
+int	lnc_nl_link_up(int nl, int ifindex);
+int	lnc_nl_addr_add(int nl, int ifindex, in_addr_t, int plen);
+int	lnc_nl_addr_del(int nl, int ifindex, in_addr_t, int plen);
+/* RTM_NEWROUTE/RTM_DELROUTE in the main table. <type> RTN_UNICAST or
+ * RTN_BLACKHOLE; <gw>, <src> 0 = none; <ifindex> 0 = none; onlink with
+ * a gateway. */
+int	lnc_nl_route(int nl, int add, in_addr_t dst, int plen, int type,
+	    int ifindex, in_addr_t gw, in_addr_t src);
+/* Delete every link whose name is <prefix> followed by digits only. */
+int	lnc_nl_link_del_prefix(int nl, const char *prefix);
+/* Write <val> to /proc/sys/<path>, or to the file <path>; 0 or -1. */
+int	lnc_sysctl(const char *path, const char *val);
+int	lnc_write_file(const char *path, const char *val);
+
+/* One sandbox, as the launcher keeps it. */
+struct lnc_sbx {
+	TAILQ_ENTRY(lnc_sbx) s_entry;
+	char		 s_id[LNC_ID_MAX];
+	char		 s_ifname[16];
+	uint32_t	 s_index;	/* address = base + 1 + index */
+	in_addr_t	 s_addr;
+	pid_t		 s_pid;		/* its init */
+	int		 s_pidfd;
+	int		 s_dead;	/* init already reaped */
+	char		*s_cgroup;	/* cgroup v2 dir, or NULL */
+};
+TAILQ_HEAD(lnc_sbxq, lnc_sbx);
+
+/* The host end of a destroyed sandbox's veth, until the kernel's netns
+ * cleanup has removed it (or we do, past the deadline). */
+struct lnc_gone {
+	TAILQ_ENTRY(lnc_gone) g_entry;
+	char		 g_ifname[16];
+	uint64_t	 g_deadline;	/* monotonic ms */
+};
+TAILQ_HEAD(lnc_goneq, lnc_gone);
+
+/* The launcher process's state. */
+struct lnc {
+	struct launcher_opts l_o;	/* strings point into l_strs */
+	char		*l_strs;
+	int		 l_sock;
+	int		 l_nl;		/* rtnetlink, host netns */
+	in_addr_t	 l_base;	/* network, host order */
+	in_addr_t	 l_gw;		/* gateway, network order */
+	uint32_t	 l_nslots;	/* usable indexes 1..l_nslots */
+	uint32_t	 l_next;	/* allocation cursor */
+	uint8_t		*l_used;	/* index -> in use */
+	int		 l_host_up;	/* SETUP_HOST done */
+	int		 l_host_dirty;	/* SETUP_HOST tried: undo it */
+	int		 l_cg2;		/* a cgroup v2 per sandbox */
+	int		 l_cg_limits;	/* memory, pids controllers */
+	char		*l_cgparent;	/* its parent dir, or NULL */
+	struct lnc_sbxq	 l_sbxs;
+	size_t		 l_nsbx;
+	struct lnc_goneq l_gone;
+};
+
+int	lnc_host_setup(struct lnc *, char *why, size_t);
+int	lnc_host_teardown(struct lnc *);
+void	lnc_cgroup_detect(struct lnc *);
+void	lnc_cgroup_remove(struct lnc *);
+
+int	lnc_sbx_create(struct lnc *, const struct lnc_m_create *,
+	    struct lnc_m_sandbox *, char *why, size_t);
+int	lnc_sbx_destroy(struct lnc *, struct lnc_sbx *);
+struct lnc_sbx *lnc_sbx_find(struct lnc *, const char *id);
+/* Note an init that died on its own (waitpid in the main loop). */
+void	lnc_sbx_reaped(struct lnc *, pid_t);
+/* Forget links that are gone, delete those past their deadline (all of
+ * them with <force>). Returns how many are still waited for. */
+size_t	lnc_gone_check(struct lnc *, int force);
+
+/* What a new init needs to build its sandbox, prepared before clone. */
+struct lnc_child {
+	struct lnc	*c_l;
+	int		 c_sync;	/* to the launcher */
+	const char	*c_id;
+	in_addr_t	 c_addr;
+	const char	*c_pem;
+	size_t		 c_pemlen;
+	char		 c_masks[LNC_OPT_MASK_MAX + LNC_MASK_MAX][PATH_MAX];
+	size_t		 c_nmasks;
+};
+
+/* In the new init: report <err> (0 = EIO) and why to the launcher, exit. */
+void	lnc_child_fail(struct lnc_child *, int err, const char *, ...)
+	    __attribute__((noreturn, format(printf, 3, 4)));
+#define LNC_CHECK(c, expr, ...) do {					\
+	if ((expr) == -1)						\
+		lnc_child_fail((c), errno, __VA_ARGS__);		\
+} while (0)
+/* In the new init: build the private root and pivot into it. */
+void	lnc_root_setup(struct lnc_child *);
+
+/* The launcher's main: never returns. */
+void	lnc_main(int sock, const struct launcher_opts *)
+	    __attribute__((noreturn));
+
+/* Validation shared by both ends. */
+int	lnc_id_valid(const char *id);
+int	lnc_path_valid(const char *path);
+int	lnc_pem_valid(const char *pem, size_t len);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * Messages between the gateway and the launcher, over a
+ * socketpair(AF_UNIX, SOCK_SEQPACKET): one datagram per message, each a
+ * fixed-size struct, so a message is valid only with exactly the size of
+ * its type. Both ends run the same binary, so host byte order and layout.
+ * One request is outstanding at a time; the reply echoes its sequence
+ * number.
+ *
+ *   gateway -> launcher (struct lnc_hdr first)
+ *	PING		no body		-> OK
+ *	SETUP_HOST	no body		-> OK | ERR
+ *		the settings come from launcher_spawn()'s opts, copied at fork
+ *	CREATE		lnc_m_create	-> OK + lnc_m_sandbox | ERR
+ *	DESTROY		lnc_m_destroy	-> OK | ERR (ENOENT)
+ *	TEARDOWN_HOST	no body		-> OK | ERR
+ *	(each LNC_M_<name>)
+ *
+ *   launcher -> gateway: always one struct lnc_m_reply (type LNC_R_OK or
+ *	LNC_R_ERR, the request's seq, an errno value and a short text).
+ *
+ * The launcher checks, before acting: the size for the type, the NUL
+ * within each string field, the id charset [A-Za-z0-9._-] (1-63, not
+ * starting with '.'), the PEM (printable ASCII and newlines, below
+ * LNC_PEM_MAX, starting with "-----BEGIN "), the mask count and each mask
+ * (absolute, no "..", no control characters). Anything else: LNC_R_ERR
+ * EINVAL and nothing done. A datagram of an unknown type or size, or a
+ * truncated one, is answered the same way.
+ */
+#ifndef AIRLOCK_LNC_PROTO_H
+#define AIRLOCK_LNC_PROTO_H
+
+#include <stdint.h>
+
+#include "launcher/launcher.h"
+
+enum lnc_type {
+	LNC_M_PING = 1,
+	LNC_M_SETUP_HOST,
+	LNC_M_CREATE,
+	LNC_M_DESTROY,
+	LNC_M_TEARDOWN_HOST,
+	LNC_R_OK = 100,
+	LNC_R_ERR,
+};
+
+struct lnc_hdr {
+	uint32_t	lh_type;	/* enum lnc_type */
+	uint32_t	lh_seq;
+};
+
+struct lnc_m_create {
+	struct lnc_hdr	mc_hdr;
+	char		mc_id[LNC_ID_MAX];
+	uint32_t	mc_ca_len;
+	uint32_t	mc_nmasks;
+	char		mc_masks[LNC_MASK_MAX][LNC_PATH_MAX];
+	char		mc_ca_pem[LNC_PEM_MAX];
+};
+
+struct lnc_m_destroy {
+	struct lnc_hdr	md_hdr;
+	char		md_id[LNC_ID_MAX];
+};
+
+struct lnc_m_sandbox {
+	char		ms_id[LNC_ID_MAX];
+	char		ms_ifname[16];
+	uint32_t	ms_addr;	/* network order */
+	uint32_t	ms_gateway;	/* network order */
+	int32_t		ms_init_pid;
+	uint32_t	ms_usec;
+};
+
+struct lnc_m_reply {
+	struct lnc_hdr	mr_hdr;
+	int32_t		mr_errno;	/* 0 with LNC_R_OK */
+	char		mr_msg[160];	/* NUL-terminated reason */
+	struct lnc_m_sandbox mr_sb;	/* LNC_M_CREATE only */
+};
+
+/* The largest datagram either side accepts. */
+#define LNC_MSG_MAX	sizeof(struct lnc_m_create)
+
+#endif
