@@ -23,7 +23,10 @@
 #include "budget/bud.h"
 #include "ca/ca.h"
 #include "cfg/cfg.h"
+#include "conn/conn.h"
 #include "conn/worker.h"
+#include "dns/dns_synth.h"
+#include "launcher/launcher.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
 #include "sched/pool.h"
@@ -34,6 +37,56 @@
 
 static struct cfg	*current_cfg;
 static const char	*cfg_path;
+static struct launcher	*launcher;	/* launcher.backend netns */
+
+/* A sandbox with namespaces was deleted: they go too. */
+static void
+destroy_namespaces(const char *id)
+{
+	if (launcher != NULL && launcher_destroy(launcher, id) == -1)
+		log_warnx("sandbox %s: the launcher could not destroy it", id);
+}
+
+/*
+ * launcher.backend netns: fork the privileged launcher now, before any
+ * secret value is loaded, and have it set up the host (nftables, the
+ * gateway address, the blackhole route).
+ */
+static int
+start_launcher(const char *path)
+{
+	struct launcher_opts	 lo;
+	struct cfg		*pre;
+	char			 why[256];
+	int			 nerr = 0;
+
+	if ((pre = cfg_load(path, stderr, &nerr)) == NULL)
+		return -1;
+	if (pre->c_launcher_backend != CFG_BACKEND_NETNS) {
+		cfg_unref(pre);
+		return 0;
+	}
+	if (geteuid() != 0) {
+		log_warnx("launcher.backend netns needs root (namespaces, "
+		    "links, nftables)");
+		cfg_unref(pre);
+		return -1;
+	}
+	if (launcher_opts_from_cfg(&lo, pre) == -1 ||
+	    (launcher = launcher_spawn(&lo)) == NULL) {
+		log_warnx("cannot start the launcher");
+		cfg_unref(pre);
+		return -1;
+	}
+	cfg_unref(pre);
+	if (launcher_setup_host(launcher, why, sizeof(why)) == -1) {
+		log_warnx("launcher: host setup failed: %s", why);
+		return -1;
+	}
+	log_info("launcher %d: host set up for netns sandboxes",
+	    (int)launcher_pid(launcher));
+	return 0;
+}
 
 static void
 usage(FILE *f)
@@ -356,8 +409,21 @@ main(int argc, char *argv[])
 	if (evthread_use_pthreads() != 0)
 		fatalx("evthread_use_pthreads failed");
 	tls_global_init();
-	if ((current_cfg = load_config(cfg_path, stderr)) == NULL)
+	if (start_launcher(cfg_path) == -1) {
+		launcher_close(launcher);
 		return 1;
+	}
+	if ((current_cfg = load_config(cfg_path, stderr)) == NULL) {
+		launcher_close(launcher);
+		return 1;
+	}
+	/* names behind the DNS stub's addresses, for the transparent path */
+	if (current_cfg->c_listen_transparent != NULL &&
+	    (worker_dns_synth = dns_synth_new(&current_cfg->c_dns_pool,
+	    DNS_SYNTH_MAX_NAMES, DNS_SYNTH_MIN_IDLE_MS)) == NULL)
+		fatalx("dns_synth_new");
+	pool_set_launcher(launcher);
+	sbx_set_destroy_hook(destroy_namespaces);
 	if (sbx_init(current_cfg->c_state_dir) == -1)
 		fatalx("sandbox state: cannot read");
 	sbx_sync_config(current_cfg);
@@ -392,6 +458,11 @@ main(int argc, char *argv[])
 	admin_stop();
 	pool_stop();
 	workers_join();
+	/* every sandbox's namespaces and the host setup go with it */
+	launcher_close(launcher);
+	launcher = NULL;
+	dns_synth_free(worker_dns_synth);
+	worker_dns_synth = NULL;
 	bud_close();
 	aud_stop();
 	event_free(ev_term);

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,16 @@ admin_body_string(json_object *o, const char *key, const char **out,
 	return 0;
 }
 
+/* The sandbox gateway: the first host address of launcher.network. */
+static void
+net_gateway_text(const struct cfg *cfg, char *buf, size_t bufsz)
+{
+	struct net_addr	gw = cfg->c_launcher_network.nc_addr;
+
+	gw.na_bytes[3] |= 1;
+	net_addr_format(&gw, buf, bufsz);
+}
+
 static void
 route_healthz(const struct admin_req *q, struct admin_resp *r)
 {
@@ -279,19 +290,27 @@ sandbox_env(const struct cfg *cfg, const struct sbx *s)
 	    json_object_new_string(s->sb_id));
 	json_object_object_add(o, "AIRLOCK_SESSION_TOKEN",
 	    json_object_new_string_len(s->sb_token, (int)s->sb_token_len));
-	/* the gateway's IP: the proxy address without port or brackets */
-	len = strcspn(gw[0] == '[' ? gw + 1 : gw, gw[0] == '[' ? "]" : ":");
-	if (len >= sizeof(host))
-		len = sizeof(host) - 1;
-	memcpy(host, gw[0] == '[' ? gw + 1 : gw, len);
-	host[len] = '\0';
-	json_object_object_add(o, "AIRLOCK_GATEWAY",
-	    json_object_new_string(host));
-	url = proxy_url(cfg, s);
-	json_object_object_add(o, "HTTP_PROXY", json_object_get(url));
-	json_object_object_add(o, "HTTPS_PROXY", json_object_get(url));
-	json_object_object_add(o, "http_proxy", json_object_get(url));
-	json_object_object_add(o, "https_proxy", url);
+	if (s->sb_flags & SBX_F_NETNS) {
+		/* its only route leads to the gateway: no proxy settings */
+		net_gateway_text(cfg, host, sizeof(host));
+		json_object_object_add(o, "AIRLOCK_GATEWAY",
+		    json_object_new_string(host));
+	} else {
+		/* the gateway's IP: the proxy address without port/brackets */
+		len = strcspn(gw[0] == '[' ? gw + 1 : gw, gw[0] == '[' ?
+		    "]" : ":");
+		if (len >= sizeof(host))
+			len = sizeof(host) - 1;
+		memcpy(host, gw[0] == '[' ? gw + 1 : gw, len);
+		host[len] = '\0';
+		json_object_object_add(o, "AIRLOCK_GATEWAY",
+		    json_object_new_string(host));
+		url = proxy_url(cfg, s);
+		json_object_object_add(o, "HTTP_PROXY", json_object_get(url));
+		json_object_object_add(o, "HTTPS_PROXY", json_object_get(url));
+		json_object_object_add(o, "http_proxy", json_object_get(url));
+		json_object_object_add(o, "https_proxy", url);
+	}
 	for (i = 0; i < cfg->c_nsecrets; i++)
 		if (cfg->c_secrets[i].sc_sandbox_env != NULL &&
 		    cfg->c_secrets[i].sc_placeholder != NULL)
@@ -553,8 +572,25 @@ route_claim(const struct admin_req *q, struct admin_resp *r)
 	json_object_put(body);
 	o = sandbox_full(admin_hooks.ah_cfg(), s);
 	json_object_object_add(o, "warm", json_object_new_boolean(warm));
-	json_object_object_add(o, "backend", json_object_new_string("none"));
+	json_object_object_add(o, "backend", json_object_new_string(
+	    (s->sb_flags & SBX_F_NETNS) ? "netns" : "none"));
 	json_object_object_add(o, "env", sandbox_env(admin_hooks.ah_cfg(), s));
+	if (s->sb_flags & SBX_F_NETNS) {
+		const struct cfg *cfg = admin_hooks.ah_cfg();
+		char	 user[32], ip[INET6_ADDRSTRLEN];
+
+		/* for airlockctl run: enter its namespaces as its user */
+		json_object_object_add(o, "pid",
+		    json_object_new_int(s->sb_init_pid));
+		snprintf(user, sizeof(user), "%u:%u", cfg->c_launcher_uid,
+		    cfg->c_launcher_gid);
+		json_object_object_add(o, "user", json_object_new_string(user));
+		if (s->sb_naddrs > 0) {
+			net_addr_format(&s->sb_addrs[0], ip, sizeof(ip));
+			json_object_object_add(o, "address",
+			    json_object_new_string(ip));
+		}
+	}
 	sbx_unref(s);
 	admin_json(r, 200, o);
 }
@@ -632,7 +668,8 @@ route_pool(const struct admin_req *q, struct admin_resp *r)
 		json_object_array_add(a, p);
 	}
 	pool_stats_free(st, n);
-	json_object_object_add(o, "backend", json_object_new_string("none"));
+	json_object_object_add(o, "backend", json_object_new_string(
+	    cfg->c_launcher_backend == CFG_BACKEND_NETNS ? "netns" : "none"));
 	json_object_object_add(o, "warm_floor", json_object_new_int64(
 	    (int64_t)(cfg->c_launcher_set ? cfg->c_pool_warm : 0)));
 	json_object_object_add(o, "max",

@@ -59,7 +59,9 @@ struct cfg_parse {
  * built (issue #7): its keys parse, but are refused until the daemon
  * serves them.
  */
-#define CFG_GATEWAY_MODE	0
+#define CFG_GATEWAY_MODE	1
+/* listen.dns: refused until the DNS stub is served by the daemon. */
+#define CFG_DNS_STUB		0
 #define CFG_K_LATER	0x02	/* SPEC key of a feature not built yet */
 
 struct cfg_key;

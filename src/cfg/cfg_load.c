@@ -170,9 +170,10 @@ cfg_k_listen_one(struct cfg_parse *cp, const struct cfg_key *k,
 
 	/* the transparent listener serves redirects from any source; the
 	   DNS stub waits for the rest of gateway mode */
-	if (strcmp(k->k_name, "dns") == 0 &&
-	    cfg_gateway_mode_key(cp, k, v) == -1)
+	if (strcmp(k->k_name, "dns") == 0 && !CFG_DNS_STUB) {
+		cfg_err(cp, v, "key \"%s\" is not supported yet", k->k_name);
 		return;
+	}
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	if ((s = cfg_scalar(cp, v, what, "\"IP:PORT\"")) == NULL)
 		return;
@@ -1802,9 +1803,12 @@ cfg_k_launcher_backend(struct cfg_parse *cp, const struct cfg_key *k,
 		return;
 	if (strcmp(s, "none") == 0)
 		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NONE;
+	else if (strcmp(s, "netns") == 0 && CFG_GATEWAY_MODE)
+		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NETNS;
 	else if (strcmp(s, "netns") == 0 || strcmp(s, "qemu") == 0)
 		cfg_err(cp, v, "launcher backend \"%s\" is not supported yet "
-		    "(only \"none\")", s);
+		    "(only \"none\"%s)", s, CFG_GATEWAY_MODE ? " or "
+		    "\"netns\"" : "");
 	else
 		cfg_err(cp, v, "\"backend\" must be netns, qemu or none, not "
 		    "\"%s\"", s);

@@ -95,6 +95,8 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 		return;
 	}
 	__atomic_add_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->c_sbx->sb_last_used_ms, util_now_ms(),
+	    __ATOMIC_RELAXED);
 	c->c_policy = cfg_policy_find(c->c_cfg, c->c_sbx->sb_policy);
 
 	/* a DNS stub address stands for the name it was given for */

@@ -22,6 +22,7 @@
 #include <openssl/x509.h>
 
 #include "audit/aud.h"
+#include "launcher/launcher.h"
 #include "ctl/ctl.h"
 #include "util/util.h"
 
@@ -808,6 +809,77 @@ run_release(const struct ctl *c, const char *id)
 }
 
 /*
+ * launcher.backend netns: the sandbox has its own namespaces and root; we
+ * (root) enter them as its user, with the environment SPEC allows: the
+ * claim's variables, the CA variables at the bundle the launcher wrote
+ * inside, PATH, HOME (its own), USER, LANG and TERM.
+ */
+static int
+run_netns(struct json_object *r, struct json_object *env, char **argv)
+{
+	static const char *const ca_vars[] = { "SSL_CERT_FILE",
+	    "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE",
+	    "GIT_SSL_CAINFO", NULL };
+	struct json_object	*v;
+	const char		*user, *t;
+	char			**envp;
+	unsigned		 uid, gid;
+	size_t			 n = 0, i;
+	int			 pid, rc;
+
+	if (!json_object_object_get_ex(r, "pid", &v) ||
+	    (pid = json_object_get_int(v)) <= 1 ||
+	    (user = jstr(r, "user")) == NULL ||
+	    sscanf(user, "%u:%u", &uid, &gid) != 2) {
+		ctl_err("the claim answer lacks the sandbox's pid or user");
+		return CTL_FAIL;
+	}
+	if (geteuid() != 0) {
+		ctl_err("entering a netns sandbox needs root");
+		return CTL_FAIL;
+	}
+	envp = xcalloc((size_t)json_object_object_length(env) + 16,
+	    sizeof(char *));
+	json_object_object_foreach(env, k, jv) {
+		if (!env_name_ok(k) || jv == NULL ||
+		    !json_object_is_type(jv, json_type_string))
+			continue;
+		if (asprintf(&envp[n], "%s=%s", k,
+		    json_object_get_string(jv)) != -1)
+			n++;
+	}
+	for (i = 0; ca_vars[i] != NULL; i++)
+		if (asprintf(&envp[n], "%s=%s", ca_vars[i], LNC_CA_BUNDLE) !=
+		    -1)
+			n++;
+	if (asprintf(&envp[n], "PATH=/usr/local/bin:/usr/bin:/bin") != -1)
+		n++;
+	if (asprintf(&envp[n], "HOME=%s", LNC_HOME) != -1)
+		n++;
+	if (asprintf(&envp[n], "USER=sandbox") != -1)
+		n++;
+	if ((t = getenv("LANG")) != NULL && asprintf(&envp[n], "LANG=%s",
+	    t) != -1)
+		n++;
+	if ((t = getenv("TERM")) != NULL && asprintf(&envp[n], "TERM=%s",
+	    t) != -1)
+		n++;
+	envp[n] = NULL;
+	fflush(stdout);
+	fflush(stderr);
+	rc = launcher_enter_exec((pid_t)pid, (uid_t)uid, (gid_t)gid, argv,
+	    envp);
+	for (i = 0; i < n; i++)
+		free(envp[i]);
+	free(envp);
+	if (rc == -1) {
+		ctl_err("could not enter the sandbox (pid %d)", pid);
+		return CTL_FAIL;
+	}
+	return rc;
+}
+
+/*
  * Claim a sandbox from the launcher's pool and run CMD with it. With
  * launcher.backend none (the only backend so far) a sandbox is an
  * identity, and the workload runs wherever its caller runs it: here, as a
@@ -844,6 +916,15 @@ ctl_cmd_run(struct ctl *c, struct ctl_args *a)
 	cid = clean(id);
 	pem = jstr(r.r_json, "ca_cert");
 	backend = jstr(r.r_json, "backend");
+	if (backend != NULL && strcmp(backend, "netns") == 0 &&
+	    json_object_object_get_ex(r.r_json, "env", &env) &&
+	    json_object_is_type(env, json_type_object)) {
+		rc = run_netns(r.r_json, env, a->a_tail);
+		run_release(c, id);
+		free(cid);
+		ctl_resp_fini(&r);
+		return rc;
+	}
 	if (!json_object_object_get_ex(r.r_json, "env", &env) ||
 	    !json_object_is_type(env, json_type_object) || pem == NULL ||
 	    (backend != NULL && strcmp(backend, "none") != 0)) {

@@ -34,6 +34,13 @@ static pthread_rwlock_t	  sbx_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sbx	**sbx_v;	/* sorted by id */
 static size_t		  sbx_n, sbx_cap;
 static char		 *sbx_state_dir;
+static void		(*sbx_destroy_hook)(const char *);
+
+void
+sbx_set_destroy_hook(void (*fn)(const char *))
+{
+	sbx_destroy_hook = fn;
+}
 
 static struct sbx *
 sbx_new(const char *id, const char *policy, const char *token, size_t toklen,
@@ -139,6 +146,9 @@ sbx_persist(const struct sbx *s, int sync)
 	char		*dir, *path, *tmp;
 	size_t		 len;
 	int		 fd, rv = -1;
+
+	if (s->sb_flags & SBX_F_NETNS)
+		return 0;
 
 	if (asprintf(&dir, "%s/sandboxes", sbx_state_dir) == -1)
 		fatal("asprintf");
@@ -484,7 +494,7 @@ enum sbx_err
 sbx_delete(const char *id)
 {
 	struct sbx	*s;
-	char		*path;
+	char		*path, *gone = NULL;
 	ssize_t		 at;
 
 	pthread_rwlock_wrlock(&sbx_lock);
@@ -503,8 +513,13 @@ sbx_delete(const char *id)
 		log_warn("sandbox %s: unlink %s", id, path);
 	free(path);
 	ca_registry_drop(sbx_state_dir, id);
+	if (s->sb_flags & SBX_F_NETNS)
+		gone = xstrdup(id);
 	sbx_remove_at((size_t)at);
 	pthread_rwlock_unlock(&sbx_lock);
+	if (gone != NULL && sbx_destroy_hook != NULL)
+		sbx_destroy_hook(gone);
+	free(gone);
 	log_info("sandbox %s: deleted", id);
 	return SBX_OK;
 }
@@ -541,19 +556,39 @@ sbx_claim_pooled(const char *policy)
 }
 
 void
+sbx_add_flags(struct sbx *s, int flags)
+{
+	pthread_rwlock_wrlock(&sbx_lock);
+	s->sb_flags |= flags;
+	pthread_rwlock_unlock(&sbx_lock);
+}
+
+void
 sbx_drop_pooled(void)
 {
-	size_t	i;
+	char	**gone;
+	size_t	  i, n = 0;
 
 	pthread_rwlock_wrlock(&sbx_lock);
+	gone = xcalloc(sbx_n + 1, sizeof(*gone));
 	for (i = 0; i < sbx_n; ) {
-		if (sbx_v[i]->sb_flags & SBX_F_POOLED) {
+		if (sbx_v[i]->sb_flags & (SBX_F_POOLED | SBX_F_NETNS)) {
+			/* namespaces end with the process: so do their
+			   sandboxes, claimed or not */
+			if (sbx_v[i]->sb_flags & SBX_F_NETNS)
+				gone[n++] = xstrdup(sbx_v[i]->sb_id);
 			ca_registry_drop(sbx_state_dir, sbx_v[i]->sb_id);
 			sbx_remove_at(i);
 		} else
 			i++;
 	}
 	pthread_rwlock_unlock(&sbx_lock);
+	for (i = 0; i < n; i++) {
+		if (sbx_destroy_hook != NULL)
+			sbx_destroy_hook(gone[i]);
+		free(gone[i]);
+	}
+	free(gone);
 }
 
 size_t

@@ -37,12 +37,16 @@ struct sbx {
 					   the config's "addresses", or the one
 					   the launcher gave it */
 	size_t		 sb_naddrs;
+	int		 sb_init_pid;	/* netns backend: host pid of its
+					   init, for airlockctl run */
 };
 
 #define SBX_F_POOLED	0x01	/* warm in the launcher's pool, not handed
 				   out yet; never persisted */
 #define SBX_F_LAUNCHED	0x02	/* handed out by a claim: the scheduler may
 				   evict it when idle */
+#define SBX_F_NETNS	0x04	/* has namespaces from the launcher: not
+				   persisted (they end with the process) */
 
 enum sbx_err {
 	SBX_OK = 0,
@@ -77,6 +81,8 @@ enum sbx_err	 sbx_create(const struct cfg *, const char *policy,
 /* Hand out a warm sandbox of <policy>: it stops being pooled, becomes
  * launched and is persisted. A reference, or NULL when none is warm. */
 struct sbx	*sbx_claim_pooled(const char *policy);
+/* Add <flags> to a sandbox's (under the registry lock). */
+void		 sbx_add_flags(struct sbx *, int flags);
 /* Forget every pooled sandbox (shutdown): registry entry and CA. */
 void		 sbx_drop_pooled(void);
 /* Revoke and forget <id>: its token stops working at once, its CA and
@@ -87,6 +93,9 @@ enum sbx_err	 sbx_delete(const char *id);
 size_t		 sbx_list(struct sbx ***out);
 void		 sbx_list_free(struct sbx **, size_t);
 const char	*sbx_strerror(enum sbx_err);
+/* Called (outside the lock) with the id of every SBX_F_NETNS sandbox
+ * that is deleted or dropped, so that its namespaces go too. */
+void		 sbx_set_destroy_hook(void (*)(const char *id));
 void		 sbx_shutdown(void);
 
 #endif

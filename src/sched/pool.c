@@ -24,8 +24,10 @@
 
 #include <event2/event.h>
 
+#include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/worker.h"
+#include "launcher/launcher.h"
 #include "sched/pool.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -60,6 +62,57 @@ static size_t		  pool_npols;
 static struct event	 *pool_ev;
 static const struct cfg	*(*pool_cfg)(void);
 static uint64_t		  pool_rate_ms;	/* last rate update */
+static struct launcher	 *pool_launcher;	/* netns backend, or NULL */
+
+void
+pool_set_launcher(struct launcher *l)
+{
+	pool_launcher = l;
+}
+
+/*
+ * Build one sandbox of <policy> with <flags> (SBX_F_POOLED: warm, or
+ * SBX_F_LAUNCHED: claimed now). With the netns backend it gets its
+ * namespaces before anyone can claim it: it joins the pool only when
+ * they are up.
+ */
+static enum sbx_err
+pool_build(const struct cfg *cfg, const char *policy, int flags,
+    struct sbx **out)
+{
+	struct lnc_create_req	 req;
+	struct lnc_sandbox	 ls;
+	struct ca		*ca;
+	enum sbx_err		 e;
+	char			 why[200], id[64];
+
+	if (pool_launcher == NULL)
+		return sbx_create(cfg, policy, NULL, flags, out);
+	e = sbx_create(cfg, policy, NULL, (flags & ~SBX_F_POOLED) |
+	    SBX_F_NETNS, out);
+	if (e != SBX_OK)
+		return e;
+	snprintf(id, sizeof(id), "%s", (*out)->sb_id);
+	memset(&req, 0, sizeof(req));
+	req.cr_id = id;
+	if ((ca = ca_get(cfg->c_state_dir, id)) != NULL) {
+		req.cr_ca_pem = ca_cert_pem(ca);
+		req.cr_ca_len = strlen(req.cr_ca_pem);
+	}
+	if (launcher_create(pool_launcher, &req, &ls, why, sizeof(why)) ==
+	    -1 || sbx_set_addr(*out, &ls.ls_addr) == -1) {
+		log_warnx("pool %s: sandbox %s: launcher: %s", policy, id,
+		    why);
+		sbx_unref(*out);
+		*out = NULL;
+		sbx_delete(id);
+		return SBX_E_IO;
+	}
+	(*out)->sb_init_pid = (int)ls.ls_init_pid;
+	if (flags & SBX_F_POOLED)
+		sbx_add_flags(*out, SBX_F_POOLED);
+	return SBX_OK;
+}
 
 static struct pool_pol *
 pol_get(const char *name)
@@ -132,7 +185,7 @@ pool_thread_main(void *arg)
 		pthread_mutex_unlock(&pool_mtx);
 
 		t0 = util_now_ms();
-		if (sbx_create(cfg, name, NULL, SBX_F_POOLED, &s) == SBX_OK)
+		if (pool_build(cfg, name, SBX_F_POOLED, &s) == SBX_OK)
 			sbx_unref(s);
 		else
 			log_warnx("pool %s: could not prepare a sandbox", name);
@@ -337,7 +390,7 @@ pool_claim(const char *policy, struct sbx **out, int *warm)
 	pthread_mutex_unlock(&pool_mtx);
 	/* cold path: the identical sandbox, built now */
 	*warm = 0;
-	e = sbx_create(cfg, policy, NULL, SBX_F_LAUNCHED, out);
+	e = pool_build(cfg, policy, SBX_F_LAUNCHED, out);
 	pool_kick(0);
 	return e;
 }

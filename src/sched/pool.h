@@ -43,6 +43,9 @@ long		 pool_prewarm(const char *policy, size_t count);
  * pool_stats_free. */
 size_t		 pool_stats(struct pool_stat **);
 void		 pool_stats_free(struct pool_stat *, size_t);
+/* launcher.backend netns: sandboxes get namespaces from <launcher>. */
+struct launcher;
+void		 pool_set_launcher(struct launcher *);
 /* Stop the timer and drop every warm sandbox. */
 void		 pool_stop(void);
 

@@ -146,9 +146,9 @@ persisted=$(ls "$T/state/sandboxes" | wc -l)
 ok "warm sandboxes removed at shutdown ($persisted claimed one kept)"
 
 # backends not built yet are refused with FILE:LINE:COL
-sed 's/backend: none/backend: netns/' "$T/airlock.yaml" >"$T/netns.yaml"
-"$AIRLOCKD" -c "$T/netns.yaml" -t >"$T/t.out" 2>&1 && fail "backend netns accepted"
-grep -q "netns.yaml:[0-9]*:[0-9]*: launcher backend \"netns\" is not supported yet" \
-    "$T/t.out" || fail "no FILE:LINE:COL for backend netns: $(cat "$T/t.out")"
-ok "launcher.backend netns refused (not built yet)"
+sed 's/backend: none/backend: qemu/' "$T/airlock.yaml" >"$T/qemu.yaml"
+"$AIRLOCKD" -c "$T/qemu.yaml" -t >"$T/t.out" 2>&1 && fail "backend qemu accepted"
+grep -q "qemu.yaml:[0-9]*:[0-9]*: launcher backend \"qemu\" is not supported yet" \
+    "$T/t.out" || fail "no FILE:LINE:COL for backend qemu: $(cat "$T/t.out")"
+ok "launcher.backend qemu refused (not built yet)"
 finish
