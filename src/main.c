@@ -6,11 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,6 +48,46 @@ destroy_namespaces(const char *id)
 {
 	if (launcher != NULL && launcher_destroy(launcher, id) == -1)
 		log_warnx("sandbox %s: the launcher could not destroy it", id);
+}
+
+static uid_t	drop_uid;
+static gid_t	drop_gid;
+
+static int
+chown_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	if (lchown(path, drop_uid, drop_gid) == -1)
+		log_warn("chown %s", path);
+	return 0;
+}
+
+/*
+ * After setup, a gateway with a launcher gives up root: only the launcher
+ * creates namespaces, links and rules. Its state (CAs, ledger, tokens,
+ * sandboxes, the admin socket) becomes the gateway user's first.
+ */
+static void
+drop_root(const struct cfg *cfg)
+{
+	drop_uid = cfg->c_gateway_uid;
+	drop_gid = cfg->c_gateway_gid;
+	if (nftw(cfg->c_state_dir, chown_one, 32, FTW_PHYS) == -1)
+		fatal("chown %s", cfg->c_state_dir);
+	if (strcmp(cfg->c_audit_file, "-") != 0 &&
+	    chown(cfg->c_audit_file, drop_uid, drop_gid) == -1 &&
+	    errno != ENOENT)
+		log_warn("chown %s", cfg->c_audit_file);
+	if (setgroups(0, NULL) == -1 || setgid(drop_gid) == -1 ||
+	    setuid(drop_uid) == -1)
+		fatal("dropping root to %u:%u", (unsigned)drop_uid,
+		    (unsigned)drop_gid);
+	if (setuid(0) != -1)
+		fatalx("root could be regained after dropping it");
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	/* secrets stay unreadable: no core, no ptrace, also as this user */
+	sec_harden_process();
+	log_info("gateway runs as %u:%u from now on (the launcher keeps "
+	    "root)", (unsigned)drop_uid, (unsigned)drop_gid);
 }
 
 /*
@@ -449,6 +492,8 @@ main(int argc, char *argv[])
 		fatalx("admin API: cannot listen on %s",
 		    current_cfg->c_listen_admin);
 	workers_start(current_cfg);
+	if (launcher != NULL)
+		drop_root(current_cfg);
 	if (pool_start(base, running_cfg) == -1)
 		fatalx("scheduler: cannot start");
 	log_info("airlockd %s ready (config %s)", PACKAGE_VERSION, cfg_path);

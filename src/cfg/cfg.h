@@ -201,6 +201,12 @@ struct cfg {
 	struct net_cidr		  c_dns_pool;		/* IPv4; default
 							   198.18.0.0/15 */
 	char			 *c_launcher_rootfs;	/* NULL = host tools */
+	char			 *c_launcher_ifprefix;	/* host veth names;
+							   default "sbx-" */
+	uint32_t		  c_gateway_uid;	/* netns: the gateway
+							   drops root to this;
+							   65533 */
+	uint32_t		  c_gateway_gid;
 	uint32_t		  c_launcher_uid;	/* 65534 */
 	uint32_t		  c_launcher_gid;	/* 65534 */
 	uint64_t		  c_launcher_memory;	/* bytes; 512MiB */

@@ -1880,6 +1880,31 @@ cfg_k_launcher_rootfs(struct cfg_parse *cp, const struct cfg_key *k,
 	cp->cp_cfg->c_launcher_rootfs = cfg_path_join(cp->cp_cfg->c_dir, s);
 }
 
+/* launcher.interface_prefix: host veth names are <prefix><n>. */
+static void
+cfg_k_launcher_ifprefix(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s, *p;
+
+	if (cfg_gateway_mode_key(cp, k, v) == -1)
+		return;
+	if ((s = cfg_scalar(cp, v, "\"interface_prefix\"", "a short "
+	    "name such as \"sbx-\"")) == NULL)
+		return;
+	for (p = s; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		    *p == '-'))
+			break;
+	if (*s == '\0' || *p != '\0' || strlen(s) > 8) {
+		cfg_err(cp, v, "\"interface_prefix\" must be 1 to 8 of a-z, "
+		    "0-9 and \"-\", not \"%s\"", s);
+		return;
+	}
+	free(cp->cp_cfg->c_launcher_ifprefix);
+	cp->cp_cfg->c_launcher_ifprefix = xstrdup(s);
+}
+
 /* "UID:GID", numeric. */
 static void
 cfg_k_launcher_user(struct cfg_parse *cp, const struct cfg_key *k,
@@ -1908,11 +1933,17 @@ cfg_k_launcher_user(struct cfg_parse *cp, const struct cfg_key *k,
 		return;
 	}
 	if (u == 0 || g == 0) {
-		cfg_err(cp, v, "\"user\" must not be root (uid and gid 0)");
+		cfg_err(cp, v, "\"%s\" must not be root (uid and gid 0)",
+		    k->k_name);
 		return;
 	}
-	cp->cp_cfg->c_launcher_uid = (uint32_t)u;
-	cp->cp_cfg->c_launcher_gid = (uint32_t)g;
+	if (strcmp(k->k_name, "gateway_user") == 0) {
+		cp->cp_cfg->c_gateway_uid = (uint32_t)u;
+		cp->cp_cfg->c_gateway_gid = (uint32_t)g;
+	} else {
+		cp->cp_cfg->c_launcher_uid = (uint32_t)u;
+		cp->cp_cfg->c_launcher_gid = (uint32_t)g;
+	}
 }
 
 #define LCH(m)	offsetof(struct cfg, m)
@@ -1940,6 +1971,8 @@ static const struct cfg_key cfg_launcher_keys[] = {
 	{ "network", 0, cfg_k_launcher_cidr, LCH(c_launcher_network), 0, 0 },
 	{ "dns_pool", 0, cfg_k_launcher_cidr, LCH(c_dns_pool), 0, 0 },
 	{ "rootfs", 0, cfg_k_launcher_rootfs, 0, 0, 0 },
+	{ "interface_prefix", 0, cfg_k_launcher_ifprefix, 0, 0, 0 },
+	{ "gateway_user", 0, cfg_k_launcher_user, 0, 0, 0 },
 	{ "user", 0, cfg_k_launcher_user, 0, 0, 0 },
 	{ "limits", 0, cfg_k_launcher_limits, 0, 0, 0 },
 	{ "qemu", CFG_K_LATER, NULL, 0, 0, 0 },
@@ -2118,6 +2151,8 @@ cfg_new(char *file, char *dir)
 		fatalx("default launcher networks");
 	c->c_launcher_uid = 65534;
 	c->c_launcher_gid = 65534;
+	c->c_gateway_uid = 65533;
+	c->c_gateway_gid = 65533;
 	c->c_launcher_memory = 512ULL * 1024 * 1024;
 	c->c_launcher_pids = 256;
 	c->c_tls_leaf_validity_ms = 7ULL * 24 * 3600 * 1000;
@@ -2430,6 +2465,7 @@ cfg_free(struct cfg *c)
 	free(c->c_listen_transparent);
 	free(c->c_listen_dns);
 	free(c->c_launcher_rootfs);
+	free(c->c_launcher_ifprefix);
 	if (c->c_admin_token != NULL)
 		OPENSSL_cleanse(c->c_admin_token, c->c_admin_token_len);
 	free(c->c_admin_token);

@@ -164,6 +164,22 @@ launcher_opts_from_cfg(struct launcher_opts *o, const struct cfg *cfg)
 		return -1;
 	}
 	o->lo_rootfs = cfg->c_launcher_rootfs;
+	if (cfg->c_launcher_ifprefix != NULL &&
+	    strcmp(cfg->c_launcher_ifprefix, "sbx-") != 0) {
+		/* a second gateway on the host (tests): its own names */
+		snprintf(o->lo_own_prefix, sizeof(o->lo_own_prefix), "%s",
+		    cfg->c_launcher_ifprefix);
+		snprintf(o->lo_own_table, sizeof(o->lo_own_table),
+		    "airlock_%.*s", (int)strcspn(cfg->c_launcher_ifprefix,
+		    "-"), cfg->c_launcher_ifprefix);
+		snprintf(o->lo_own_gw, sizeof(o->lo_own_gw), "gw-%.*s",
+		    (int)strcspn(cfg->c_launcher_ifprefix, "-"),
+		    cfg->c_launcher_ifprefix);
+		o->lo_prefix = o->lo_own_prefix;
+		o->lo_table = o->lo_own_table;
+		o->lo_gwname = o->lo_own_gw;
+		o->lo_cgroup = o->lo_own_table;
+	}
 	o->lo_uid = cfg->c_launcher_uid;
 	o->lo_gid = cfg->c_launcher_gid;
 	o->lo_memory = cfg->c_launcher_memory;

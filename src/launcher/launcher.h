@@ -96,6 +96,10 @@ struct launcher_opts {
 	const char	*lo_masks[LNC_OPT_MASK_MAX];
 	/* process name; default "airlock-launch" */
 	const char	*lo_title;
+	/* storage for names launcher_opts_from_cfg() derives */
+	char		 lo_own_prefix[16];
+	char		 lo_own_table[32];
+	char		 lo_own_gw[16];
 };
 
 /* What the caller names for one sandbox. Borrowed for the call only. */
