@@ -76,6 +76,10 @@ TAILQ_HEAD(ca_list, ca);
 
 /* ca_get() runs on every worker thread: one lock covers both lists. */
 static pthread_mutex_t	ca_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* CAs being loaded or created outside the lock, by sandbox id */
+static pthread_cond_t	ca_reg_cv = PTHREAD_COND_INITIALIZER;
+#define CA_BUSY_MAX	64
+static char		*ca_busy[CA_BUSY_MAX];
 static struct ca_list	ca_live = TAILQ_HEAD_INITIALIZER(ca_live);
 static struct ca_list	ca_gone = TAILQ_HEAD_INITIALIZER(ca_gone);
 
@@ -560,7 +564,33 @@ ca_new_generation(void)
 	}
 }
 
-/* Load or create; called with ca_reg_lock held. New CA or NULL. */
+/* Is <id> being loaded or created? Called with ca_reg_lock held. */
+static int
+ca_busy_find(const char *id)
+{
+	int	i;
+
+	for (i = 0; i < CA_BUSY_MAX; i++)
+		if (ca_busy[i] != NULL && strcmp(ca_busy[i], id) == 0)
+			return i;
+	return -1;
+}
+
+static int
+ca_busy_add(const char *id)
+{
+	int	i;
+
+	for (i = 0; i < CA_BUSY_MAX; i++)
+		if (ca_busy[i] == NULL) {
+			ca_busy[i] = xstrdup(id);
+			return i;
+		}
+	return -1;
+}
+
+/* Load or create, without ca_reg_lock (ca_get keeps others off the id).
+ * New CA (generation not set yet) or NULL. */
 static struct ca *
 ca_open(const char *state_dir, const char *id)
 {
@@ -612,7 +642,6 @@ ca_open(const char *state_dir, const char *id)
 	 * on one thread, rather than in the first concurrent mints.
 	 */
 	X509_check_purpose(ca->ca_cert, -1, 0);
-	ca->ca_gen = ca_new_generation();
 	return ca;
  fail:
 	log_warnx("sandbox %s: no CA", id);
@@ -636,6 +665,7 @@ struct ca *
 ca_get(const char *state_dir, const char *sandbox_id)
 {
 	struct ca	*ca;
+	int		 slot;
 
 	if (state_dir == NULL || !ca_id_ok(sandbox_id)) {
 		/* not echoed: it may hold the control characters refused */
@@ -644,14 +674,36 @@ ca_get(const char *state_dir, const char *sandbox_id)
 		return NULL;
 	}
 	/*
-	 * Held across load and create: CAs are made at start and at sandbox
-	 * creation, not per request, and this way two workers can never race
-	 * to write the same directory.
+	 * Loading or creating a CA (keys, files, fsync) takes milliseconds:
+	 * it runs outside the registry lock so that interceptions of other
+	 * sandboxes never wait behind it; a second caller for the same id
+	 * waits for the first instead of writing the same directory.
 	 */
 	pthread_mutex_lock(&ca_reg_lock);
-	if ((ca = ca_find(state_dir, sandbox_id)) == NULL &&
-	    (ca = ca_open(state_dir, sandbox_id)) != NULL)
+	for (;;) {
+		if ((ca = ca_find(state_dir, sandbox_id)) != NULL ||
+		    ca_busy_find(sandbox_id) == -1)
+			break;
+		pthread_cond_wait(&ca_reg_cv, &ca_reg_lock);
+	}
+	if (ca != NULL) {
+		pthread_mutex_unlock(&ca_reg_lock);
+		return ca;
+	}
+	while ((slot = ca_busy_add(sandbox_id)) == -1)
+		pthread_cond_wait(&ca_reg_cv, &ca_reg_lock);
+	pthread_mutex_unlock(&ca_reg_lock);
+
+	ca = ca_open(state_dir, sandbox_id);
+
+	pthread_mutex_lock(&ca_reg_lock);
+	if (ca != NULL) {
+		ca->ca_gen = ca_new_generation();
 		TAILQ_INSERT_TAIL(&ca_live, ca, ca_entry);
+	}
+	free(ca_busy[slot]);
+	ca_busy[slot] = NULL;
+	pthread_cond_broadcast(&ca_reg_cv);
 	pthread_mutex_unlock(&ca_reg_lock);
 	return ca;
 }
@@ -716,8 +768,11 @@ ca_registry_drop(const char *state_dir, const char *sandbox_id)
 	}
 	cadir = ca_join(state_dir, "ca");
 	dir = ca_join(cadir, sandbox_id);
-	/* under the lock: a concurrent ca_get() must not load it half-gone */
+	/* under the lock: a concurrent ca_get() must not load it half-gone,
+	   nor be creating it right now */
 	pthread_mutex_lock(&ca_reg_lock);
+	while (ca_busy_find(sandbox_id) != -1)
+		pthread_cond_wait(&ca_reg_cv, &ca_reg_lock);
 	if ((ca = ca_find(state_dir, sandbox_id)) != NULL) {
 		TAILQ_REMOVE(&ca_live, ca, ca_entry);
 		TAILQ_INSERT_TAIL(&ca_gone, ca, ca_entry);

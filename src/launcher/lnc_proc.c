@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -221,6 +222,12 @@ lnc_main(int sock, const struct launcher_opts *o)
 		SIGTSTP, SIGTTIN, SIGTTOU, 0,
 	};
 
+	/*
+	 * Building namespaces is background work next to the gateway's
+	 * requests (and a warm claim must not wait behind a refill on a
+	 * small machine): a lower CPU priority.
+	 */
+	(void)setpriority(PRIO_PROCESS, 0, 10);
 	/*
 	 * Only stderr and our socket stay open: the gateway's listeners,
 	 * files and event loop are not ours.

@@ -465,25 +465,34 @@ sbx_create(const struct cfg *cfg, const char *policy, const char *id,
 		return SBX_E_BADID;
 	util_random_hex(tok, SBX_TOKEN_BYTES);
 	s = sbx_new(id, policy, tok, strlen(tok), 0, (int64_t)time(NULL));
-	s->sb_flags = flags;
 	OPENSSL_cleanse(tok, sizeof(tok));
 
+	/* the id is taken at once; the slow part (keys, files, fsync)
+	   runs outside the lock, so that requests and claims never wait
+	   behind it. Nobody knows the token yet, and it joins the pool
+	   only when ready. */
+	s->sb_flags = flags & ~SBX_F_POOLED;
 	pthread_rwlock_wrlock(&sbx_lock);
 	if ((at = sbx_index(id)) >= 0) {
 		pthread_rwlock_unlock(&sbx_lock);
 		sbx_unref(s);
 		return SBX_E_EXISTS;
 	}
-	/* its CA first: fetchable as soon as the sandbox exists */
+	sbx_insert_at((size_t)(-at - 1), sbx_ref(s));
+	pthread_rwlock_unlock(&sbx_lock);
+	/* its CA first: fetchable as soon as the sandbox is announced */
 	if (ca_get(sbx_state_dir, id) == NULL || (!(flags & SBX_F_POOLED) &&
 	    sbx_persist(s, 1) == -1)) {
+		pthread_rwlock_wrlock(&sbx_lock);
+		if ((at = sbx_index(s->sb_id)) >= 0 && sbx_v[at] == s)
+			sbx_remove_at((size_t)at);
 		pthread_rwlock_unlock(&sbx_lock);
-		ca_registry_drop(sbx_state_dir, id);
+		ca_registry_drop(sbx_state_dir, s->sb_id);
 		sbx_unref(s);
 		return SBX_E_IO;
 	}
-	sbx_insert_at((size_t)(-at - 1), sbx_ref(s));
-	pthread_rwlock_unlock(&sbx_lock);
+	if (flags & SBX_F_POOLED)
+		sbx_add_flags(s, SBX_F_POOLED);
 	log_info("sandbox %s: created (policy %s%s)", s->sb_id, policy,
 	    (flags & SBX_F_POOLED) ? ", warm in the pool" : "");
 	*out = s;

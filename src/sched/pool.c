@@ -18,6 +18,9 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +37,13 @@
 
 #define POOL_TICK_MS	1000
 #define POOL_EWMA_NEW	0.3
+/*
+ * Refills yield to a burst of claims: while claims keep coming (one in the
+ * last POOL_QUIET_MS) and more than half the target is still warm, the
+ * pool waits, so that building namespaces does not compete with the
+ * claims for the CPU; below half it refills at once.
+ */
+#define POOL_QUIET_MS	200
 
 struct pool_pol {
 	char		*pp_name;
@@ -48,6 +58,7 @@ struct pool_pol {
 	size_t		 pp_warm;	/* as of the last tick */
 	size_t		 pp_launched;
 	size_t		 pp_preparing;	/* handed to the thread */
+	uint64_t	 pp_last_claim_ms;
 	struct cfg	*pp_cfg;	/* reference for the thread */
 };
 
@@ -168,6 +179,8 @@ pool_thread_main(void *arg)
 	double		 ms;
 	size_t		 i;
 
+	/* refills are background work: requests and claims come first */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	pthread_mutex_lock(&pool_mtx);
 	for (;;) {
 		pp = NULL;
@@ -282,13 +295,18 @@ pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
 		evicted++;
 	}
 	nl -= evicted;
-	/* what the thread is preparing counts as warm already */
-	while (nwarm + pp->pp_preparing < pp->pp_target &&
-	    nwarm + pp->pp_preparing + nl < cfg->c_pool_max) {
-		pool_prepare(cfg, pp);
-		if (pp->pp_extra > 0)
-			pp->pp_extra--;
-		more = 1;
+	if (nwarm > pp->pp_target / 2 &&
+	    now - pp->pp_last_claim_ms < POOL_QUIET_MS) {
+		more = 1;	/* look again once the burst is over */
+	} else {
+		/* what the thread is preparing counts as warm already */
+		while (nwarm + pp->pp_preparing < pp->pp_target &&
+		    nwarm + pp->pp_preparing + nl < cfg->c_pool_max) {
+			pool_prepare(cfg, pp);
+			if (pp->pp_extra > 0)
+				pp->pp_extra--;
+			more = 1;
+		}
 	}
 	if (nwarm + pp->pp_preparing > pp->pp_target && nwarm > 0) {
 		/* the oldest unclaimed surplus goes once it idled too long */
@@ -378,6 +396,7 @@ pool_claim(const char *policy, struct sbx **out, int *warm)
 	pp = pol_get(policy);
 	pp->pp_claims++;
 	pp->pp_claims_tick++;
+	pp->pp_last_claim_ms = util_now_ms();
 	if ((*out = sbx_claim_pooled(policy)) != NULL) {
 		if (pp->pp_warm > 0)
 			pp->pp_warm--;
