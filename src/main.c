@@ -28,6 +28,7 @@
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
+#include "dns/dns_stub.h"
 #include "dns/dns_synth.h"
 #include "launcher/launcher.h"
 #include "metrics/metrics.h"
@@ -83,6 +84,10 @@ drop_root(const struct cfg *cfg)
 		    (unsigned)drop_gid);
 	if (setuid(0) != -1)
 		fatalx("root could be regained after dropping it");
+	if (access(cfg->c_state_dir, R_OK | W_OK | X_OK) == -1)
+		fatal("state_dir %s is out of reach of launcher.gateway_user "
+		    "%u:%u (are its parent directories searchable?)",
+		    cfg->c_state_dir, (unsigned)drop_uid, (unsigned)drop_gid);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 	/* secrets stay unreadable: no core, no ptrace, also as this user */
 	sec_harden_process();
@@ -397,6 +402,8 @@ main(int argc, char *argv[])
 	struct event_base	*base;
 	struct event		*ev_term, *ev_int, *ev_usr1, *ev_hup;
 	struct admin_hooks	 hooks;
+	struct dns_stub_hooks	 dns_hooks;
+	struct dns_stub		*dns_stub = NULL;
 	int			 ch, check = 0, verbose = 0, nerr = 0;
 
 	while ((ch = getopt_long(argc, argv, "c:tvh", longopts, NULL)) != -1) {
@@ -461,7 +468,8 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	/* names behind the DNS stub's addresses, for the transparent path */
-	if (current_cfg->c_listen_transparent != NULL &&
+	if ((current_cfg->c_listen_transparent != NULL ||
+	    current_cfg->c_listen_dns != NULL) &&
 	    (worker_dns_synth = dns_synth_new(&current_cfg->c_dns_pool,
 	    DNS_SYNTH_MAX_NAMES, DNS_SYNTH_MIN_IDLE_MS)) == NULL)
 		fatalx("dns_synth_new");
@@ -487,6 +495,17 @@ main(int argc, char *argv[])
 	evsignal_add(ev_hup, NULL);
 	hooks.ah_reload = reload;
 	hooks.ah_cfg = running_cfg;
+	if (current_cfg->c_listen_dns != NULL) {
+		dns_hooks.dh_cfg = running_cfg;
+		dns_hooks.dh_cfg_done = NULL;
+		dns_hooks.dh_synth = worker_dns_synth;
+		if ((dns_stub = dns_stub_new(base, current_cfg->c_listen_dns,
+		    &dns_hooks)) == NULL)
+			fatalx("DNS stub: cannot listen on %s",
+			    current_cfg->c_listen_dns);
+		log_info("DNS stub listening on %s",
+		    current_cfg->c_listen_dns);
+	}
 	/* the admin socket exists before the proxy accepts anything */
 	if (admin_start(base, current_cfg, &hooks) == -1)
 		fatalx("admin API: cannot listen on %s",
@@ -501,6 +520,7 @@ main(int argc, char *argv[])
 	event_base_dispatch(base);
 
 	admin_stop();
+	dns_stub_free(dns_stub);
 	pool_stop();
 	workers_join();
 	/* every sandbox's namespaces and the host setup go with it */

@@ -61,7 +61,7 @@ struct cfg_parse {
  */
 #define CFG_GATEWAY_MODE	1
 /* listen.dns: refused until the DNS stub is served by the daemon. */
-#define CFG_DNS_STUB		0
+#define CFG_DNS_STUB		1
 #define CFG_K_LATER	0x02	/* SPEC key of a feature not built yet */
 
 struct cfg_key;

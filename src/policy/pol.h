@@ -41,6 +41,14 @@ enum pol_verdict pol_evaluate(const struct cfg_policy *,
 /* "*" any; "*.example.com" strict subdomains; otherwise exact. */
 int	pol_host_match(const char *pattern, const char *host);
 
+/*
+ * Does some rule of <pol> name <host> (normalised), whatever its ports,
+ * methods and paths? The DNS stub answers only such names: the rest of
+ * the rule is judged when the sandbox connects. Returns the index of the
+ * first such rule, or -1 (also for a NULL policy or host).
+ */
+int	pol_host_allowed(const struct cfg_policy *pol, const char *host);
+
 /* Glob: '*' matches any run of characters including '/'; case-sensitive. */
 int	pol_glob_match(const char *pattern, const char *s);
 

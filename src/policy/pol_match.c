@@ -42,6 +42,19 @@ pol_host_match(const char *pattern, const char *host)
 	return strcasecmp(pattern, host) == 0;
 }
 
+int
+pol_host_allowed(const struct cfg_policy *pol, const char *host)
+{
+	size_t	i;
+
+	if (pol == NULL || host == NULL)
+		return -1;
+	for (i = 0; i < pol->p_nrules; i++)
+		if (pol_host_match(pol->p_rules[i].r_host, host))
+			return (int)i;
+	return -1;
+}
+
 /*
  * Iterative glob with one backtrack point: on a mismatch, the most recent
  * '*' absorbs one more character. Earlier stars never need revisiting

@@ -22,6 +22,9 @@ TPORT=$(free_port)
 DPORT=$(free_port)
 SECRET=real-secret-$$-$(date +%s)
 export T TLS_PORT SECRET
+# the gateway drops root to 65533 after setup: its state_dir must be
+# reachable for it (and the CA files readable for the test's checks)
+chmod 0711 "$T"
 
 _gw_cleanup()
 {
@@ -87,7 +90,7 @@ ok "curl inside: https://api.test by name, secret attached, no proxy settings"
 
 ctl run -- python3 -c "
 import json, ssl, urllib.request
-r = urllib.request.urlopen('https://api.test:$TLS_PORT/json/small', timeout=10)
+r = urllib.request.urlopen('https://api.test:$TLS_PORT/size/10', timeout=10)
 print(r.status)" >"$T/run2.out" 2>"$T/run2.err" || fail "python inside: $(cat "$T/run2.err")"
 [ "$(cat "$T/run2.out")" = 200 ] || fail "python urllib inside: $(cat "$T/run2.out")"
 ok "python urllib inside: 200 through the sandbox CA bundle"
@@ -123,17 +126,17 @@ print("nx", dns("evil.test"))
 print("allowed", dns("api.test"))
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 u.sendto(b"x" * 10, ("203.0.113.10", 9999))
-print("admin-sock", os.path.exists(os.environ.get("ADMIN_SOCK", "/nonexistent")))
 PY
 cat "$T/run3.out"
 grep -q '^direct-ip \(closed\|err:\)' "$T/run3.out" || fail "direct TCP to an address no rule names"
-grep -q '^gateway-other-port err:' "$T/run3.out" || fail "gateway ports other than the listeners"
+grep -q '^gateway-other-port \(closed\|err:\)' "$T/run3.out" || fail "gateway ports other than the listeners"
 grep -q '^nx (3, 0)' "$T/run3.out" || fail "NXDOMAIN for a name outside the policy"
 grep -q '^allowed (0, 1)' "$T/run3.out" || fail "A answer for an allowed name"
 ok "inside: other addresses and ports closed, NXDOMAIN outside the policy"
 
 # no secret value anywhere the sandbox can read; no admin socket
-ctl run -- sh -c "env; cat /proc/self/environ; grep -rslF -- '$SECRET' /etc /home /tmp /run /var /root 2>/dev/null; ls -d '$T/state' 2>&1; ls '$T' 2>&1" >"$T/run4.out" 2>&1
+ctl run -- sh -c "env; cat /proc/self/environ; grep -rslF -- '$SECRET' /etc /home /tmp /run /var /root 2>/dev/null; ls -d '$T/state' 2>&1; ls '$T' 2>&1; python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('$T/state/admin.sock')\" 2>/dev/null && echo ADMIN-REACHABLE" >"$T/run4.out" 2>&1
+grep -q ADMIN-REACHABLE "$T/run4.out" && fail "the admin socket is reachable inside"
 grep -q -- "$SECRET" "$T/run4.out" && fail "a secret value is readable inside: $(grep -- "$SECRET" "$T/run4.out" | head -3)"
 grep -q 'admin.sock' "$T/run4.out" && fail "the admin socket is visible inside"
 ok "no secret value in the environment or files; state_dir and admin socket hidden"
@@ -143,9 +146,14 @@ links_before=$(ip -o link | grep -c 't310-')
 for i in $(seq 1 30); do
 	ctl run -- true >/dev/null 2>&1 || fail "run cycle $i"
 done
-sleep 1
-links_after=$(ip -o link | grep -c 't310-')
-[ "$links_after" -le "$links_before" ] || fail "links left: $links_before -> $links_after"
+# a deleted sandbox's link goes with its netns, in the kernel's batched
+# cleanup; the pool refills to the same size
+i=0
+while links_after=$(ip -o link | grep -c 't310-'); [ "$links_after" -gt "$links_before" ]; do
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "links left: $links_before -> $links_after"
+	sleep 0.1
+done
 ok "30 run cycles: no link left ($links_before warm before and after)"
 
 # audit: DNS queries and transparent connections are recorded

@@ -288,6 +288,39 @@ START_TEST(test_evaluate_long_reason)
 }
 END_TEST
 
+/* pol_host_allowed: any rule naming the host, whatever its ports */
+
+static const struct {
+	const struct cfg_policy	*pol;
+	const char		*host;
+	int			 rule;		/* -1: none */
+} allowed_cases[] = {
+	{ &main_pol, "api.openai.com",		0 },
+	{ &main_pol, "a.example.com",		1 },
+	{ &main_pol, "a.b.example.com",		1 },
+	{ &main_pol, "example.com",		-1 },	/* apex not covered */
+	{ &main_pol, "badexample.com",		-1 },
+	{ &main_pol, "github.com",		2 },
+	{ &main_pol, "github.com.evil",		-1 },
+	{ &main_pol, "static.test",		4 },	/* port 80 only */
+	{ &main_pol, "dup.example.com",		1 },	/* first rule wins */
+	{ &main_pol, "127.0.0.1",		7 },	/* port 8080 only */
+	{ &main_pol, "evil.test",		-1 },
+	{ &main_pol, "",			-1 },
+	{ &main_pol, NULL,			-1 },
+	{ &star_pol, "anything.test",		0 },
+	{ &star_pol, "noports.test",		0 },
+	{ &empty_pol, "a.test",			-1 },
+	{ NULL, "a.test",			-1 },
+};
+
+START_TEST(test_host_allowed)
+{
+	ck_assert_int_eq(pol_host_allowed(allowed_cases[_i].pol,
+	    allowed_cases[_i].host), allowed_cases[_i].rule);
+}
+END_TEST
+
 /* pol_path_normalize */
 
 static const struct {
@@ -533,6 +566,7 @@ suite_pol(void)
 	tc = tcase_create("evaluate");
 	tcase_add_loop_test(tc, test_evaluate, 0, NELEM(eval_cases));
 	tcase_add_test(tc, test_evaluate_long_reason);
+	tcase_add_loop_test(tc, test_host_allowed, 0, NELEM(allowed_cases));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("normalize");

@@ -20,5 +20,7 @@ Suite	*suite_geo(void);
 int	 unit_mkmmdb(const char *out);
 Suite	*suite_metrics(void);
 Suite	*suite_aud_verify(void);
+Suite	*suite_dns_synth(void);
+Suite	*suite_dns_stub(void);
 
 #endif
