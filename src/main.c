@@ -322,6 +322,25 @@ reload_restart_keys(const struct cfg *cur, const struct cfg *next, FILE *errs)
 	    "audit.hash_chain");
 	CHANGED(!same_str(cur->c_budget_store, next->c_budget_store),
 	    "budget_store");
+	CHANGED(!same_str(cur->c_listen_transparent,
+	    next->c_listen_transparent), "listen.transparent");
+	CHANGED(!same_str(cur->c_listen_dns, next->c_listen_dns),
+	    "listen.dns");
+	CHANGED(memcmp(&cur->c_dns_pool, &next->c_dns_pool,
+	    sizeof(cur->c_dns_pool)) != 0, "launcher.dns_pool");
+	CHANGED(cur->c_launcher_backend != next->c_launcher_backend,
+	    "launcher.backend");
+	CHANGED(memcmp(&cur->c_launcher_network, &next->c_launcher_network,
+	    sizeof(cur->c_launcher_network)) != 0, "launcher.network");
+	CHANGED(!same_str(cur->c_launcher_rootfs, next->c_launcher_rootfs) ||
+	    !same_str(cur->c_launcher_ifprefix, next->c_launcher_ifprefix) ||
+	    cur->c_launcher_uid != next->c_launcher_uid ||
+	    cur->c_launcher_gid != next->c_launcher_gid ||
+	    cur->c_gateway_uid != next->c_gateway_uid ||
+	    cur->c_launcher_memory != next->c_launcher_memory ||
+	    cur->c_launcher_pids != next->c_launcher_pids,
+	    "launcher (rootfs, user, gateway_user, limits, "
+	    "interface_prefix)");
 #undef CHANGED
 	return n;
 }
