@@ -124,6 +124,8 @@ const char	*cfg_parse_money(const char *, uint64_t *);
 const char	*cfg_parse_rate(const char *, uint32_t *, uint64_t *);
 void		 cfg_fmt_duration(uint64_t, char *, size_t);
 const char	*cfg_parse_hostport(const char *, int, char **);
+/* The absolute directory of a config file's <path> (airlockctl too). */
+char		*cfg_dir_of(const char *path);
 const char	*cfg_host_pattern(const char *, char **);
 const char	*cfg_host_name(const char *, char **);
 char		*cfg_ip_canon(const char *);

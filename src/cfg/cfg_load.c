@@ -2353,7 +2353,7 @@ fail:
 }
 
 /* Absolute directory of <path>, so later chdir()s do not matter. */
-static char *
+char *
 cfg_dir_of(const char *path)
 {
 	const char	*slash;

@@ -172,6 +172,8 @@ void	conn_reply_error(struct conn *, int status, const char *code,
 	    const char *reason, int close);
 const char *conn_status_text(int status);
 void	conn_audit(struct conn *);
+/* Refuse before anything was relayed or answered: audit, hang up. */
+void	conn_refuse(struct conn *, const char *reason);
 
 /* conn_upstream.c */
 void	upstream_pool_put(struct worker *, struct upstream *);

@@ -17,6 +17,7 @@
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
 #include "secrets/sec_inject.h"
+#include "util/log.h"
 #include "util/util.h"
 
 const char *
@@ -110,6 +111,16 @@ conn_reply_error(struct conn *c, int status, const char *code,
 	c->c_r.r_req_done = !close;
 	c->c_r.r_keepalive = c->c_r.r_keepalive && !close;
 	conn_request_finished(c);
+}
+
+void
+conn_refuse(struct conn *c, const char *reason)
+{
+	c->c_r.r_allowed = 0;
+	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.500s", reason);
+	log_info("%s: %s%s", c->c_client, c->c_transparent ?
+	    "transparent: " : "", reason);
+	conn_close(c);
 }
 
 void

@@ -26,15 +26,6 @@
 #include "util/log.h"
 #include "util/util.h"
 
-/* A refusal before any TLS is spoken back: audit it and hang up. */
-static void
-tls_refuse(struct conn *c, const char *reason)
-{
-	c->c_r.r_allowed = 0;
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.500s", reason);
-	log_info("%s: %s", c->c_client, reason);
-	conn_close(c);
-}
 
 void
 conn_tls_connect_allowed(struct conn *c, int intercept)
@@ -69,21 +60,21 @@ tls_intercept(struct conn *c, const char *host)
 
 	ca = ca_get(c->c_cfg->c_state_dir, c->c_sbx->sb_id);
 	if (ca == NULL) {
-		tls_refuse(c, "sandbox CA unavailable");
+		conn_refuse(c, "sandbox CA unavailable");
 		return;
 	}
 	leaf = ca_cache_get(worker_cert_cache, ca, host,
 	    c->c_cfg->c_tls_leaf_validity_ms, NULL);
 	if (leaf == NULL || (ssl = SSL_new(w->w_tls_server)) == NULL) {
 		X509_free(leaf);
-		tls_refuse(c, "cannot mint a certificate");
+		conn_refuse(c, "cannot mint a certificate");
 		return;
 	}
 	if (SSL_use_certificate(ssl, leaf) != 1 ||
 	    SSL_use_PrivateKey(ssl, ca_leaf_key(ca)) != 1) {
 		X509_free(leaf);
 		SSL_free(ssl);
-		tls_refuse(c, "cannot use the minted certificate");
+		conn_refuse(c, "cannot use the minted certificate");
 		return;
 	}
 	X509_free(leaf);
@@ -94,7 +85,7 @@ tls_intercept(struct conn *c, const char *host)
 	tls = bufferevent_openssl_filter_new(w->w_base, c->c_bev, ssl,
 	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 	if (tls == NULL) {
-		tls_refuse(c, "cannot start TLS");
+		conn_refuse(c, "cannot start TLS");
 		return;
 	}
 	bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
@@ -121,25 +112,25 @@ conn_tls_peek(struct conn *c)
 	switch (tls_hello_parse(buf, len, &h)) {
 	case TLS_HELLO_MORE:
 		if (len >= TLS_HELLO_MAX)
-			tls_refuse(c, "TLS ClientHello too large");
+			conn_refuse(c, "TLS ClientHello too large");
 		return;
 	case TLS_HELLO_NOT_TLS:
-		tls_refuse(c, "CONNECT payload is not TLS");
+		conn_refuse(c, "CONNECT payload is not TLS");
 		return;
 	case TLS_HELLO_BAD:
-		tls_refuse(c, "malformed TLS ClientHello");
+		conn_refuse(c, "malformed TLS ClientHello");
 		return;
 	case TLS_HELLO_OK:
 		break;
 	}
 	if (h.th_has_sni &&
 	    pol_host_normalize(h.th_sni, sni, sizeof(sni)) == -1) {
-		tls_refuse(c, "TLS server name is not a valid host name");
+		conn_refuse(c, "TLS server name is not a valid host name");
 		return;
 	}
 	if (splice) {
 		if (!h.th_has_sni) {
-			tls_refuse(c, "no TLS server name on a spliced "
+			conn_refuse(c, "no TLS server name on a spliced "
 			    "connection");
 			return;
 		}
@@ -147,7 +138,7 @@ conn_tls_peek(struct conn *c)
 			snprintf(reason, sizeof(reason), "TLS server name %s "
 			    "does not match CONNECT host %s (domain fronting)",
 			    sni, c->c_r.r_host);
-			tls_refuse(c, reason);
+			conn_refuse(c, reason);
 			return;
 		}
 		/* a spliced tunnel counts as one request */

@@ -45,15 +45,6 @@
 
 struct dns_synth	*worker_dns_synth;
 
-/* A refusal before anything was relayed: audit and hang up. */
-static void
-trans_refuse(struct conn *c, const char *reason)
-{
-	c->c_r.r_allowed = 0;
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.500s", reason);
-	log_info("%s: transparent: %s", c->c_client, reason);
-	conn_close(c);
-}
 
 void
 conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
@@ -67,7 +58,7 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 	req_begin_transparent(c);
 	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dlen) == -1 ||
 	    dst.sin_family != AF_INET) {
-		trans_refuse(c, "no original destination (not a redirected "
+		conn_refuse(c, "no original destination (not a redirected "
 		    "connection)");
 		return;
 	}
@@ -75,7 +66,7 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 	if (getsockname(fd, (struct sockaddr *)&self, &slen) == 0 &&
 	    self.sin_family == AF_INET && self.sin_port == dst.sin_port &&
 	    self.sin_addr.s_addr == dst.sin_addr.s_addr) {
-		trans_refuse(c, "connection made to the transparent listener "
+		conn_refuse(c, "connection made to the transparent listener "
 		    "itself, not redirected to it");
 		return;
 	}
@@ -91,7 +82,7 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 	   host's rp_filter and blackhole route) */
 	if (net_addr_from_sockaddr(sa, &src) == -1 ||
 	    (c->c_sbx = sbx_find_addr(&src)) == NULL) {
-		trans_refuse(c, "connection from an address of no sandbox");
+		conn_refuse(c, "connection from an address of no sandbox");
 		return;
 	}
 	__atomic_add_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
@@ -106,7 +97,7 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 		    sizeof(c->c_trans_host)) == -1) {
 			snprintf(why, sizeof(why), "connection to %s, a DNS "
 			    "stub address given to no name", ip);
-			trans_refuse(c, why);
+			conn_refuse(c, why);
 			return;
 		}
 		c->c_trans_named = 1;
@@ -125,7 +116,7 @@ trans_policy(struct conn *c)
 	struct pol_result	res;
 
 	if (!aud_available()) {
-		trans_refuse(c, "the audit log cannot be written");
+		conn_refuse(c, "the audit log cannot be written");
 		return -1;
 	}
 	pr.pr_host = c->c_r.r_host;
@@ -134,7 +125,7 @@ trans_policy(struct conn *c)
 	pr.pr_path = NULL;
 	if (c->c_policy == NULL ||
 	    pol_evaluate(c->c_policy, &pr, &res) != POL_ALLOW) {
-		trans_refuse(c, c->c_policy == NULL ? "the sandbox's policy "
+		conn_refuse(c, c->c_policy == NULL ? "the sandbox's policy "
 		    "is not in the running config" : res.pr_reason);
 		return -1;
 	}
@@ -160,11 +151,11 @@ trans_tls(struct conn *c)
 	switch (tls_hello_parse(buf, len, &h)) {
 	case TLS_HELLO_MORE:
 		if (len >= TLS_HELLO_MAX)
-			trans_refuse(c, "TLS ClientHello too large");
+			conn_refuse(c, "TLS ClientHello too large");
 		return;		/* wait for the rest */
 	case TLS_HELLO_NOT_TLS:
 	case TLS_HELLO_BAD:
-		trans_refuse(c, "malformed TLS ClientHello");
+		conn_refuse(c, "malformed TLS ClientHello");
 		return;
 	case TLS_HELLO_OK:
 		break;
@@ -174,7 +165,7 @@ trans_tls(struct conn *c)
 		   host, and we resolve it ourselves */
 		if (!h.th_has_sni || pol_host_normalize(h.th_sni, sni,
 		    sizeof(sni)) == -1) {
-			trans_refuse(c, "TLS to an IP address without a valid "
+			conn_refuse(c, "TLS to an IP address without a valid "
 			    "server name");
 			return;
 		}
@@ -201,7 +192,7 @@ trans_raw(struct conn *c)
 		/* bytes that are neither TLS nor HTTP cannot be held to
 		   methods or paths */
 		c->c_r.r_allowed = 0;
-		trans_refuse(c, "not TLS or HTTP, and the rule limits methods "
+		conn_refuse(c, "not TLS or HTTP, and the rule limits methods "
 		    "or paths");
 		return;
 	}

@@ -21,6 +21,7 @@
 
 #include <yaml.h>
 
+#include "cfg/cfg_internal.h"
 #include "ctl/ctl.h"
 #include "util/util.h"
 
@@ -128,53 +129,6 @@ usage_error(const char *fmt, ...)
 	fputs("run \"airlockctl --help\" for the commands and options\n",
 	    stderr);
 	return CTL_USAGE;
-}
-
-/* <dir>/<p> unless <p> is absolute, without leading "./" (as cfg does). */
-static char *
-path_join(const char *dir, const char *p)
-{
-	char	*out;
-	size_t	 dl;
-
-	if (p[0] == '/')
-		return xstrdup(p);
-	while (p[0] == '.' && p[1] == '/') {
-		p += 2;
-		while (*p == '/')
-			p++;
-	}
-	if (*p == '\0' || strcmp(p, ".") == 0)
-		return xstrdup(dir);
-	dl = strlen(dir);
-	while (dl > 1 && dir[dl - 1] == '/')
-		dl--;
-	if (dl == 1 && dir[0] == '/')
-		dl = 0;
-	if (asprintf(&out, "%.*s/%s", (int)dl, dir, p) == -1) {
-		fprintf(stderr, "airlockctl: out of memory\n");
-		exit(CTL_FAIL);
-	}
-	return out;
-}
-
-/* The absolute directory of <path>, as the daemon computes it. */
-static char *
-dir_of(const char *path)
-{
-	const char	*slash;
-	char		*dir, *abs;
-
-	if ((slash = strrchr(path, '/')) == NULL)
-		dir = xstrdup(".");
-	else if (slash == path)
-		dir = xstrdup("/");
-	else
-		dir = xstrndup(path, (size_t)(slash - path));
-	if ((abs = realpath(dir, NULL)) == NULL)
-		return dir;
-	free(dir);
-	return abs;
 }
 
 /* What airlockctl takes from a config file. */
@@ -291,27 +245,27 @@ conf_read(const char *file, struct ctl_conf *cc)
 	    (state != NULL && *state == '\0'))
 		goto out;
 
-	dir = dir_of(file);
-	sdir = path_join(dir, state != NULL ? state : "state");
+	dir = cfg_dir_of(file);
+	sdir = cfg_path_join(dir, state != NULL ? state : "state");
 	if (admin == NULL) {
-		p = path_join(sdir, "admin.sock");
+		p = cfg_path_join(sdir, "admin.sock");
 		if (asprintf(&cc->cc_admin, "unix:%s", p) == -1)
 			cc->cc_admin = NULL;
 		free(p);
 	} else if (strncmp(admin, "unix:", 5) == 0 && admin[5] != '\0') {
-		p = path_join(dir, admin + 5);
+		p = cfg_path_join(dir, admin + 5);
 		if (asprintf(&cc->cc_admin, "unix:%s", p) == -1)
 			cc->cc_admin = NULL;
 		free(p);
 	} else
 		cc->cc_admin = xstrdup(admin);
 	if (token == NULL) {
-		p = path_join(sdir, "admin.token");
+		p = cfg_path_join(sdir, "admin.token");
 		if (asprintf(&cc->cc_token, "file:%s", p) == -1)
 			cc->cc_token = NULL;
 		free(p);
 	} else if (strncmp(token, "file:", 5) == 0 && token[5] != '\0') {
-		p = path_join(dir, token + 5);
+		p = cfg_path_join(dir, token + 5);
 		if (asprintf(&cc->cc_token, "file:%s", p) == -1)
 			cc->cc_token = NULL;
 		free(p);
