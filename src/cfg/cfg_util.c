@@ -6,6 +6,8 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+
 #include <sys/stat.h>
 
 #include <ctype.h>
@@ -547,6 +549,21 @@ cfg_host_pattern(const char *s, char **out)
 	if (strchr(s, '*') != NULL)
 		return "\"*\" is only allowed alone or as \"*.\" at the "
 		    "start, e.g. \"*.example.com\"";
+	if (strchr(s, '/') != NULL) {
+		/* a network: IP literals in it (raw TCP on the transparent
+		   listener, CONNECT to an address) */
+		struct net_cidr	nc;
+		char		a[INET6_ADDRSTRLEN];
+
+		if (net_cidr_parse(s, &nc) == -1)
+			return "a network must be ADDRESS/PREFIX with the host "
+			    "bits zero, e.g. \"10.1.0.0/16\"";
+		net_addr_format(&nc.nc_addr, a, sizeof(a));
+		len = strlen(a) + 8;
+		*out = xmalloc(len);
+		snprintf(*out, len, "%s/%d", a, nc.nc_prefix);
+		return NULL;
+	}
 	if ((ip = cfg_ip_canon(s)) != NULL) {
 		*out = ip;
 		return NULL;

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "cfg/cfg.h"
+#include "dns/net_guard.h"
 #include "policy/pol.h"
 
 /* How far a rule got before it failed; the deny reason uses the best. */
@@ -32,6 +33,15 @@ pol_host_match(const char *pattern, const char *host)
 		return 0;
 	if (strcmp(pattern, "*") == 0)
 		return 1;
+	if (strchr(pattern, '/') != NULL) {
+		/* a network: only IP literals fall in it */
+		struct net_cidr	nc;
+		struct net_addr	a;
+
+		return net_cidr_parse(pattern, &nc) == 0 &&
+		    net_host_literal(host, &a) == 1 &&
+		    net_cidr_contains(&nc, &a);
+	}
 	if (pattern[0] == '*' && pattern[1] == '.') {
 		/* ".example.com": strict subdomains, not the apex itself */
 		plen = strlen(pattern + 1);

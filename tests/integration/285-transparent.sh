@@ -59,7 +59,7 @@ policies:
   - name: p
     rules:
       - {host: "api.test", ports: [$HTTP_PORT, $TLS_PORT], methods: [GET], paths: ["/echo", "/size/*"]}
-      - {host: "127.0.0.1", ports: [$RAW_PORT]}
+      - {host: "127.0.0.0/24", ports: [$RAW_PORT]}
 sandboxes:
   - {id: t1, policy: p, token: "literal:unused-here", addresses: ["127.0.0.1"]}
 YAML
@@ -112,7 +112,7 @@ s = socket.create_connection(('127.0.0.1', $DENIED_PORT), timeout=8)
 s.sendall(b'hello\r\n')
 print(repr(s.recv(200)))" 2>&1)
 case "$out" in "b''"|*Reset*) ;; *) fail "raw TCP to an unlisted port: got '$out'" ;; esac
-ok "raw TCP: relayed by an IP rule, closed otherwise"
+ok "raw TCP: relayed by a network rule (127.0.0.0/24), closed otherwise"
 
 # a source address that belongs to no sandbox: closed, audited
 out=$(asnobody timeout 10 "$PYTHON" -c "

@@ -100,6 +100,8 @@ static const struct err_case err_cases[] = {
 	    "unknown key \"lisen\" at the top level (did you mean "
 	    "\"listen\"?)" },
 	/* SPEC keys of later features */
+	{ RULE("\"10.1.0.1/16\""), "t.yaml:4:15: ",
+	    "a network must be ADDRESS/PREFIX with the host bits zero" },
 	{ "launcher:\n  qemu: {memory: 1GiB}\n", "t.yaml:2:3: ",
 	    "key \"qemu\" is not supported yet" },
 	{ "listen:\n  transparent: \"10.0.0.1\"\n", "t.yaml:2:16: ",
