@@ -1803,8 +1803,10 @@ cfg_k_launcher_backend(struct cfg_parse *cp, const struct cfg_key *k,
 		return;
 	if (strcmp(s, "none") == 0)
 		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NONE;
-	else if (strcmp(s, "netns") == 0 && CFG_GATEWAY_MODE)
+	else if (strcmp(s, "netns") == 0 && CFG_GATEWAY_MODE) {
 		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NETNS;
+		cp->cp_backend_node = v;
+	}
 	else if (strcmp(s, "netns") == 0 || strcmp(s, "qemu") == 0)
 		cfg_err(cp, v, "launcher backend \"%s\" is not supported yet "
 		    "(only \"none\"%s)", s, CFG_GATEWAY_MODE ? " or "
@@ -2261,6 +2263,12 @@ cfg_finish(struct cfg_parse *cp)
 			    "policy \"%s\" is not defined",
 			    s->s_id != NULL ? s->s_id : "?", s->s_policy_name);
 	}
+	/* netns sandboxes have no way out but these two */
+	if (c->c_launcher_backend == CFG_BACKEND_NETNS &&
+	    (c->c_listen_transparent == NULL || c->c_listen_dns == NULL))
+		cfg_err(cp, cp->cp_backend_node, "launcher backend \"netns\" "
+		    "needs listen.transparent and listen.dns (the sandboxes' "
+		    "only way out)");
 	/* country rules without a database would refuse everything */
 	if (cp->cp_geo_node != NULL && c->c_geoip_database == NULL)
 		cfg_err(cp, cp->cp_geo_node, "\"geo\" rules need "

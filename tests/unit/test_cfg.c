@@ -102,6 +102,9 @@ static const struct err_case err_cases[] = {
 	/* SPEC keys of later features */
 	{ RULE("\"10.1.0.1/16\""), "t.yaml:4:15: ",
 	    "a network must be ADDRESS/PREFIX with the host bits zero" },
+	{ "launcher:\n  backend: netns\n", "t.yaml:2:12: ",
+	    "launcher backend \"netns\" needs listen.transparent and "
+	    "listen.dns" },
 	{ "launcher:\n  qemu: {memory: 1GiB}\n", "t.yaml:2:3: ",
 	    "key \"qemu\" is not supported yet" },
 	{ "listen:\n  transparent: \"10.0.0.1\"\n", "t.yaml:2:16: ",
