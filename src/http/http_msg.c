@@ -42,6 +42,8 @@ msg_append(struct http_msg *m, const char *at, size_t len)
 {
 	size_t	ncap;
 
+	if (len == 0)
+		return 0;	/* hm_buf may still be NULL: no NULL + 0 */
 	if (m->hm_len + len > m->hm_max)
 		return -1;
 	if (m->hm_len + len > m->hm_cap) {
