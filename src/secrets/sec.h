@@ -125,8 +125,8 @@ size_t	 sec_scan_npatterns(const struct sec_scan *);
 /* Scanned bytes go to <out>; returns the number of replacements. */
 size_t	 sec_scan_feed(struct sec_scan *, const char *, size_t,
 	    struct evbuffer *out);
-/* End of stream: flush held bytes. */
-void	 sec_scan_finish(struct sec_scan *, struct evbuffer *out);
+/* End of stream: flush held bytes; returns the replacements among them. */
+size_t	 sec_scan_finish(struct sec_scan *, struct evbuffer *out);
 /* Replace in a whole string (headers); returns a new heap string. */
 char	*sec_scan_string(struct sec_scan *, const char *, size_t,
 	    size_t *outlen, size_t *nrepl);

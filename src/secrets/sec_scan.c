@@ -541,7 +541,7 @@ sec_scan_feed(struct sec_scan *sc, const char *data, size_t len,
 	return nrepl;
 }
 
-void
+size_t
 sec_scan_finish(struct sec_scan *sc, struct evbuffer *out)
 {
 	struct scan_run	*r = &sc->run;
@@ -554,6 +554,7 @@ sec_scan_finish(struct sec_scan *sc, struct evbuffer *out)
 		    &sk, &nrepl);
 	}
 	run_reset(r);
+	return nrepl;
 }
 
 char *
