@@ -42,11 +42,11 @@ msg_append(struct http_msg *m, const char *at, size_t len)
 {
 	size_t	ncap;
 
-	if (len == 0)
-		return 0;	/* hm_buf may still be NULL: no NULL + 0 */
 	if (m->hm_len + len > m->hm_max)
 		return -1;
-	if (m->hm_len + len > m->hm_cap) {
+	/* the arena exists from the first span on, even an empty one: a
+	   header may have begun (hm_buf + offset) before any byte came */
+	if (m->hm_buf == NULL || m->hm_len + len > m->hm_cap) {
 		ncap = m->hm_cap ? m->hm_cap : 1024;
 		while (ncap < m->hm_len + len)
 			ncap *= 2;
@@ -55,7 +55,8 @@ msg_append(struct http_msg *m, const char *at, size_t len)
 		m->hm_buf = xrealloc(m->hm_buf, ncap);
 		m->hm_cap = ncap;
 	}
-	memcpy(m->hm_buf + m->hm_len, at, len);
+	if (len > 0)
+		memcpy(m->hm_buf + m->hm_len, at, len);
 	m->hm_len += len;
 	return 0;
 }
