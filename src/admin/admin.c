@@ -236,7 +236,6 @@ admin_reason_phrase(int status)
 	case 413: return "Payload Too Large";
 	case 414: return "URI Too Long";
 	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	}
 	return "Unknown";

@@ -71,47 +71,6 @@ struct ca_cache {
 	uint64_t	 cc_k1;
 };
 
-/* SipHash-2-4 (Aumasson, Bernstein), as in the reference implementation. */
-#define CC_ROTL(x, b)	(uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define CC_SIPROUND do {						\
-	v0 += v1; v1 = CC_ROTL(v1, 13); v1 ^= v0; v0 = CC_ROTL(v0, 32);	\
-	v2 += v3; v3 = CC_ROTL(v3, 16); v3 ^= v2;			\
-	v0 += v3; v3 = CC_ROTL(v3, 21); v3 ^= v0;			\
-	v2 += v1; v1 = CC_ROTL(v1, 17); v1 ^= v2; v2 = CC_ROTL(v2, 32);	\
-} while (0)
-
-static uint64_t
-cc_siphash(uint64_t k0, uint64_t k1, const unsigned char *in, size_t len)
-{
-	uint64_t	v0 = k0 ^ 0x736f6d6570736575ULL;
-	uint64_t	v1 = k1 ^ 0x646f72616e646f6dULL;
-	uint64_t	v2 = k0 ^ 0x6c7967656e657261ULL;
-	uint64_t	v3 = k1 ^ 0x7465646279746573ULL;
-	uint64_t	b = (uint64_t)len << 56, m;
-	size_t		i, j;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		for (m = 0, j = 0; j < 8; j++)
-			m |= (uint64_t)in[i + j] << (8 * j);
-		v3 ^= m;
-		CC_SIPROUND;
-		CC_SIPROUND;
-		v0 ^= m;
-	}
-	for (j = 0; i + j < len; j++)
-		b |= (uint64_t)in[i + j] << (8 * j);
-	v3 ^= b;
-	CC_SIPROUND;
-	CC_SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	CC_SIPROUND;
-	CC_SIPROUND;
-	CC_SIPROUND;
-	CC_SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
 struct ca_cache *
 ca_cache_new(size_t capacity)
 {
@@ -245,7 +204,7 @@ ca_cache_get(struct ca_cache *cc, struct ca *ca, const char *host,
 		return NULL;
 	gen = ca_generation(ca);
 	len = strlen(host);
-	h = cc_siphash(cc->cc_k0 ^ gen, cc->cc_k1, (const unsigned char *)host,
+	h = util_siphash(cc->cc_k0 ^ gen, cc->cc_k1, (const unsigned char *)host,
 	    len);
 	cs = &cc->cc_shards[(h >> 32) % cc->cc_nshards];
 

@@ -55,14 +55,6 @@ struct cfg_parse {
 /* Keyword tables, one per mapping kind, checked by cfg_walk_map(). */
 #define CFG_K_REQUIRED	0x01	/* missing: error at the mapping */
 #define CFG_MAX_UNIX_PATH	108	/* sizeof(sun_path) */
-/*
- * Gateway mode (transparent listener, DNS stub, netns launcher) is being
- * built (issue #7): its keys parse, but are refused until the daemon
- * serves them.
- */
-#define CFG_GATEWAY_MODE	1
-/* listen.dns: refused until the DNS stub is served by the daemon. */
-#define CFG_DNS_STUB		1
 #define CFG_K_LATER	0x02	/* SPEC key of a feature not built yet */
 
 struct cfg_key;

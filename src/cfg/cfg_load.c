@@ -25,17 +25,6 @@
 #include "util/log.h"
 #include "util/util.h"
 
-/* Keys of gateway mode are refused until the daemon serves them. */
-static int
-cfg_gateway_mode_key(struct cfg_parse *cp, const struct cfg_key *k,
-    yaml_node_t *v)
-{
-	if (CFG_GATEWAY_MODE)
-		return 0;
-	cfg_err(cp, v, "key \"%s\" is not supported yet", k->k_name);
-	return -1;
-}
-
 /* A growable list of names with their nodes, for duplicate checks. */
 struct cfg_namev {
 	struct cfg_name	*nv_v;
@@ -168,12 +157,6 @@ cfg_k_listen_one(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s, *why;
 	char		*canon, what[32];
 
-	/* the transparent listener serves redirects from any source; the
-	   DNS stub waits for the rest of gateway mode */
-	if (strcmp(k->k_name, "dns") == 0 && !CFG_DNS_STUB) {
-		cfg_err(cp, v, "key \"%s\" is not supported yet", k->k_name);
-		return;
-	}
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	if ((s = cfg_scalar(cp, v, what, "\"IP:PORT\"")) == NULL)
 		return;
@@ -1803,14 +1786,12 @@ cfg_k_launcher_backend(struct cfg_parse *cp, const struct cfg_key *k,
 		return;
 	if (strcmp(s, "none") == 0)
 		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NONE;
-	else if (strcmp(s, "netns") == 0 && CFG_GATEWAY_MODE) {
+	else if (strcmp(s, "netns") == 0) {
 		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NETNS;
 		cp->cp_backend_node = v;
-	}
-	else if (strcmp(s, "netns") == 0 || strcmp(s, "qemu") == 0)
+	} else if (strcmp(s, "qemu") == 0)
 		cfg_err(cp, v, "launcher backend \"%s\" is not supported yet "
-		    "(only \"none\"%s)", s, CFG_GATEWAY_MODE ? " or "
-		    "\"netns\"" : "");
+		    "(only \"none\" or \"netns\")", s);
 	else
 		cfg_err(cp, v, "\"backend\" must be netns, qemu or none, not "
 		    "\"%s\"", s);
@@ -1841,9 +1822,6 @@ cfg_k_launcher_cidr(struct cfg_parse *cp, const struct cfg_key *k,
 	struct net_cidr	 nc;
 	const char	*s;
 	char		 what[32];
-	if (cfg_gateway_mode_key(cp, k, v) == -1)
-		return;
-
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	if ((s = cfg_scalar(cp, v, what, "an IPv4 CIDR such as "
 	    "\"10.88.0.0/16\"")) == NULL)
@@ -1867,9 +1845,6 @@ cfg_k_launcher_rootfs(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s;
-	if (cfg_gateway_mode_key(cp, k, v) == -1)
-		return;
-
 	if (cfg_is_null(v))
 		return;
 	if ((s = cfg_scalar(cp, v, "\"rootfs\"", "a directory or null")) ==
@@ -1889,8 +1864,6 @@ cfg_k_launcher_ifprefix(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s, *p;
 
-	if (cfg_gateway_mode_key(cp, k, v) == -1)
-		return;
 	if ((s = cfg_scalar(cp, v, "\"interface_prefix\"", "a short "
 	    "name such as \"sbx-\"")) == NULL)
 		return;
@@ -1915,9 +1888,6 @@ cfg_k_launcher_user(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s, *colon;
 	char		 uid[16];
 	uint64_t	 u, g;
-	if (cfg_gateway_mode_key(cp, k, v) == -1)
-		return;
-
 	if ((s = cfg_scalar(cp, v, "\"user\"", "\"UID:GID\"")) == NULL)
 		return;
 	colon = strchr(s, ':');
@@ -1960,8 +1930,6 @@ static void
 cfg_k_launcher_limits(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
-	if (cfg_gateway_mode_key(cp, k, v) == -1)
-		return;
 	if (cfg_want_map(cp, v, "\"limits\"") == 0)
 		cfg_walk_map(cp, v, "launcher limits", cfg_llimits_keys,
 		    cp->cp_cfg);

@@ -881,12 +881,13 @@ run_netns(struct json_object *r, struct json_object *env, char **argv)
 
 /*
  * Claim a sandbox from the launcher's pool and run CMD with it. With
- * launcher.backend none (the only backend so far) a sandbox is an
+ * launcher.backend none a sandbox is an
  * identity, and the workload runs wherever its caller runs it: here, as a
  * child with the sandbox's environment (proxy, token, CA bundle) and
  * nothing else of ours but PATH HOME USER LANG TERM. Not isolated: what
- * ignores HTTPS_PROXY goes around the gateway. A gateway without a
- * launcher answers 501 and we say so. The sandbox is released afterwards.
+ * ignores HTTPS_PROXY goes around the gateway. With backend netns the
+ * command runs inside the sandbox instead (run_netns). A refused claim is
+ * reported. The sandbox is released afterwards.
  */
 int
 ctl_cmd_run(struct ctl *c, struct ctl_args *a)

@@ -63,47 +63,6 @@ struct dns_synth {
 	uint64_t		 ds_k1;
 };
 
-/* SipHash-2-4 (Aumasson, Bernstein), as in src/ca/ca_cache.c. */
-#define DS_ROTL(x, b)	(uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define DS_SIPROUND do {						\
-	v0 += v1; v1 = DS_ROTL(v1, 13); v1 ^= v0; v0 = DS_ROTL(v0, 32);	\
-	v2 += v3; v3 = DS_ROTL(v3, 16); v3 ^= v2;			\
-	v0 += v3; v3 = DS_ROTL(v3, 21); v3 ^= v0;			\
-	v2 += v1; v1 = DS_ROTL(v1, 17); v1 ^= v2; v2 = DS_ROTL(v2, 32);	\
-} while (0)
-
-static uint64_t
-ds_siphash(uint64_t k0, uint64_t k1, const unsigned char *in, size_t len)
-{
-	uint64_t	v0 = k0 ^ 0x736f6d6570736575ULL;
-	uint64_t	v1 = k1 ^ 0x646f72616e646f6dULL;
-	uint64_t	v2 = k0 ^ 0x6c7967656e657261ULL;
-	uint64_t	v3 = k1 ^ 0x7465646279746573ULL;
-	uint64_t	b = (uint64_t)len << 56, m;
-	size_t		i, j;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		for (m = 0, j = 0; j < 8; j++)
-			m |= (uint64_t)in[i + j] << (8 * j);
-		v3 ^= m;
-		DS_SIPROUND;
-		DS_SIPROUND;
-		v0 ^= m;
-	}
-	for (j = 0; i + j < len; j++)
-		b |= (uint64_t)in[i + j] << (8 * j);
-	v3 ^= b;
-	DS_SIPROUND;
-	DS_SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	DS_SIPROUND;
-	DS_SIPROUND;
-	DS_SIPROUND;
-	DS_SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
 struct dns_synth *
 dns_synth_new(const struct net_cidr *pool, size_t max_names,
     uint64_t min_idle_ms)
@@ -273,7 +232,7 @@ dns_synth_get(struct dns_synth *ds, const char *name, struct net_addr *out)
 	if (name == NULL || (len = strlen(name)) == 0 ||
 	    len > DNS_SYNTH_NAME_MAX)
 		return -1;
-	h = ds_siphash(ds->ds_k0, ds->ds_k1, (const unsigned char *)name, len);
+	h = util_siphash(ds->ds_k0, ds->ds_k1, (const unsigned char *)name, len);
 	now = util_now_ms();
 
 	pthread_rwlock_rdlock(&ds->ds_lock);

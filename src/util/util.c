@@ -201,3 +201,44 @@ util_secret_eq(const char *a, size_t alen, const char *b, size_t blen)
 	SHA256((const unsigned char *)b, blen, db);
 	return CRYPTO_memcmp(da, db, sizeof(da)) == 0 && alen == blen;
 }
+
+/* SipHash-2-4 (Aumasson, Bernstein), as in the reference implementation. */
+#define US_ROTL(x, b)	(uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define US_SIPROUND do {						\
+	v0 += v1; v1 = US_ROTL(v1, 13); v1 ^= v0; v0 = US_ROTL(v0, 32);	\
+	v2 += v3; v3 = US_ROTL(v3, 16); v3 ^= v2;			\
+	v0 += v3; v3 = US_ROTL(v3, 21); v3 ^= v0;			\
+	v2 += v1; v1 = US_ROTL(v1, 17); v1 ^= v2; v2 = US_ROTL(v2, 32);	\
+} while (0)
+
+uint64_t
+util_siphash(uint64_t k0, uint64_t k1, const unsigned char *in, size_t len)
+{
+	uint64_t	v0 = k0 ^ 0x736f6d6570736575ULL;
+	uint64_t	v1 = k1 ^ 0x646f72616e646f6dULL;
+	uint64_t	v2 = k0 ^ 0x6c7967656e657261ULL;
+	uint64_t	v3 = k1 ^ 0x7465646279746573ULL;
+	uint64_t	b = (uint64_t)len << 56, m;
+	size_t		i, j;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		for (m = 0, j = 0; j < 8; j++)
+			m |= (uint64_t)in[i + j] << (8 * j);
+		v3 ^= m;
+		US_SIPROUND;
+		US_SIPROUND;
+		v0 ^= m;
+	}
+	for (j = 0; i + j < len; j++)
+		b |= (uint64_t)in[i + j] << (8 * j);
+	v3 ^= b;
+	US_SIPROUND;
+	US_SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	US_SIPROUND;
+	US_SIPROUND;
+	US_SIPROUND;
+	US_SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}

@@ -32,6 +32,11 @@ size_t	util_u64_dec(uint64_t v, char *out);
 /* The low <ndigits> hex digits of <v>, zero-padded, into <out> (no NUL). */
 void	util_hex_fixed(uint64_t v, int ndigits, char *out);
 
+/* SipHash-2-4 of <in> under the key (k0, k1): hash tables keyed by
+ * what a client sends, so collisions cannot be chosen. */
+uint64_t util_siphash(uint64_t k0, uint64_t k1, const unsigned char *in,
+	    size_t len);
+
 /* Lowercase hex of <len> random bytes into <out> (2*len+1). */
 void	util_random_hex(char *out, size_t len);
 
