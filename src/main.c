@@ -41,7 +41,7 @@
 
 static struct cfg	*current_cfg;
 static const char	*cfg_path;
-static struct launcher	*launcher;	/* launcher.backend netns */
+static struct launcher	*launcher;	/* launcher.backend netns, qemu */
 
 /* A sandbox with namespaces was deleted: they go too. */
 static void
@@ -96,7 +96,7 @@ drop_root(const struct cfg *cfg)
 }
 
 /*
- * launcher.backend netns: fork the privileged launcher now, before any
+ * launcher.backend netns or qemu: fork the privileged launcher now, before any
  * secret value is loaded, and have it set up the host (nftables, the
  * gateway address, the blackhole route).
  */
@@ -110,13 +110,14 @@ start_launcher(const char *path)
 
 	if ((pre = cfg_load(path, stderr, &nerr)) == NULL)
 		return -1;
-	if (pre->c_launcher_backend != CFG_BACKEND_NETNS) {
+	if (!CFG_BACKEND_LAUNCHED(pre)) {
 		cfg_unref(pre);
 		return 0;
 	}
 	if (geteuid() != 0) {
-		log_warnx("launcher.backend netns needs root (namespaces, "
-		    "links, nftables)");
+		log_warnx("launcher.backend %s needs root (namespaces, "
+		    "links, taps, nftables)", pre->c_launcher_backend ==
+		    CFG_BACKEND_QEMU ? "qemu" : "netns");
 		cfg_unref(pre);
 		return -1;
 	}
@@ -131,8 +132,8 @@ start_launcher(const char *path)
 		log_warnx("launcher: host setup failed: %s", why);
 		return -1;
 	}
-	log_info("launcher %d: host set up for netns sandboxes",
-	    (int)launcher_pid(launcher));
+	log_info("launcher %d: host set up for %s sandboxes",
+	    (int)launcher_pid(launcher), lo.lo_vm ? "qemu microVM" : "netns");
 	return 0;
 }
 
@@ -341,6 +342,15 @@ reload_restart_keys(const struct cfg *cur, const struct cfg *next, FILE *errs)
 	    cur->c_launcher_pids != next->c_launcher_pids,
 	    "launcher (rootfs, user, gateway_user, limits, "
 	    "interface_prefix)");
+	CHANGED(!same_str(cur->c_qemu_kernel, next->c_qemu_kernel) ||
+	    !same_str(cur->c_qemu_initrd, next->c_qemu_initrd) ||
+	    !same_str(cur->c_qemu_binary, next->c_qemu_binary) ||
+	    cur->c_qemu_memory != next->c_qemu_memory ||
+	    cur->c_qemu_vcpus != next->c_qemu_vcpus ||
+	    cur->c_qemu_accel != next->c_qemu_accel ||
+	    cur->c_qemu_boot_ms != next->c_qemu_boot_ms,
+	    "launcher.qemu (kernel, initrd, binary, memory, vcpus, accel, "
+	    "boot_timeout)");
 #undef CHANGED
 	return n;
 }

@@ -253,7 +253,45 @@ sandbox_summary(const struct sbx *s)
 	json_object_object_add(o, "created", json_object_new_string(ts));
 	json_object_object_add(o, "connections", json_object_new_int64(
 	    __atomic_load_n(&s->sb_conns, __ATOMIC_RELAXED)));
+	if (s->sb_flags & SBX_F_VM)
+		json_object_object_add(o, "paused", json_object_new_boolean(
+		    (s->sb_flags & SBX_F_PAUSED) != 0));
 	return o;
+}
+
+static const char *
+backend_name(int backend)
+{
+	return backend == CFG_BACKEND_QEMU ? "qemu" :
+	    backend == CFG_BACKEND_NETNS ? "netns" : "none";
+}
+
+/*
+ * For airlockctl run: how to reach a launched sandbox. netns: enter the
+ * namespaces of its init as its user; qemu: its guest agent's socket.
+ */
+static void
+sandbox_launched(const struct cfg *cfg, const struct sbx *s, json_object *o)
+{
+	char	 user[32], ip[INET6_ADDRSTRLEN];
+
+	json_object_object_add(o, "backend", json_object_new_string(
+	    (s->sb_flags & SBX_F_VM) ? "qemu" : (s->sb_flags & SBX_F_NETNS) ?
+	    "netns" : "none"));
+	if (!(s->sb_flags & SBX_F_NETNS))
+		return;
+	json_object_object_add(o, "pid", json_object_new_int(s->sb_init_pid));
+	snprintf(user, sizeof(user), "%u:%u", cfg->c_launcher_uid,
+	    cfg->c_launcher_gid);
+	json_object_object_add(o, "user", json_object_new_string(user));
+	if (s->sb_flags & SBX_F_VM)
+		json_object_object_add(o, "ctl_socket",
+		    json_object_new_string(s->sb_ctl));
+	if (s->sb_naddrs > 0) {
+		net_addr_format(&s->sb_addrs[0], ip, sizeof(ip));
+		json_object_object_add(o, "address",
+		    json_object_new_string(ip));
+	}
 }
 
 /* Summary plus token, proxy_url and the CA certificate. */
@@ -391,7 +429,32 @@ static void
 route_sandbox_show(const struct admin_req *q, struct admin_resp *r,
     struct sbx *s)
 {
-	admin_json(r, 200, sandbox_full(admin_hooks.ah_cfg(), s));
+	const struct cfg	*cfg = admin_hooks.ah_cfg();
+	json_object		*o = sandbox_full(cfg, s);
+
+	json_object_object_add(o, "env", sandbox_env(cfg, s));
+	sandbox_launched(cfg, s, o);
+	admin_json(r, 200, o);
+}
+
+/* POST …/pause, …/resume: a VM of the qemu backend. */
+static void
+route_sandbox_vm(const struct admin_req *q, struct admin_resp *r,
+    struct sbx *s, int pause)
+{
+	char	why[200];
+
+	if (!(s->sb_flags & SBX_F_VM)) {
+		admin_error(r, 409, "conflict", "only a VM (launcher backend "
+		    "qemu) can be paused or resumed");
+		return;
+	}
+	if ((pause ? pool_pause(s, 0, why, sizeof(why)) :
+	    pool_resume(s, why, sizeof(why))) == -1) {
+		admin_error(r, 500, "internal_error", why);
+		return;
+	}
+	admin_json(r, 200, sandbox_summary(s));
 }
 
 static void
@@ -572,25 +635,8 @@ route_claim(const struct admin_req *q, struct admin_resp *r)
 	json_object_put(body);
 	o = sandbox_full(admin_hooks.ah_cfg(), s);
 	json_object_object_add(o, "warm", json_object_new_boolean(warm));
-	json_object_object_add(o, "backend", json_object_new_string(
-	    (s->sb_flags & SBX_F_NETNS) ? "netns" : "none"));
 	json_object_object_add(o, "env", sandbox_env(admin_hooks.ah_cfg(), s));
-	if (s->sb_flags & SBX_F_NETNS) {
-		const struct cfg *cfg = admin_hooks.ah_cfg();
-		char	 user[32], ip[INET6_ADDRSTRLEN];
-
-		/* for airlockctl run: enter its namespaces as its user */
-		json_object_object_add(o, "pid",
-		    json_object_new_int(s->sb_init_pid));
-		snprintf(user, sizeof(user), "%u:%u", cfg->c_launcher_uid,
-		    cfg->c_launcher_gid);
-		json_object_object_add(o, "user", json_object_new_string(user));
-		if (s->sb_naddrs > 0) {
-			net_addr_format(&s->sb_addrs[0], ip, sizeof(ip));
-			json_object_object_add(o, "address",
-			    json_object_new_string(ip));
-		}
-	}
+	sandbox_launched(admin_hooks.ah_cfg(), s, o);
 	sbx_unref(s);
 	admin_json(r, 200, o);
 }
@@ -669,7 +715,7 @@ route_pool(const struct admin_req *q, struct admin_resp *r)
 	}
 	pool_stats_free(st, n);
 	json_object_object_add(o, "backend", json_object_new_string(
-	    cfg->c_launcher_backend == CFG_BACKEND_NETNS ? "netns" : "none"));
+	    backend_name(cfg->c_launcher_backend)));
 	json_object_object_add(o, "warm_floor", json_object_new_int64(
 	    (int64_t)(cfg->c_launcher_set ? cfg->c_pool_warm : 0)));
 	json_object_object_add(o, "max",
@@ -789,6 +835,11 @@ admin_route(const struct admin_req *q, struct admin_resp *r)
 	else if ((n == 4 && IS(3, "usage")) || (n == 5 && IS(3, "usage") &&
 	    IS(4, "reset")))
 		method_not_allowed(r, n == 4 ? "GET" : "POST");
+	else if (n == 4 && (IS(3, "pause") || IS(3, "resume")) &&
+	    m == HTTP_POST)
+		route_sandbox_vm(q, r, s, IS(3, "pause"));
+	else if (n == 4 && (IS(3, "pause") || IS(3, "resume")))
+		method_not_allowed(r, "POST");
 	else
 		admin_error(r, 404, "not_found", "no such route");
 	sbx_unref(s);

@@ -116,9 +116,18 @@ struct cfg_sandbox {
 enum cfg_backend {
 	CFG_BACKEND_NONE = 0,	/* sandboxes are identities: the workload runs
 				   wherever its caller runs it */
-	CFG_BACKEND_NETNS,	/* not built yet (issue #7) */
-	CFG_BACKEND_QEMU,	/* not built yet (issue #9) */
+	CFG_BACKEND_NETNS,	/* network namespaces (launcher) */
+	CFG_BACKEND_QEMU,	/* qemu microVMs (launcher) */
 };
+
+enum cfg_accel {
+	CFG_ACCEL_AUTO = 0,	/* KVM where a probe boots, else TCG */
+	CFG_ACCEL_KVM,
+	CFG_ACCEL_TCG,
+};
+
+/* A backend whose sandboxes the launcher makes (namespaces or VMs). */
+#define CFG_BACKEND_LAUNCHED(c)	((c)->c_launcher_backend != CFG_BACKEND_NONE)
 
 struct cfg_host_override {
 	char		*h_name;	/* lowercase */
@@ -214,6 +223,15 @@ struct cfg {
 	int			  c_launcher_set;	/* a launcher section:
 							   keep warm pools */
 	int			  c_launcher_backend;	/* CFG_BACKEND_* */
+	/* launcher.qemu */
+	char			 *c_qemu_kernel;	/* required with qemu */
+	char			 *c_qemu_initrd;	/* required with qemu */
+	char			 *c_qemu_binary;	/* NULL = search */
+	uint64_t		  c_qemu_memory;	/* bytes; 256MiB */
+	uint64_t		  c_qemu_vcpus;		/* 1 */
+	int			  c_qemu_accel;		/* CFG_ACCEL_* */
+	uint64_t		  c_qemu_boot_ms;	/* 60s */
+	uint64_t		  c_qemu_min_free;	/* bytes; 512MiB */
 	size_t			  c_pool_warm;		/* 2 */
 	size_t			  c_pool_max;		/* 64 */
 	uint64_t		  c_pool_idle_ms;	/* 15m */

@@ -47,6 +47,7 @@ struct cfg_parse {
 	const yaml_node_t	**cp_sbx_policy;	/* per sandbox */
 	const yaml_node_t	 *cp_geo_node;	/* first policy "geo" */
 	const yaml_node_t	 *cp_backend_node;	/* launcher.backend */
+	const yaml_node_t	 *cp_qemu_node;		/* launcher.qemu */
 	struct cfg_secref	 *cp_secrefs;	/* rule "secrets" items */
 	size_t			  cp_nsecrefs;
 	size_t			  cp_secrefs_cap;

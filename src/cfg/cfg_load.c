@@ -1789,10 +1789,10 @@ cfg_k_launcher_backend(struct cfg_parse *cp, const struct cfg_key *k,
 	else if (strcmp(s, "netns") == 0) {
 		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NETNS;
 		cp->cp_backend_node = v;
-	} else if (strcmp(s, "qemu") == 0)
-		cfg_err(cp, v, "launcher backend \"%s\" is not supported yet "
-		    "(only \"none\" or \"netns\")", s);
-	else
+	} else if (strcmp(s, "qemu") == 0) {
+		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_QEMU;
+		cp->cp_backend_node = v;
+	} else
 		cfg_err(cp, v, "\"backend\" must be netns, qemu or none, not "
 		    "\"%s\"", s);
 }
@@ -1935,6 +1935,75 @@ cfg_k_launcher_limits(struct cfg_parse *cp, const struct cfg_key *k,
 		    cp->cp_cfg);
 }
 
+/* launcher.qemu: kernel, initrd (files), binary (a program) */
+static void
+cfg_k_qemu_path(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s;
+	char		 what[32], **dst, *path;
+	int		 mode = strcmp(k->k_name, "binary") == 0 ? X_OK : R_OK;
+
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	if ((s = cfg_scalar(cp, v, what, "a file")) == NULL)
+		return;
+	if (*s == '\0') {
+		cfg_err(cp, v, "\"%s\" is empty", k->k_name);
+		return;
+	}
+	path = cfg_path_join(cp->cp_cfg->c_dir, s);
+	if (access(path, mode) == -1)
+		cfg_err(cp, v, "qemu %s \"%s\": %s", k->k_name, path,
+		    strerror(errno));
+	dst = (char **)((char *)cp->cp_cfg + k->k_off);
+	free(*dst);
+	*dst = path;
+}
+
+static void
+cfg_k_qemu_accel(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s;
+
+	if ((s = cfg_scalar(cp, v, "\"accel\"", "auto, kvm or tcg")) == NULL)
+		return;
+	if (strcmp(s, "auto") == 0)
+		cp->cp_cfg->c_qemu_accel = CFG_ACCEL_AUTO;
+	else if (strcmp(s, "kvm") == 0)
+		cp->cp_cfg->c_qemu_accel = CFG_ACCEL_KVM;
+	else if (strcmp(s, "tcg") == 0)
+		cp->cp_cfg->c_qemu_accel = CFG_ACCEL_TCG;
+	else
+		cfg_err(cp, v, "\"accel\" must be auto, kvm or tcg, not "
+		    "\"%s\"", s);
+}
+
+static const struct cfg_key cfg_qemu_keys[] = {
+	{ "kernel", 0, cfg_k_qemu_path, LCH(c_qemu_kernel), 0, 0 },
+	{ "initrd", 0, cfg_k_qemu_path, LCH(c_qemu_initrd), 0, 0 },
+	{ "binary", 0, cfg_k_qemu_path, LCH(c_qemu_binary), 0, 0 },
+	{ "memory", 0, cfg_set_size64, LCH(c_qemu_memory), 64ULL << 20,
+	    64ULL << 30 },
+	{ "vcpus", 0, cfg_set_count64, LCH(c_qemu_vcpus), 1, 64 },
+	{ "accel", 0, cfg_k_qemu_accel, 0, 0, 0 },
+	{ "boot_timeout", 0, cfg_set_duration, LCH(c_qemu_boot_ms), 1000,
+	    600000 },
+	{ "min_free", 0, cfg_set_size64, LCH(c_qemu_min_free), 0, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_launcher_qemu(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	if (cfg_want_map(cp, v, "\"qemu\"") == 0) {
+		cp->cp_qemu_node = v;
+		cfg_walk_map(cp, v, "launcher qemu", cfg_qemu_keys,
+		    cp->cp_cfg);
+	}
+}
+
 static const struct cfg_key cfg_launcher_keys[] = {
 	{ "backend", 0, cfg_k_launcher_backend, 0, 0, 0 },
 	{ "pool", 0, cfg_k_launcher_pool, 0, 0, 0 },
@@ -1945,7 +2014,7 @@ static const struct cfg_key cfg_launcher_keys[] = {
 	{ "gateway_user", 0, cfg_k_launcher_user, 0, 0, 0 },
 	{ "user", 0, cfg_k_launcher_user, 0, 0, 0 },
 	{ "limits", 0, cfg_k_launcher_limits, 0, 0, 0 },
-	{ "qemu", CFG_K_LATER, NULL, 0, 0, 0 },
+	{ "qemu", 0, cfg_k_launcher_qemu, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 #undef LCH
@@ -2125,6 +2194,10 @@ cfg_new(char *file, char *dir)
 	c->c_gateway_gid = 65533;
 	c->c_launcher_memory = 512ULL * 1024 * 1024;
 	c->c_launcher_pids = 256;
+	c->c_qemu_memory = 256ULL << 20;
+	c->c_qemu_vcpus = 1;
+	c->c_qemu_boot_ms = 60000;
+	c->c_qemu_min_free = 512ULL << 20;
 	c->c_tls_leaf_validity_ms = 7ULL * 24 * 3600 * 1000;
 	c->c_tls_min_version = TLS1_2_VERSION;
 	if ((c->c_guard = net_guard_new()) == NULL)
@@ -2231,12 +2304,19 @@ cfg_finish(struct cfg_parse *cp)
 			    "policy \"%s\" is not defined",
 			    s->s_id != NULL ? s->s_id : "?", s->s_policy_name);
 	}
-	/* netns sandboxes have no way out but these two */
-	if (c->c_launcher_backend == CFG_BACKEND_NETNS &&
+	/* launched sandboxes have no way out but these two */
+	if (CFG_BACKEND_LAUNCHED(c) &&
 	    (c->c_listen_transparent == NULL || c->c_listen_dns == NULL))
-		cfg_err(cp, cp->cp_backend_node, "launcher backend \"netns\" "
+		cfg_err(cp, cp->cp_backend_node, "launcher backend \"%s\" "
 		    "needs listen.transparent and listen.dns (the sandboxes' "
-		    "only way out)");
+		    "only way out)", c->c_launcher_backend == CFG_BACKEND_QEMU ?
+		    "qemu" : "netns");
+	if (c->c_launcher_backend == CFG_BACKEND_QEMU &&
+	    (c->c_qemu_kernel == NULL || c->c_qemu_initrd == NULL))
+		cfg_err(cp, cp->cp_qemu_node != NULL ? cp->cp_qemu_node :
+		    cp->cp_backend_node, "launcher backend \"qemu\" needs "
+		    "launcher.qemu.kernel and launcher.qemu.initrd (make "
+		    "guest-image builds both)");
 	/* country rules without a database would refuse everything */
 	if (cp->cp_geo_node != NULL && c->c_geoip_database == NULL)
 		cfg_err(cp, cp->cp_geo_node, "\"geo\" rules need "
@@ -2442,6 +2522,9 @@ cfg_free(struct cfg *c)
 	free(c->c_listen_dns);
 	free(c->c_launcher_rootfs);
 	free(c->c_launcher_ifprefix);
+	free(c->c_qemu_kernel);
+	free(c->c_qemu_initrd);
+	free(c->c_qemu_binary);
 	if (c->c_admin_token != NULL)
 		OPENSSL_cleanse(c->c_admin_token, c->c_admin_token_len);
 	free(c->c_admin_token);

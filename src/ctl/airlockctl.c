@@ -32,6 +32,7 @@
 #define CTL_O_ID	0x02
 #define CTL_O_PREV	0x04
 #define CTL_O_TAIL	0x08	/* "-- CMD [ARGS...]" */
+#define CTL_O_SANDBOX	0x10	/* --sandbox ID (into a_id) */
 
 struct ctl_command {
 	const char	*cm_word1;
@@ -59,8 +60,8 @@ static const struct ctl_command ctl_commands[] = {
 	{ "usage", "reset", ctl_cmd_usage_reset, 0, 1, 1, 0,
 	    "usage reset ID" },
 	{ "usage", NULL, ctl_cmd_usage, 0, 1, 1, 0, "usage ID" },
-	{ "run", NULL, ctl_cmd_run, CTL_O_POLICY | CTL_O_TAIL, 0, 0, 0,
-	    "run [--policy P] -- CMD [ARGS...]" },
+	{ "run", NULL, ctl_cmd_run, CTL_O_POLICY | CTL_O_SANDBOX | CTL_O_TAIL,
+	    0, 0, 0, "run [--policy P | --sandbox ID] -- CMD [ARGS...]" },
 	{ "reload", NULL, ctl_cmd_reload, 0, 0, 0, 0, "reload" },
 	{ "audit", "verify", ctl_cmd_audit_verify, CTL_O_PREV, 1, -1, 1,
 	    "audit verify [--prev HEX] FILE..." },
@@ -92,6 +93,9 @@ usage(FILE *f)
 "  usage reset ID                         zero them\n"
 "  run [--policy P] -- CMD [ARGS...]      run CMD with a sandbox from the"
 " launcher\n"
+"  run --sandbox ID -- CMD [ARGS...]      run CMD in a sandbox claimed"
+" before\n"
+"                                         (kept; a paused VM is resumed)\n"
 "  reload                                 reload the config (as SIGHUP)\n"
 "  audit verify [--prev HEX] FILE...      check the audit hash chain"
 " (local)\n"
@@ -451,6 +455,9 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 		if ((cm->cm_opts & CTL_O_POLICY) && is_opt(arg, "--policy"))
 			slot = &a->a_policy;
 		else if ((cm->cm_opts & CTL_O_ID) && is_opt(arg, "--id"))
+			slot = &a->a_id;
+		else if ((cm->cm_opts & CTL_O_SANDBOX) &&
+		    is_opt(arg, "--sandbox"))
 			slot = &a->a_id;
 		else if ((cm->cm_opts & CTL_O_PREV) && is_opt(arg, "--prev"))
 			slot = &a->a_prev;

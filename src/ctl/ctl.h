@@ -75,6 +75,13 @@ void	ctl_resp_fini(struct ctl_resp *);
 int	ctl_token_read(const char *src, char *buf, size_t bufsz, char *why,
 	    size_t whysz);
 
+/*
+ * ctl_vm.c: run argv with exactly envp in a VM through its guest agent's
+ * socket, stdio relayed, terminal signals forwarded. The workload's exit
+ * status (128+N for signal N), or CTL_FAIL when the agent is unreachable.
+ */
+int	ctl_vm_exec(const char *sock, char *const argv[], char *const envp[]);
+
 /* "%XX"-escape <s> for one path segment. Caller frees. */
 char	*ctl_path_escape(const char *s);
 

@@ -809,33 +809,37 @@ run_release(const struct ctl *c, const char *id)
 }
 
 /*
- * launcher.backend netns: the sandbox has its own namespaces and root; we
- * (root) enter them as its user, with the environment SPEC allows: the
- * claim's variables, the CA variables at the bundle the launcher wrote
- * inside, PATH, HOME (its own), USER, LANG and TERM.
+ * launcher.backend netns or qemu: the sandbox has its own namespaces and
+ * root, or is a VM; the command runs inside with the environment SPEC
+ * allows: the claim's variables, the CA variables at the bundle the
+ * launcher (or the guest's init) wrote inside, PATH, HOME (its own), USER,
+ * LANG and TERM. netns: we (root) enter its namespaces as its user. qemu:
+ * its guest agent starts the command as that user (ctl_vm.c).
  */
 static int
-run_netns(struct json_object *r, struct json_object *env, char **argv)
+run_launched(struct json_object *r, struct json_object *env, char **argv)
 {
 	static const char *const ca_vars[] = { "SSL_CERT_FILE",
 	    "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE",
 	    "GIT_SSL_CAINFO", NULL };
 	struct json_object	*v;
-	const char		*user, *t;
+	const char		*user, *t, *sock;
 	char			**envp;
 	unsigned		 uid, gid;
 	size_t			 n = 0, i;
-	int			 pid, rc;
+	int			 pid = 0, rc;
 
-	if (!json_object_object_get_ex(r, "pid", &v) ||
+	sock = jstr(r, "ctl_socket");
+	if (sock == NULL && (!json_object_object_get_ex(r, "pid", &v) ||
 	    (pid = json_object_get_int(v)) <= 1 ||
 	    (user = jstr(r, "user")) == NULL ||
-	    sscanf(user, "%u:%u", &uid, &gid) != 2) {
-		ctl_err("the claim answer lacks the sandbox's pid or user");
+	    sscanf(user, "%u:%u", &uid, &gid) != 2)) {
+		ctl_err("the gateway's answer lacks the sandbox's pid or user");
 		return CTL_FAIL;
 	}
 	if (geteuid() != 0) {
-		ctl_err("entering a netns sandbox needs root");
+		ctl_err("running a command in a %s sandbox needs root",
+		    sock != NULL ? "VM" : "netns");
 		return CTL_FAIL;
 	}
 	envp = xcalloc((size_t)json_object_object_length(env) + 16,
@@ -852,7 +856,8 @@ run_netns(struct json_object *r, struct json_object *env, char **argv)
 		if (asprintf(&envp[n], "%s=%s", ca_vars[i], LNC_CA_BUNDLE) !=
 		    -1)
 			n++;
-	if (asprintf(&envp[n], "PATH=/usr/local/bin:/usr/bin:/bin") != -1)
+	if (asprintf(&envp[n], "PATH=/usr/local/bin:/usr/bin:/bin%s",
+	    sock != NULL ? ":/usr/sbin:/sbin" : "") != -1)
 		n++;
 	if (asprintf(&envp[n], "HOME=%s", LNC_HOME) != -1)
 		n++;
@@ -867,8 +872,11 @@ run_netns(struct json_object *r, struct json_object *env, char **argv)
 	envp[n] = NULL;
 	fflush(stdout);
 	fflush(stderr);
-	rc = launcher_enter_exec((pid_t)pid, (uid_t)uid, (gid_t)gid, argv,
-	    envp);
+	if (sock != NULL)
+		rc = ctl_vm_exec(sock, argv, envp);
+	else
+		rc = launcher_enter_exec((pid_t)pid, (uid_t)uid, (gid_t)gid,
+		    argv, envp);
 	for (i = 0; i < n; i++)
 		free(envp[i]);
 	free(envp);
@@ -877,6 +885,37 @@ run_netns(struct json_object *r, struct json_object *env, char **argv)
 		return CTL_FAIL;
 	}
 	return rc;
+}
+
+/*
+ * run --sandbox ID: a sandbox claimed before (and kept afterwards); a VM
+ * paused while idle is resumed first.
+ */
+static int
+run_get(struct ctl *c, const char *id, struct ctl_resp *r)
+{
+	struct json_object	*v;
+	struct ctl_resp		 rr;
+	char			*path;
+	int			 rc;
+
+	path = sandbox_path(id, "");
+	rc = call(c, "GET", path, NULL, CTL_TIMEOUT_MS, r);
+	free(path);
+	if (rc != CTL_OK)
+		return rc;
+	if (json_object_object_get_ex(r->r_json, "paused", &v) &&
+	    json_object_get_boolean(v)) {
+		path = sandbox_path(id, "/resume");
+		rc = call(c, "POST", path, NULL, CTL_LONG_TIMEOUT_MS, &rr);
+		free(path);
+		if (rc != CTL_OK) {
+			ctl_resp_fini(r);
+			return rc;
+		}
+		ctl_resp_fini(&rr);
+	}
+	return CTL_OK;
 }
 
 /*
@@ -900,13 +939,22 @@ ctl_cmd_run(struct ctl *c, struct ctl_args *a)
 	size_t			 i;
 	int			 rc;
 
-	body = json_object_new_object();
-	if (a->a_policy != NULL)
-		json_object_object_add(body, "policy",
-		    json_object_new_string(a->a_policy));
-	rc = call(c, "POST", "/v1/sandboxes/claim", body,
-	    CTL_LONG_TIMEOUT_MS, &r);
-	json_object_put(body);
+	if (a->a_id != NULL) {
+		if (a->a_policy != NULL) {
+			ctl_err("run: --sandbox and --policy exclude each "
+			    "other");
+			return CTL_USAGE;
+		}
+		rc = run_get(c, a->a_id, &r);
+	} else {
+		body = json_object_new_object();
+		if (a->a_policy != NULL)
+			json_object_object_add(body, "policy",
+			    json_object_new_string(a->a_policy));
+		rc = call(c, "POST", "/v1/sandboxes/claim", body,
+		    CTL_LONG_TIMEOUT_MS, &r);
+		json_object_put(body);
+	}
 	if (rc != CTL_OK)
 		return rc;
 	if ((id = jstr(r.r_json, "id")) == NULL) {
@@ -917,11 +965,13 @@ ctl_cmd_run(struct ctl *c, struct ctl_args *a)
 	cid = clean(id);
 	pem = jstr(r.r_json, "ca_cert");
 	backend = jstr(r.r_json, "backend");
-	if (backend != NULL && strcmp(backend, "netns") == 0 &&
+	if (backend != NULL && (strcmp(backend, "netns") == 0 ||
+	    strcmp(backend, "qemu") == 0) &&
 	    json_object_object_get_ex(r.r_json, "env", &env) &&
 	    json_object_is_type(env, json_type_object)) {
-		rc = run_netns(r.r_json, env, a->a_tail);
-		run_release(c, id);
+		rc = run_launched(r.r_json, env, a->a_tail);
+		if (a->a_id == NULL)
+			run_release(c, id);
 		free(cid);
 		ctl_resp_fini(&r);
 		return rc;
@@ -932,13 +982,15 @@ ctl_cmd_run(struct ctl *c, struct ctl_args *a)
 		ctl_err("sandbox %s: this airlockctl cannot run commands with "
 		    "this launcher (backend %s); not running \"%s\"", cid,
 		    backend != NULL ? backend : "unknown", a->a_tail[0]);
-		run_release(c, id);
+		if (a->a_id == NULL)
+			run_release(c, id);
 		free(cid);
 		ctl_resp_fini(&r);
 		return CTL_FAIL;
 	}
 	if (run_bundle(pem, dir, sizeof(dir), bundle, sizeof(bundle)) == -1) {
-		run_release(c, id);
+		if (a->a_id == NULL)
+			run_release(c, id);
 		free(cid);
 		ctl_resp_fini(&r);
 		return CTL_FAIL;
@@ -951,7 +1003,8 @@ ctl_cmd_run(struct ctl *c, struct ctl_args *a)
 	for (i = 0; envp[i] != NULL; i++)
 		free(envp[i]);
 	free(envp);
-	run_release(c, id);
+	if (a->a_id == NULL)
+		run_release(c, id);
 	unlink(bundle);
 	rmdir(dir);
 	free(cid);

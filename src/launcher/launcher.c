@@ -30,6 +30,7 @@ struct launcher {
 	pid_t		 lc_pid;
 	uint32_t	 lc_seq;
 	int		 lc_dead;
+	uint32_t	 lc_boot_ms;	/* VMs: ready within this */
 	pthread_mutex_t	 lc_mtx;
 };
 
@@ -113,6 +114,9 @@ launcher_opts_init(struct launcher_opts *o)
 	o->lo_gid = 65534;
 	o->lo_memory = 512ULL << 20;
 	o->lo_pids = 256;
+	o->lo_qemu_mem_mb = 256;
+	o->lo_qemu_vcpus = 1;
+	o->lo_qemu_boot_ms = 60000;
 }
 
 static int
@@ -184,6 +188,16 @@ launcher_opts_from_cfg(struct launcher_opts *o, const struct cfg *cfg)
 	o->lo_gid = cfg->c_launcher_gid;
 	o->lo_memory = cfg->c_launcher_memory;
 	o->lo_pids = cfg->c_launcher_pids;
+	if (cfg->c_launcher_backend == CFG_BACKEND_QEMU) {
+		o->lo_vm = 1;
+		o->lo_qemu_bin = cfg->c_qemu_binary;
+		o->lo_qemu_kernel = cfg->c_qemu_kernel;
+		o->lo_qemu_initrd = cfg->c_qemu_initrd;
+		o->lo_qemu_mem_mb = (uint32_t)(cfg->c_qemu_memory >> 20);
+		o->lo_qemu_vcpus = (uint32_t)cfg->c_qemu_vcpus;
+		o->lo_qemu_accel = cfg->c_qemu_accel;
+		o->lo_qemu_boot_ms = (uint32_t)cfg->c_qemu_boot_ms;
+	}
 	rc |= mask_add(o, &n, cfg->c_dir);
 	rc |= mask_add(o, &n, cfg->c_state_dir);
 	if (cfg->c_listen_admin != NULL &&
@@ -231,6 +245,16 @@ opts_valid(const struct launcher_opts *o)
 		log_warnx("launcher: bad rootfs %s", o->lo_rootfs);
 		return -1;
 	}
+	if (o->lo_vm && (o->lo_qemu_kernel == NULL ||
+	    o->lo_qemu_initrd == NULL || !lnc_path_valid(o->lo_qemu_kernel) ||
+	    !lnc_path_valid(o->lo_qemu_initrd) || strchr(o->lo_qemu_kernel,
+	    ',') != NULL || strchr(o->lo_qemu_initrd, ',') != NULL ||
+	    (o->lo_qemu_bin != NULL && !lnc_path_valid(o->lo_qemu_bin)))) {
+		/* they go into qemu's comma-separated options */
+		log_warnx("launcher: qemu kernel, initrd and binary must be "
+		    "absolute paths without commas");
+		return -1;
+	}
 	for (i = 0; i < LNC_OPT_MASK_MAX && o->lo_masks[i] != NULL; i++)
 		if (!lnc_path_valid(o->lo_masks[i])) {
 			log_warnx("launcher: bad mask %s", o->lo_masks[i]);
@@ -272,6 +296,7 @@ launcher_spawn(const struct launcher_opts *o)
 	lc = xcalloc(1, sizeof(*lc));
 	lc->lc_fd = sv[0];
 	lc->lc_pid = pid;
+	lc->lc_boot_ms = o->lo_qemu_boot_ms;
 	pthread_mutex_init(&lc->lc_mtx, NULL);
 	return lc;
 }
@@ -282,17 +307,46 @@ launcher_pid(const struct launcher *lc)
 	return lc->lc_pid;
 }
 
+/* One datagram, and the file descriptor it carries (else -1). */
+static ssize_t
+recv_fd(int sock, struct lnc_m_reply *r, int *fd)
+{
+	struct iovec	 iov = { r, sizeof(*r) };
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int))];
+	}		 cm;
+	struct msghdr	 mh;
+	struct cmsghdr	*c;
+	ssize_t		 n;
+
+	*fd = -1;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	n = recvmsg(sock, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	for (c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL;
+	    c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(c), sizeof(int));
+	return n;
+}
+
 /*
  * One request, one reply. Returns 0 with <r> filled (its type may be
- * LNC_R_ERR), or -1 when the launcher is gone or did not answer.
+ * LNC_R_ERR) and *fd the descriptor it carried (or -1; NULL: closed), or
+ * -1 when the launcher is gone or did not answer.
  */
 static int
-rpc(struct launcher *lc, struct lnc_hdr *req, size_t len,
-    struct lnc_m_reply *r)
+rpc_fd(struct launcher *lc, struct lnc_hdr *req, size_t len,
+    struct lnc_m_reply *r, int *outfd)
 {
 	struct pollfd	pfd;
 	ssize_t		n;
-	int		rc = -1, p;
+	int		rc = -1, p, fd = -1;
 
 	pthread_mutex_lock(&lc->lc_mtx);
 	if (lc->lc_dead) {
@@ -315,7 +369,12 @@ rpc(struct launcher *lc, struct lnc_hdr *req, size_t len,
 				errno = ETIMEDOUT;
 			goto out;	/* a late answer is skipped by seq */
 		}
-		n = recv(lc->lc_fd, r, sizeof(*r), MSG_TRUNC);
+		n = recv_fd(lc->lc_fd, r, &fd);
+		if (fd != -1 && (n != sizeof(*r) ||
+		    r->mr_hdr.lh_seq != req->lh_seq || outfd == NULL)) {
+			close(fd);	/* not for this call */
+			fd = -1;
+		}
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -337,10 +396,19 @@ rpc(struct launcher *lc, struct lnc_hdr *req, size_t len,
 		}
 	}
 	r->mr_msg[sizeof(r->mr_msg) - 1] = '\0';
+	if (outfd != NULL)
+		*outfd = fd;
 	rc = 0;
  out:
 	pthread_mutex_unlock(&lc->lc_mtx);
 	return rc;
+}
+
+static int
+rpc(struct launcher *lc, struct lnc_hdr *req, size_t len,
+    struct lnc_m_reply *r)
+{
+	return rpc_fd(lc, req, len, r, NULL);
 }
 
 /* A simple request; 0, or -1 with the reason in <why>. */
@@ -390,8 +458,9 @@ launcher_create(struct launcher *lc, const struct lnc_create_req *req,
 {
 	struct lnc_m_create	*m;
 	struct lnc_m_reply	 r;
+	uint64_t		 t0 = util_now_us();
 	size_t			 i;
-	int			 rc = -1;
+	int			 rc = -1, confd = -1;
 
 	if (req->cr_id == NULL || !lnc_id_valid(req->cr_id) ||
 	    req->cr_ca_len >= LNC_PEM_MAX ||
@@ -415,7 +484,7 @@ launcher_create(struct launcher *lc, const struct lnc_create_req *req,
 		snprintf(m->mc_masks[i], LNC_PATH_MAX, "%s", req->cr_masks[i]);
 	}
 	m->mc_nmasks = (uint32_t)i;
-	if (rpc(lc, &m->mc_hdr, sizeof(*m), &r) == -1) {
+	if (rpc_fd(lc, &m->mc_hdr, sizeof(*m), &r, &confd) == -1) {
 		snprintf(why, whysz, "launcher: %s", strerror(errno));
 		goto out;
 	}
@@ -435,8 +504,25 @@ launcher_create(struct launcher *lc, const struct lnc_create_req *req,
 	memcpy(out->ls_gateway.na_bytes, &r.mr_sb.ms_gateway, 4);
 	out->ls_init_pid = r.mr_sb.ms_init_pid;
 	out->ls_usec = r.mr_sb.ms_usec;
+	if (r.mr_sb.ms_vm) {
+		/* the VM boots; we wait here, the launcher serves others */
+		memcpy(out->ls_ctl, r.mr_sb.ms_ctl, sizeof(out->ls_ctl));
+		out->ls_ctl[sizeof(out->ls_ctl) - 1] = '\0';
+		if (confd == -1 || lnc_vm_wait_ready(confd, out->ls_id,
+		    lc->lc_boot_ms, why, whysz) == -1) {
+			if (confd == -1)
+				snprintf(why, whysz, "no console from the "
+				    "launcher");
+			(void)launcher_destroy(lc, out->ls_id);
+			errno = ETIMEDOUT;
+			goto out;
+		}
+		out->ls_usec = (uint32_t)(util_now_us() - t0);
+	}
 	rc = 0;
  out:
+	if (confd != -1)
+		close(confd);
 	free(m);
 	return rc;
 }
@@ -461,6 +547,48 @@ launcher_destroy(struct launcher *lc, const char *id)
 		return -1;
 	}
 	return 0;
+}
+
+static int
+vm_op(struct launcher *lc, enum lnc_type type, const char *id, int if_idle,
+    char *why, size_t whysz)
+{
+	struct lnc_m_vmop	m;
+	struct lnc_m_reply	r;
+
+	if (id == NULL || !lnc_id_valid(id)) {
+		snprintf(why, whysz, "bad sandbox id");
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&m, 0, sizeof(m));
+	m.mv_hdr.lh_type = type;
+	m.mv_if_idle = if_idle != 0;
+	snprintf(m.mv_id, sizeof(m.mv_id), "%s", id);
+	if (rpc(lc, &m.mv_hdr, sizeof(m), &r) == -1) {
+		snprintf(why, whysz, "launcher: %s", strerror(errno));
+		return -1;
+	}
+	if (r.mr_hdr.lh_type != LNC_R_OK) {
+		snprintf(why, whysz, "%s", r.mr_msg);
+		errno = r.mr_errno;
+		return -1;
+	}
+	return 0;
+}
+
+int
+launcher_pause(struct launcher *lc, const char *id, int if_idle, char *why,
+    size_t whysz)
+{
+	return vm_op(lc, LNC_M_PAUSE, id, if_idle, why, whysz);
+}
+
+int
+launcher_resume(struct launcher *lc, const char *id, char *why,
+    size_t whysz)
+{
+	return vm_op(lc, LNC_M_RESUME, id, 0, why, whysz);
 }
 
 void

@@ -94,6 +94,16 @@ struct launcher_opts {
 	/* host paths hidden in every sandbox (config dir, state_dir, secret
 	   files); NULL-terminated unless full */
 	const char	*lo_masks[LNC_OPT_MASK_MAX];
+	/* launcher.backend qemu: sandboxes are qemu microVMs (tap
+	   <prefix><n>, the same addresses and host rules) */
+	int		 lo_vm;
+	const char	*lo_qemu_bin;	/* NULL = qemu-system-x86_64 */
+	const char	*lo_qemu_kernel;
+	const char	*lo_qemu_initrd;
+	uint32_t	 lo_qemu_mem_mb;
+	uint32_t	 lo_qemu_vcpus;
+	int		 lo_qemu_accel;	/* CFG_ACCEL_* */
+	uint32_t	 lo_qemu_boot_ms;	/* ready within, or killed */
 	/* process name; default "airlock-launch" */
 	const char	*lo_title;
 	/* storage for names launcher_opts_from_cfg() derives */
@@ -120,7 +130,10 @@ struct lnc_sandbox {
 	struct net_addr	 ls_addr;	/* its source address */
 	struct net_addr	 ls_gateway;
 	pid_t		 ls_init_pid;	/* host pid of its init, for
-					   launcher_enter_exec() */
+					   launcher_enter_exec(); qemu's pid
+					   for a VM */
+	char		 ls_ctl[108];	/* a VM: the unix socket of its
+					   guest agent (root only); else "" */
 	uint32_t	 ls_usec;	/* time the launcher spent */
 };
 
@@ -166,6 +179,17 @@ int		 launcher_ping(struct launcher *);
 int		 launcher_create(struct launcher *,
 		    const struct lnc_create_req *, struct lnc_sandbox *out,
 		    char *why, size_t);
+/*
+ * Pause or resume a VM (QMP stop / cont): a paused VM keeps its memory
+ * and state and uses no CPU. With <if_idle>, a pause is refused (EBUSY)
+ * while someone is attached to its guest agent. 0, or -1 with errno
+ * (ENOENT unknown id, ENOTSUP not a VM) and the reason in <why>.
+ */
+int		 launcher_pause(struct launcher *, const char *id,
+		    int if_idle, char *why, size_t);
+int		 launcher_resume(struct launcher *, const char *id,
+		    char *why, size_t);
+
 /*
  * Kill it: its processes, mounts and cgroup are gone when this returns,
  * its veth goes with its netns moments later (the kernel's batched

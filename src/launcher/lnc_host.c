@@ -239,6 +239,8 @@ lnc_host_setup(struct lnc *l, char *why, size_t whysz)
 	}
 	if (gw_link(l, why, whysz) == -1)
 		return -1;
+	if (l->l_o.lo_vm)
+		lnc_vm_host_setup(l);
 	l->l_host_up = 1;
 	return 0;
 }
@@ -259,6 +261,8 @@ lnc_host_teardown(struct lnc *l)
 	while (lnc_gone_check(l, 0) > 0 && util_now_ms() < until)
 		usleep(2000);
 	(void)lnc_gone_check(l, 1);
+	if (l->l_o.lo_vm)
+		lnc_vm_host_teardown(l);
 	if (!l->l_host_dirty)
 		return rc;	/* never set up: nothing of ours out there */
 	if (lnc_nl_link_del_prefix(l->l_nl, l->l_o.lo_prefix) == -1)

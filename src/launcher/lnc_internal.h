@@ -56,6 +56,11 @@ struct lnc_sbx {
 	int		 s_pidfd;
 	int		 s_dead;	/* init already reaped */
 	char		*s_cgroup;	/* cgroup v2 dir, or NULL */
+	/* backend qemu: s_pid is qemu's */
+	int		 s_vm;
+	int		 s_qmp;		/* QMP, -1 until first needed */
+	int		 s_paused;
+	char		 s_dir[96];	/* its run directory */
 };
 TAILQ_HEAD(lnc_sbxq, lnc_sbx);
 
@@ -87,6 +92,8 @@ struct lnc {
 	struct lnc_sbxq	 l_sbxs;
 	size_t		 l_nsbx;
 	struct lnc_goneq l_gone;
+	int		 l_accel;	/* qemu: CFG_ACCEL_KVM or _TCG */
+	char		 l_rundir[64];	/* qemu: /run/airlock/<table> */
 };
 
 int	lnc_host_setup(struct lnc *, char *why, size_t);
@@ -103,6 +110,46 @@ void	lnc_sbx_reaped(struct lnc *, pid_t);
 /* Forget links that are gone, delete those past their deadline (all of
  * them with <force>). Returns how many are still waited for. */
 size_t	lnc_gone_check(struct lnc *, int force);
+
+/* Shared by both backends (lnc_netns.c). */
+/* A new record for <m> (not listed yet): host set up, id unused, an index,
+ * its link name and address. 0, or an errno value with <why>. */
+int	lnc_sbx_new(struct lnc *, const struct lnc_m_create *,
+	    struct lnc_sbx **, char *why, size_t);
+/* List a built sandbox and describe it in <out> (<t0>: when its build
+ * began, util_now_us). */
+void	lnc_sbx_add(struct lnc *, struct lnc_sbx *, struct lnc_m_sandbox *out,
+	    uint64_t t0);
+int	lnc_slot_alloc(struct lnc *, uint32_t *index);
+int	lnc_slot_ifname(struct lnc *, uint32_t index, char *, size_t);
+/* The host end of a sandbox's link (veth or tap): rp_filter, IPv6 off,
+ * the gateway /32 on it, up, the route to <addr>/32. 0, or -1 with errno
+ * and *what naming the step. */
+int	lnc_link_host_setup(struct lnc *, const char *ifname, in_addr_t addr,
+	    const char **what);
+void	lnc_gone_add(struct lnc *, const char *ifname);
+void	lnc_sbx_free(struct lnc *, struct lnc_sbx *);
+/* Kill and reap s_pid (SIGKILL by pidfd). */
+void	lnc_pid_kill(struct lnc_sbx *);
+/* The system CA bundle and <pem> into <dst> (0644). */
+int	lnc_bundle_write(const char *sysbundle, const char *pem,
+	    size_t pemlen, const char *dst);
+
+/* The qemu backend (lnc_qemu.c). lnc_vm_create returns 0 or an errno
+ * value, with *confd the console to hand to the gateway. */
+void	lnc_vm_host_setup(struct lnc *);
+void	lnc_vm_probe_kvm(struct lnc *);
+void	lnc_vm_host_teardown(struct lnc *);
+int	lnc_vm_create(struct lnc *, const struct lnc_m_create *,
+	    struct lnc_m_sandbox *, int *confd, char *why, size_t);
+void	lnc_vm_kill(struct lnc *, struct lnc_sbx *);
+int	lnc_vm_pause(struct lnc *, struct lnc_sbx *, int if_idle, char *why,
+	    size_t);
+int	lnc_vm_resume(struct lnc *, struct lnc_sbx *, char *why, size_t);
+/* Read a console until "AIRLOCK-READY <id>" (0), "AIRLOCK-FAIL", EOF or
+ * <timeout_ms> (-1, the reason and the console's last line in <why>). */
+int	lnc_vm_wait_ready(int fd, const char *id, uint32_t timeout_ms,
+	    char *why, size_t);
 
 /* What a new init needs to build its sandbox, prepared before clone. */
 struct lnc_child {

@@ -62,8 +62,8 @@ struct status {
 	char		 st_msg[128];
 };
 
-static int
-sbx_ifname(struct lnc *l, uint32_t index, char *buf, size_t bufsz)
+int
+lnc_slot_ifname(struct lnc *l, uint32_t index, char *buf, size_t bufsz)
 {
 	int	n = snprintf(buf, bufsz, "%s%u", l->l_o.lo_prefix, index);
 
@@ -87,7 +87,7 @@ sbx_alloc_once(struct lnc *l, uint32_t *index)
 		l->l_next = i;
 		if (l->l_used[i])
 			continue;
-		if (sbx_ifname(l, i, name, sizeof(name)) == -1)
+		if (lnc_slot_ifname(l, i, name, sizeof(name)) == -1)
 			return -1;
 		if ((idx = lnc_nl_link_index(l->l_nl, name)) == -1)
 			return -1;
@@ -102,8 +102,8 @@ sbx_alloc_once(struct lnc *l, uint32_t *index)
 }
 
 /* A full network may only be waiting for the kernel to remove links. */
-static int
-sbx_alloc(struct lnc *l, uint32_t *index)
+int
+lnc_slot_alloc(struct lnc *l, uint32_t *index)
 {
 	uint64_t	until = util_now_ms() + 2000;
 
@@ -302,8 +302,8 @@ cg_write(const char *dir, const char *file, uint64_t v)
  * netns cleanup deletes links in batches, within milliseconds, while one
  * RTM_DELLINK of our own holds rtnl for 15-50 ms (RCU grace periods).
  */
-static void
-gone_add(struct lnc *l, const char *ifname)
+void
+lnc_gone_add(struct lnc *l, const char *ifname)
 {
 	struct lnc_gone	*g;
 
@@ -311,6 +311,36 @@ gone_add(struct lnc *l, const char *ifname)
 	snprintf(g->g_ifname, sizeof(g->g_ifname), "%s", ifname);
 	g->g_deadline = util_now_ms() + LNC_GONE_MS;
 	TAILQ_INSERT_TAIL(&l->l_gone, g, g_entry);
+}
+
+int
+lnc_link_host_setup(struct lnc *l, const char *ifname, in_addr_t addr,
+    const char **what)
+{
+	char	path[PATH_MAX];
+	int	ifi;
+
+#define STEP(w, expr) do {						\
+	*what = (w);							\
+	if ((expr) == -1)						\
+		return -1;						\
+} while (0)
+	errno = 0;
+	if ((ifi = lnc_nl_link_index(l->l_nl, ifname)) <= 0) {
+		*what = "link index";
+		errno = ifi == 0 ? ENODEV : errno;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "net/ipv4/conf/%s/rp_filter", ifname);
+	STEP("rp_filter", lnc_sysctl(path, "1"));
+	snprintf(path, sizeof(path), "net/ipv6/conf/%s/disable_ipv6", ifname);
+	STEP("disable_ipv6", lnc_sysctl(path, "1"));
+	STEP("gateway address", lnc_nl_addr_add(l->l_nl, ifi, l->l_gw, 32));
+	STEP("link up", lnc_nl_link_up(l->l_nl, ifi));
+	STEP("route", lnc_nl_route(l->l_nl, 1, addr, 32, RTN_UNICAST, ifi, 0,
+	    l->l_gw));
+#undef STEP
+	return 0;
 }
 
 /* Masks of the opts and the request, symlinks resolved on the host. */
@@ -337,9 +367,9 @@ masks_resolve(struct lnc *l, const struct lnc_m_create *m, struct lnc_child *c)
 	}
 }
 
-/* Kill and reap an init. */
-static void
-init_kill(struct lnc_sbx *s)
+/* Kill and reap an init (or a VM's qemu). */
+void
+lnc_pid_kill(struct lnc_sbx *s)
 {
 	struct pollfd	pfd;
 	int		r;
@@ -391,14 +421,61 @@ cg_remove(struct lnc_sbx *s)
 	s->s_cgroup = NULL;
 }
 
-static void
-sbx_free(struct lnc *l, struct lnc_sbx *s)
+void
+lnc_sbx_free(struct lnc *l, struct lnc_sbx *s)
 {
 	if (s->s_pidfd != -1)
 		close(s->s_pidfd);
 	l->l_used[s->s_index] = 0;
 	free(s->s_cgroup);
 	free(s);
+}
+
+int
+lnc_sbx_new(struct lnc *l, const struct lnc_m_create *m, struct lnc_sbx **out,
+    char *why, size_t whysz)
+{
+	struct lnc_sbx	*s;
+	uint32_t	 index;
+	int		 err;
+
+	if (!l->l_host_up) {
+		snprintf(why, whysz, "host not set up");
+		return EAGAIN;
+	}
+	if (lnc_sbx_find(l, m->mc_id) != NULL) {
+		snprintf(why, whysz, "sandbox %s exists", m->mc_id);
+		return EEXIST;
+	}
+	if (lnc_slot_alloc(l, &index) == -1) {
+		err = errno;
+		snprintf(why, whysz, "no free address: %s", strerror(err));
+		return err;
+	}
+	s = xcalloc(1, sizeof(*s));
+	s->s_pidfd = -1;
+	s->s_qmp = -1;
+	s->s_index = index;
+	snprintf(s->s_id, sizeof(s->s_id), "%s", m->mc_id);
+	(void)lnc_slot_ifname(l, index, s->s_ifname, sizeof(s->s_ifname));
+	s->s_addr = htonl(l->l_base + 1 + index);
+	*out = s;
+	return 0;
+}
+
+void
+lnc_sbx_add(struct lnc *l, struct lnc_sbx *s, struct lnc_m_sandbox *out,
+    uint64_t t0)
+{
+	TAILQ_INSERT_TAIL(&l->l_sbxs, s, s_entry);
+	l->l_nsbx++;
+	memset(out, 0, sizeof(*out));
+	memcpy(out->ms_id, s->s_id, sizeof(out->ms_id));
+	memcpy(out->ms_ifname, s->s_ifname, sizeof(out->ms_ifname));
+	out->ms_addr = s->s_addr;
+	out->ms_gateway = l->l_gw;
+	out->ms_init_pid = (int32_t)s->s_pid;
+	out->ms_usec = (uint32_t)(util_now_us() - t0);
 }
 
 int
@@ -409,33 +486,15 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	struct lnc_sbx	*s = NULL;
 	struct status	 st;
 	uint64_t	 t0 = util_now_us();
-	uint32_t	 index;
 	char		 path[PATH_MAX];
 	const char	*what = "";
-	int		 sv[2] = { -1, -1 }, cgfd = -1, nsfd = -1, ifi = 0;
+	int		 sv[2] = { -1, -1 }, cgfd = -1, nsfd = -1;
 	int		 err = 0, veth = 0;
 	pid_t		 pid = -1;
 	ssize_t		 n;
 
-	if (!l->l_host_up) {
-		snprintf(why, whysz, "host not set up");
-		return EAGAIN;
-	}
-	if (lnc_sbx_find(l, m->mc_id) != NULL) {
-		snprintf(why, whysz, "sandbox %s exists", m->mc_id);
-		return EEXIST;
-	}
-	if (sbx_alloc(l, &index) == -1) {
-		err = errno;
-		snprintf(why, whysz, "no free address: %s", strerror(err));
+	if ((err = lnc_sbx_new(l, m, &s, why, whysz)) != 0)
 		return err;
-	}
-	s = xcalloc(1, sizeof(*s));
-	s->s_pidfd = -1;
-	s->s_index = index;
-	snprintf(s->s_id, sizeof(s->s_id), "%s", m->mc_id);
-	(void)sbx_ifname(l, index, s->s_ifname, sizeof(s->s_ifname));
-	s->s_addr = htonl(l->l_base + 1 + index);
 
 	c = xcalloc(1, sizeof(*c));
 	c->c_l = l;
@@ -493,23 +552,10 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	veth = 1;
 	close(nsfd);
 	nsfd = -1;
-	if ((ifi = lnc_nl_link_index(l->l_nl, s->s_ifname)) <= 0)
-		FAIL("veth index");
-	snprintf(path, sizeof(path), "net/ipv4/conf/%s/rp_filter",
-	    s->s_ifname);
-	if (lnc_sysctl(path, "1") == -1)
-		FAIL("rp_filter");
-	snprintf(path, sizeof(path), "net/ipv6/conf/%s/disable_ipv6",
-	    s->s_ifname);
-	if (lnc_sysctl(path, "1") == -1)
-		FAIL("disable_ipv6");
-	if (lnc_nl_addr_add(l->l_nl, ifi, l->l_gw, 32) == -1)
-		FAIL("gateway address");
-	if (lnc_nl_link_up(l->l_nl, ifi) == -1)
-		FAIL("link up");
-	if (lnc_nl_route(l->l_nl, 1, s->s_addr, 32, RTN_UNICAST, ifi, 0,
-	    l->l_gw) == -1)
-		FAIL("route");
+	if (lnc_link_host_setup(l, s->s_ifname, s->s_addr, &what) == -1) {
+		err = errno ? errno : EIO;
+		goto fail;
+	}
 	/* if it already failed, its reason waits in our socket anyway */
 	(void)send(sv[0], "L", 1, MSG_NOSIGNAL);
 	memset(&st, 0, sizeof(st));
@@ -519,15 +565,7 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	close(sv[0]);
 	free(c);
 
-	TAILQ_INSERT_TAIL(&l->l_sbxs, s, s_entry);
-	l->l_nsbx++;
-	memset(out, 0, sizeof(*out));
-	memcpy(out->ms_id, s->s_id, sizeof(out->ms_id));
-	memcpy(out->ms_ifname, s->s_ifname, sizeof(out->ms_ifname));
-	out->ms_addr = s->s_addr;
-	out->ms_gateway = l->l_gw;
-	out->ms_init_pid = (int32_t)pid;
-	out->ms_usec = (uint32_t)(util_now_us() - t0);
+	lnc_sbx_add(l, s, out, t0);
 	return 0;
 
  child_failed:
@@ -563,11 +601,11 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 		close(sv[0]);
 	if (sv[1] != -1)
 		close(sv[1]);
-	init_kill(s);
+	lnc_pid_kill(s);
 	if (veth)
-		gone_add(l, s->s_ifname);
+		lnc_gone_add(l, s->s_ifname);
 	cg_remove(s);
-	sbx_free(l, s);
+	lnc_sbx_free(l, s);
 	free(c);
 	return err ? err : EIO;
 }
@@ -610,12 +648,16 @@ lnc_gone_check(struct lnc *l, int force)
 int
 lnc_sbx_destroy(struct lnc *l, struct lnc_sbx *s)
 {
-	init_kill(s);
-	cg_remove(s);
-	gone_add(l, s->s_ifname);
+	if (s->s_vm)
+		lnc_vm_kill(l, s);	/* the tap goes with qemu */
+	else {
+		lnc_pid_kill(s);
+		cg_remove(s);
+	}
+	lnc_gone_add(l, s->s_ifname);
 	TAILQ_REMOVE(&l->l_sbxs, s, s_entry);
 	l->l_nsbx--;
-	sbx_free(l, s);
+	lnc_sbx_free(l, s);
 	return 0;
 }
 

@@ -27,10 +27,16 @@
 #include "util/util.h"
 
 static void
-reply(struct lnc *l, const struct lnc_hdr *req, int err, const char *msg,
-    const struct lnc_m_sandbox *sb)
+reply_fd(struct lnc *l, const struct lnc_hdr *req, int err, const char *msg,
+    const struct lnc_m_sandbox *sb, int fd)
 {
 	struct lnc_m_reply	r;
+	struct iovec		iov = { &r, sizeof(r) };
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int))];
+	}			cm;
+	struct msghdr		mh;
 
 	memset(&r, 0, sizeof(r));
 	r.mr_hdr.lh_type = err ? LNC_R_ERR : LNC_R_OK;
@@ -39,8 +45,27 @@ reply(struct lnc *l, const struct lnc_hdr *req, int err, const char *msg,
 	snprintf(r.mr_msg, sizeof(r.mr_msg), "%s", msg != NULL ? msg : "");
 	if (sb != NULL)
 		r.mr_sb = *sb;
-	if (send(l->l_sock, &r, sizeof(r), MSG_NOSIGNAL) != sizeof(r))
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (fd != -1) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
+	}
+	if (sendmsg(l->l_sock, &mh, MSG_NOSIGNAL) != sizeof(r))
 		log_warn("launcher: reply");
+}
+
+static void
+reply(struct lnc *l, const struct lnc_hdr *req, int err, const char *msg,
+    const struct lnc_m_sandbox *sb)
+{
+	reply_fd(l, req, err, msg, sb, -1);
 }
 
 static int
@@ -116,12 +141,50 @@ dispatch(struct lnc *l, const void *buf, size_t len)
 			reply(l, h, EINVAL, why, NULL);
 			return;
 		}
-		err = lnc_sbx_create(l, m, &sb, why, sizeof(why));
+		if (l->l_o.lo_vm) {
+			int confd = -1;
+
+			err = lnc_vm_create(l, m, &sb, &confd, why,
+			    sizeof(why));
+			if (!err) {
+				reply_fd(l, h, 0, NULL, &sb, confd);
+				close(confd);
+				return;
+			}
+		} else
+			err = lnc_sbx_create(l, m, &sb, why, sizeof(why));
 		if (err) {
 			log_warnx("launcher: %s", why);
 			reply(l, h, err, why, NULL);
 		} else
 			reply(l, h, 0, NULL, &sb);
+		return;
+	}
+	case LNC_M_PAUSE:
+	case LNC_M_RESUME: {
+		const struct lnc_m_vmop *m = buf;
+
+		if (len != sizeof(*m))
+			break;
+		if (memchr(m->mv_id, '\0', sizeof(m->mv_id)) == NULL ||
+		    !lnc_id_valid(m->mv_id)) {
+			reply(l, h, EINVAL, "bad sandbox id", NULL);
+			return;
+		}
+		if ((s = lnc_sbx_find(l, m->mv_id)) == NULL) {
+			reply(l, h, ENOENT, "no such sandbox", NULL);
+			return;
+		}
+		if (!s->s_vm) {
+			reply(l, h, ENOTSUP, "not a VM", NULL);
+			return;
+		}
+		err = h->lh_type == LNC_M_PAUSE ?
+		    lnc_vm_pause(l, s, m->mv_if_idle != 0, why, sizeof(why)) :
+		    lnc_vm_resume(l, s, why, sizeof(why));
+		if (err && err != EBUSY)
+			log_warnx("launcher: sandbox %s: %s", s->s_id, why);
+		reply(l, h, err, err ? why : NULL, NULL);
 		return;
 	}
 	case LNC_M_DESTROY: {
@@ -166,7 +229,7 @@ reap(struct lnc *l)
 static void
 opts_copy(struct lnc *l, const struct launcher_opts *o)
 {
-	const char	**fields[6 + LNC_OPT_MASK_MAX];
+	const char	**fields[9 + LNC_OPT_MASK_MAX];
 	size_t		  n = 0, i, len = 0;
 	char		 *p;
 
@@ -183,6 +246,9 @@ opts_copy(struct lnc *l, const struct launcher_opts *o)
 	fields[n++] = &l->l_o.lo_cgroup;
 	fields[n++] = &l->l_o.lo_nft;
 	fields[n++] = &l->l_o.lo_rootfs;
+	fields[n++] = &l->l_o.lo_qemu_bin;
+	fields[n++] = &l->l_o.lo_qemu_kernel;
+	fields[n++] = &l->l_o.lo_qemu_initrd;
 	for (i = 0; i < LNC_OPT_MASK_MAX; i++)
 		fields[n++] = &l->l_o.lo_masks[i];
 	for (i = 0; i < n; i++)

@@ -13,10 +13,15 @@
  *	CREATE		lnc_m_create	-> OK + lnc_m_sandbox | ERR
  *	DESTROY		lnc_m_destroy	-> OK | ERR (ENOENT)
  *	TEARDOWN_HOST	no body		-> OK | ERR
+ *	PAUSE		lnc_m_vmop	-> OK | ERR (ENOENT, ENOTSUP, EBUSY)
+ *	RESUME		lnc_m_vmop	-> OK | ERR (ENOENT, ENOTSUP)
  *	(each LNC_M_<name>)
  *
  *   launcher -> gateway: always one struct lnc_m_reply (type LNC_R_OK or
  *	LNC_R_ERR, the request's seq, an errno value and a short text).
+ *	The OK to a CREATE of a VM carries one file descriptor (SCM_RIGHTS):
+ *	the VM's serial console, on which the gateway waits for readiness
+ *	(launcher_create), so that a booting VM never blocks the launcher.
  *
  * The launcher checks, before acting: the size for the type, the NUL
  * within each string field, the id charset [A-Za-z0-9._-] (1-63, not
@@ -39,6 +44,8 @@ enum lnc_type {
 	LNC_M_CREATE,
 	LNC_M_DESTROY,
 	LNC_M_TEARDOWN_HOST,
+	LNC_M_PAUSE,
+	LNC_M_RESUME,
 	LNC_R_OK = 100,
 	LNC_R_ERR,
 };
@@ -62,6 +69,12 @@ struct lnc_m_destroy {
 	char		md_id[LNC_ID_MAX];
 };
 
+struct lnc_m_vmop {
+	struct lnc_hdr	mv_hdr;
+	char		mv_id[LNC_ID_MAX];
+	uint32_t	mv_if_idle;	/* PAUSE: not while attached */
+};
+
 struct lnc_m_sandbox {
 	char		ms_id[LNC_ID_MAX];
 	char		ms_ifname[16];
@@ -69,6 +82,8 @@ struct lnc_m_sandbox {
 	uint32_t	ms_gateway;	/* network order */
 	int32_t		ms_init_pid;
 	uint32_t	ms_usec;
+	char		ms_ctl[108];	/* a VM's guest agent socket */
+	uint32_t	ms_vm;		/* 1: a VM, its console fd attached */
 };
 
 struct lnc_m_reply {

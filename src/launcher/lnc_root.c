@@ -92,8 +92,9 @@ mkdirs(const char *path, mode_t mode)
 }
 
 /* The CA bundle: the system's, then the sandbox's CA. */
-static int
-write_bundle(struct lnc_child *c, const char *sysbundle, const char *dst)
+int
+lnc_bundle_write(const char *sysbundle, const char *pem, size_t pemlen,
+    const char *dst)
 {
 	struct stat	 sb;
 	int		 in, out;
@@ -114,10 +115,9 @@ write_bundle(struct lnc_child *c, const char *sysbundle, const char *dst)
 		if (off > 0 && write(out, "\n", 1) != 1)
 			goto fail;
 	}
-	if (c->c_pemlen > 0 &&
-	    write(out, c->c_pem, c->c_pemlen) != (ssize_t)c->c_pemlen)
+	if (pemlen > 0 && write(out, pem, pemlen) != (ssize_t)pemlen)
 		goto fail;
-	if (c->c_pemlen > 0 && c->c_pem[c->c_pemlen - 1] != '\n' &&
+	if (pemlen > 0 && pem[pemlen - 1] != '\n' &&
 	    write(out, "\n", 1) != 1)
 		goto fail;
 	return close(out);
@@ -150,7 +150,8 @@ gen_write(struct lnc_child *c, const char *sysbundle)
 	n = snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost %s\n"
 	    "%s\tgateway\n", c->c_id, gw);
 	CHECK(c, write_file("/gen/etc/hosts", buf, n, 0644), "hosts");
-	CHECK(c, write_bundle(c, sysbundle, "/gen/etc/airlock/ca-bundle.pem"),
+	CHECK(c, lnc_bundle_write(sysbundle, c->c_pem,
+	    c->c_pemlen, "/gen/etc/airlock/ca-bundle.pem"),
 	    "CA bundle");
 	CHECK(c, link("/gen/etc/airlock/ca-bundle.pem", "/gen/" SYS_BUNDLE),
 	    "CA bundle link");

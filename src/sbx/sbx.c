@@ -573,6 +573,14 @@ sbx_add_flags(struct sbx *s, int flags)
 }
 
 void
+sbx_clear_flags(struct sbx *s, int flags)
+{
+	pthread_rwlock_wrlock(&sbx_lock);
+	s->sb_flags &= ~flags;
+	pthread_rwlock_unlock(&sbx_lock);
+}
+
+void
 sbx_drop_pooled(void)
 {
 	char	**gone;

@@ -37,6 +37,8 @@ struct sbx {
 					   the config's "addresses", or the one
 					   the launcher gave it */
 	size_t		 sb_naddrs;
+	char		 sb_ctl[108];	/* qemu backend: its guest agent's
+					   unix socket, for airlockctl run */
 	int		 sb_init_pid;	/* netns backend: host pid of its
 					   init, for airlockctl run */
 };
@@ -45,8 +47,11 @@ struct sbx {
 				   out yet; never persisted */
 #define SBX_F_LAUNCHED	0x02	/* handed out by a claim: the scheduler may
 				   evict it when idle */
-#define SBX_F_NETNS	0x04	/* has namespaces from the launcher: not
-				   persisted (they end with the process) */
+#define SBX_F_NETNS	0x04	/* has namespaces or a VM from the
+				   launcher: not persisted (they end with
+				   the process) */
+#define SBX_F_VM	0x08	/* ... a qemu microVM (sb_ctl) */
+#define SBX_F_PAUSED	0x10	/* ... paused (QMP stop) */
 
 enum sbx_err {
 	SBX_OK = 0,
@@ -81,8 +86,9 @@ enum sbx_err	 sbx_create(const struct cfg *, const char *policy,
 /* Hand out a warm sandbox of <policy>: it stops being pooled, becomes
  * launched and is persisted. A reference, or NULL when none is warm. */
 struct sbx	*sbx_claim_pooled(const char *policy);
-/* Add <flags> to a sandbox's (under the registry lock). */
+/* Add or clear <flags> of a sandbox (under the registry lock). */
 void		 sbx_add_flags(struct sbx *, int flags);
+void		 sbx_clear_flags(struct sbx *, int flags);
 /* Forget every pooled sandbox (shutdown): registry entry and CA. */
 void		 sbx_drop_pooled(void);
 /* Revoke and forget <id>: its token stops working at once, its CA and

@@ -16,8 +16,10 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -120,9 +122,74 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 		return SBX_E_IO;
 	}
 	(*out)->sb_init_pid = (int)ls.ls_init_pid;
+	if (ls.ls_ctl[0] != '\0') {
+		memcpy((*out)->sb_ctl, ls.ls_ctl, sizeof((*out)->sb_ctl));
+		sbx_add_flags(*out, SBX_F_VM);
+		/* a warm VM waits paused: no CPU until it is claimed */
+		if ((flags & SBX_F_POOLED) &&
+		    pool_pause(*out, 0, why, sizeof(why)) == -1)
+			log_warnx("pool %s: sandbox %s: %s (left running)",
+			    policy, id, why);
+	}
 	if (flags & SBX_F_POOLED)
 		sbx_add_flags(*out, SBX_F_POOLED);
 	return SBX_OK;
+}
+
+int
+pool_pause(struct sbx *s, int if_idle, char *why, size_t whysz)
+{
+	if (!(s->sb_flags & SBX_F_VM) || pool_launcher == NULL) {
+		snprintf(why, whysz, "sandbox %s is not a VM", s->sb_id);
+		errno = ENOTSUP;
+		return -1;
+	}
+	if (s->sb_flags & SBX_F_PAUSED)
+		return 0;
+	if (launcher_pause(pool_launcher, s->sb_id, if_idle, why, whysz) ==
+	    -1)
+		return -1;
+	sbx_add_flags(s, SBX_F_PAUSED);
+	return 0;
+}
+
+int
+pool_resume(struct sbx *s, char *why, size_t whysz)
+{
+	if (!(s->sb_flags & SBX_F_VM) || pool_launcher == NULL) {
+		snprintf(why, whysz, "sandbox %s is not a VM", s->sb_id);
+		errno = ENOTSUP;
+		return -1;
+	}
+	if (!(s->sb_flags & SBX_F_PAUSED))
+		return 0;
+	if (launcher_resume(pool_launcher, s->sb_id, why, whysz) == -1)
+		return -1;
+	sbx_clear_flags(s, SBX_F_PAUSED);
+	/* its idle time starts again now */
+	__atomic_store_n(&s->sb_last_used_ms, util_now_ms(),
+	    __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* MemAvailable of /proc/meminfo in bytes; UINT64_MAX when unknown. */
+static uint64_t
+mem_available(void)
+{
+	FILE			*f;
+	char			 line[128];
+	unsigned long long	 kb;
+	uint64_t		 v = UINT64_MAX;
+
+	if ((f = fopen("/proc/meminfo", "re")) == NULL)
+		return v;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+			v = (uint64_t)kb * 1024;
+			break;
+		}
+	fclose(f);
+	return v;
 }
 
 static struct pool_pol *
@@ -257,11 +324,13 @@ lru_cmp(const void *a, const void *b)
  * One policy: refill one sandbox if below target, drop warm surplus that
  * stayed unclaimed past idle_timeout, evict launched sandboxes idle past
  * idle_timeout or beyond max (least recently used first; never one with
- * open connections). Returns 1 when more refilling is due.
+ * open connections). VMs idle past idle_timeout are paused instead, and
+ * a paused one is evicted when memory runs short (*pressure, cleared
+ * once one went). Returns 1 when more refilling is due.
  */
 static int
 pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
-    struct sbx **list, size_t n, uint64_t now)
+    struct sbx **list, size_t n, uint64_t now, int *pressure)
 {
 	struct sbx	**warm, **launched;
 	size_t		  i, nwarm = 0, nl = 0, evicted = 0;
@@ -286,10 +355,25 @@ pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
 		uint64_t used = __atomic_load_n(&s->sb_last_used_ms,
 		    __ATOMIC_RELAXED);
 
-		if (idle && now - used > cfg->c_pool_idle_ms)
-			pool_evict(pp, s, "idle past idle_timeout");
-		else if (idle && nwarm + nl - evicted > cfg->c_pool_max)
+		if (idle && (s->sb_flags & SBX_F_PAUSED) && *pressure) {
+			/* the least recently used paused VM gives way */
+			pool_evict(pp, s, "memory pressure");
+			*pressure = 0;
+		} else if (idle && nwarm + nl - evicted > cfg->c_pool_max)
 			pool_evict(pp, s, "over pool.max");
+		else if (idle && now - used > cfg->c_pool_idle_ms &&
+		    (s->sb_flags & SBX_F_VM)) {
+			/* scale to zero: paused, resumed on its next use
+			   (refused while someone is attached to it) */
+			char why[160];
+
+			if (!(s->sb_flags & SBX_F_PAUSED) &&
+			    pool_pause(s, 1, why, sizeof(why)) == 0)
+				log_info("pool %s: sandbox %s paused (idle past "
+				    "idle_timeout)", pp->pp_name, s->sb_id);
+			continue;
+		} else if (idle && now - used > cfg->c_pool_idle_ms)
+			pool_evict(pp, s, "idle past idle_timeout");
 		else
 			continue;
 		evicted++;
@@ -332,7 +416,7 @@ pool_tick(evutil_socket_t fd, short what, void *arg)
 	uint64_t		  now = util_now_ms();
 	size_t			  i, n;
 	double			  inst;
-	int			  more = 0, evicted_any;
+	int			  more = 0, evicted_any, pressure;
 
 	pthread_mutex_lock(&pool_mtx);
 	if (now - pool_rate_ms >= POOL_TICK_MS) {
@@ -348,6 +432,8 @@ pool_tick(evutil_socket_t fd, short what, void *arg)
 	}
 	n = sbx_list(&list);
 	evicted_any = 0;
+	pressure = pool_launcher != NULL && cfg->c_launcher_backend ==
+	    CFG_BACKEND_QEMU && mem_available() < cfg->c_qemu_min_free;
 	/* warm sandboxes of a policy a reload removed are of no use */
 	for (i = 0; i < n; i++)
 		if ((list[i]->sb_flags & SBX_F_POOLED) &&
@@ -358,7 +444,7 @@ pool_tick(evutil_socket_t fd, short what, void *arg)
 
 		pp = pol_get(cfg->c_policies[i].p_name);
 		before = pp->pp_evicted;
-		more |= pool_policy_tick(cfg, pp, list, n, now);
+		more |= pool_policy_tick(cfg, pp, list, n, now, &pressure);
 		evicted_any |= pp->pp_evicted != before;
 	}
 	pthread_mutex_unlock(&pool_mtx);
@@ -398,12 +484,25 @@ pool_claim(const char *policy, struct sbx **out, int *warm)
 	pp->pp_claims_tick++;
 	pp->pp_last_claim_ms = util_now_ms();
 	if ((*out = sbx_claim_pooled(policy)) != NULL) {
+		char	why[160];
+
 		if (pp->pp_warm > 0)
 			pp->pp_warm--;
 		pthread_mutex_unlock(&pool_mtx);
-		*warm = 1;
 		pool_kick(0);	/* refill behind the caller */
-		return SBX_OK;
+		if (!((*out)->sb_flags & SBX_F_PAUSED) ||
+		    pool_resume(*out, why, sizeof(why)) == 0) {
+			*warm = 1;
+			return SBX_OK;
+		}
+		/* a VM that cannot run is of no use: build another */
+		log_warnx("pool %s: sandbox %s: %s", policy, (*out)->sb_id,
+		    why);
+		(void)sbx_delete((*out)->sb_id);
+		sbx_unref(*out);
+		*out = NULL;
+		pthread_mutex_lock(&pool_mtx);
+		pp = pol_get(policy);	/* the array may have moved */
 	}
 	pp->pp_cold++;
 	pthread_mutex_unlock(&pool_mtx);

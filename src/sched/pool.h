@@ -5,6 +5,10 @@
  * the main loop. The target size follows a forecast of the claim rate;
  * claimed sandboxes left idle are evicted, least recently used first.
  *
+ * With launcher.backend qemu, warm VMs wait paused and a claim resumes
+ * one; a claimed VM left idle is paused, and evicted under memory
+ * pressure.
+ *
  * With launcher.backend none a sandbox is an identity: id, proxy token and
  * CA, which is what preparing one costs (two P-256 keys and a signature).
  */
@@ -46,6 +50,13 @@ void		 pool_stats_free(struct pool_stat *, size_t);
 /* launcher.backend netns: sandboxes get namespaces from <launcher>. */
 struct launcher;
 void		 pool_set_launcher(struct launcher *);
+/*
+ * Backend qemu: pause a VM (QMP stop; with <if_idle> refused while
+ * someone is attached to its agent) or resume it. 0, or -1 with the
+ * reason (ENOTSUP: not a VM).
+ */
+int		 pool_pause(struct sbx *, int if_idle, char *why, size_t);
+int		 pool_resume(struct sbx *, char *why, size_t);
 /* Stop the timer and drop every warm sandbox. */
 void		 pool_stop(void);
 

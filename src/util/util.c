@@ -1,10 +1,15 @@
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -241,4 +246,28 @@ util_siphash(uint64_t k0, uint64_t k1, const unsigned char *in, size_t len)
 	US_SIPROUND;
 	US_SIPROUND;
 	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+int
+util_unix_connect(const char *path)
+{
+	struct sockaddr_un	sun;
+	int			fd, e;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
 }

@@ -46,6 +46,9 @@ int	util_strncaseeq(const char *s, size_t len, const char *lit);
 /* Trim spaces and tabs at both ends of (ptr,len) in place. */
 void	util_trim_ows(const char **s, size_t *len);
 
+/* A blocking connection to the unix socket <path>; -1 with errno. */
+int	util_unix_connect(const char *path);
+
 /* Constant-time equality of two secrets of any length. */
 int	util_secret_eq(const char *a, size_t alen, const char *b, size_t blen);
 

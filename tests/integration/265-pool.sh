@@ -145,10 +145,10 @@ persisted=$(ls "$T/state/sandboxes" | wc -l)
     fail "$left CA directories left for $persisted persisted sandboxes"
 ok "warm sandboxes removed at shutdown ($persisted claimed one kept)"
 
-# backends not built yet are refused with FILE:LINE:COL
+# backend qemu without its guest image is refused with FILE:LINE:COL
 sed 's/backend: none/backend: qemu/' "$T/airlock.yaml" >"$T/qemu.yaml"
-"$AIRLOCKD" -c "$T/qemu.yaml" -t >"$T/t.out" 2>&1 && fail "backend qemu accepted"
-grep -q "qemu.yaml:[0-9]*:[0-9]*: launcher backend \"qemu\" is not supported yet" \
+"$AIRLOCKD" -c "$T/qemu.yaml" -t >"$T/t.out" 2>&1 && fail "backend qemu accepted without kernel/initrd"
+grep -q "qemu.yaml:[0-9]*:[0-9]*: launcher backend \"qemu\" needs" \
     "$T/t.out" || fail "no FILE:LINE:COL for backend qemu: $(cat "$T/t.out")"
-ok "launcher.backend qemu refused (not built yet)"
+ok "launcher.backend qemu without listeners and guest image refused"
 finish

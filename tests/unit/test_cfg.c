@@ -105,8 +105,20 @@ static const struct err_case err_cases[] = {
 	{ "launcher:\n  backend: netns\n", "t.yaml:2:12: ",
 	    "launcher backend \"netns\" needs listen.transparent and "
 	    "listen.dns" },
-	{ "launcher:\n  qemu: {memory: 1GiB}\n", "t.yaml:2:3: ",
-	    "key \"qemu\" is not supported yet" },
+	{ "launcher:\n  qemu: {memory: 1KiB}\n", "t.yaml:2:18: ",
+	    "\"memory\" must be at least 67108864 bytes" },
+	{ "launcher:\n  qemu: {vcpus: 0}\n", "t.yaml:2:17: ",
+	    "\"vcpus\" must be a whole number from 1 to 64" },
+	{ "launcher:\n  qemu: {accel: hvf}\n", "t.yaml:2:17: ",
+	    "\"accel\" must be auto, kvm or tcg, not \"hvf\"" },
+	{ "launcher:\n  qemu: {kernel: /nonexistent/vmlinuz}\n",
+	    "t.yaml:2:18: ", "qemu kernel \"/nonexistent/vmlinuz\": No such "
+	    "file or directory" },
+	{ "launcher:\n  qemu: {boot_timeout: 10ms}\n", "t.yaml:2:24: ",
+	    "\"boot_timeout\" must be more than 0" },
+	{ "launcher:\n  qemu: {kernal: x}\n", "t.yaml:2:10: ",
+	    "unknown key \"kernal\" in launcher qemu (did you mean "
+	    "\"kernel\"?)" },
 	{ "listen:\n  transparent: \"10.0.0.1\"\n", "t.yaml:2:16: ",
 	    "bad transparent address \"10.0.0.1\": " },
 	{ "launcher:\n  network: 10.88.0.1/16\n", "t.yaml:2:12: ",
@@ -119,8 +131,14 @@ static const struct err_case err_cases[] = {
 	    "\"user\" must be \"UID:GID\" (numbers)" },
 	{ "launcher:\n  limits: {memory: 1KiB}\n", "t.yaml:2:20: ",
 	    "\"memory\" must be at least 1048576 bytes" },
-	{ "launcher:\n  backend: qemu\n", "t.yaml:2:12: ",
-	    "launcher backend \"qemu\" is not supported yet" },
+	{ "launcher:\n  backend: qemu\n  qemu: {kernel: /etc/hostname, "
+	    "initrd: /etc/hostname}\n", "t.yaml:2:12: ",
+	    "launcher backend \"qemu\" needs listen.transparent and "
+	    "listen.dns" },
+	{ "listen:\n  transparent: \"10.88.0.1:1\"\n  dns: \"10.88.0.1:2\"\n"
+	    "launcher:\n  backend: qemu\n", "t.yaml:5:12: ",
+	    "launcher backend \"qemu\" needs launcher.qemu.kernel and "
+	    "launcher.qemu.initrd" },
 	/* geoip and a policy's geo */
 	{ GEO "{deny_countries: [KPX]}\n", "t.yaml:3:28: ",
 	    "bad country code \"KPX\" in \"deny_countries\": use ISO 3166 "
