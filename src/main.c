@@ -47,7 +47,9 @@ static struct launcher	*launcher;	/* launcher.backend netns, qemu */
 static void
 destroy_namespaces(const char *id)
 {
-	if (launcher != NULL && launcher_destroy(launcher, id) == -1)
+	/* ENOENT: gone already (a VM that never got ready) */
+	if (launcher != NULL && launcher_destroy(launcher, id) == -1 &&
+	    errno != ENOENT)
 		log_warnx("sandbox %s: the launcher could not destroy it", id);
 }
 

@@ -296,9 +296,10 @@ vm_argv(struct lnc *l, struct vm_argv *a, const char *dir, const char *id,
 	av_add(a, "name=opt/airlock/ca.pem,file=%s/ca.pem", dir);
 	av_add(a, "-qmp");
 	av_add(a, "unix:%s/qmp.sock,server=on,wait=off", dir);
+	/* a seccomp filter (not elevateprivileges=deny: it would kill
+	   -runas's setuid, which comes after the filter) */
 	av_add(a, "-sandbox");
-	av_add(a, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,"
-	    "resourcecontrol=deny");
+	av_add(a, "on,obsolete=deny,spawn=deny,resourcecontrol=deny");
 	/* qemu opens what it needs (sockets, /dev/kvm) as root, then
 	   drops to the workload's user before the guest runs */
 	av_add(a, "-runas");
@@ -356,6 +357,8 @@ log_tail(const char *dir, char *buf, size_t bufsz)
 	int	fd;
 
 	buf[0] = '\0';
+	if (dir[0] == '\0')
+		return;
 	snprintf(path, sizeof(path), "%s/qemu.log", dir);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return;
@@ -418,7 +421,13 @@ vm_start(struct lnc *l, struct lnc_sbx *s, const char *pem, size_t pemlen,
 static void
 vm_cleanup(struct lnc_sbx *s)
 {
+	char	tail[160];
+
 	lnc_pid_kill(s);
+	/* qemu says nothing on stderr unless something went wrong */
+	log_tail(s->s_dir, tail, sizeof(tail));
+	if (tail[0] != '\0')
+		log_warnx("launcher: sandbox %s: qemu: %s", s->s_id, tail);
 	if (s->s_qmp != -1)
 		close(s->s_qmp);
 	s->s_qmp = -1;

@@ -61,6 +61,9 @@ struct pool_pol {
 	size_t		 pp_launched;
 	size_t		 pp_preparing;	/* handed to the thread */
 	uint64_t	 pp_last_claim_ms;
+	/* after a failed build, refills wait (1 s doubling to 60 s) */
+	uint64_t	 pp_retry_ms;
+	uint64_t	 pp_backoff_ms;
 	struct cfg	*pp_cfg;	/* reference for the thread */
 };
 
@@ -123,6 +126,8 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 	}
 	(*out)->sb_init_pid = (int)ls.ls_init_pid;
 	if (ls.ls_ctl[0] != '\0') {
+		log_info("pool %s: sandbox %s: VM ready in %u ms", policy, id,
+		    (unsigned)(ls.ls_usec / 1000));
 		memcpy((*out)->sb_ctl, ls.ls_ctl, sizeof((*out)->sb_ctl));
 		sbx_add_flags(*out, SBX_F_VM);
 		/* a warm VM waits paused: no CPU until it is claimed */
@@ -245,6 +250,7 @@ pool_thread_main(void *arg)
 	uint64_t	 t0;
 	double		 ms;
 	size_t		 i;
+	int		 ok;
 
 	/* refills are background work: requests and claims come first */
 	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
@@ -265,18 +271,30 @@ pool_thread_main(void *arg)
 		pthread_mutex_unlock(&pool_mtx);
 
 		t0 = util_now_ms();
-		if (pool_build(cfg, name, SBX_F_POOLED, &s) == SBX_OK)
+		ok = pool_build(cfg, name, SBX_F_POOLED, &s) == SBX_OK;
+		if (ok)
 			sbx_unref(s);
-		else
-			log_warnx("pool %s: could not prepare a sandbox", name);
 		ms = (double)(util_now_ms() - t0);
 		cfg_unref(cfg);
 
 		pthread_mutex_lock(&pool_mtx);
 		pp = pol_get(name);	/* the array may have moved */
-		free(name);
 		if (pp->pp_preparing > 0)
 			pp->pp_preparing--;
+		if (!ok) {
+			/* a broken image or host must not spin the refill */
+			pp->pp_backoff_ms = pp->pp_backoff_ms == 0 ? 1000 :
+			    pp->pp_backoff_ms * 2 > 60000 ? 60000 :
+			    pp->pp_backoff_ms * 2;
+			pp->pp_retry_ms = util_now_ms() + pp->pp_backoff_ms;
+			log_warnx("pool %s: could not prepare a sandbox; next "
+			    "try in %llu ms", name,
+			    (unsigned long long)pp->pp_backoff_ms);
+			free(name);
+			continue;
+		}
+		free(name);
+		pp->pp_backoff_ms = 0;
 		pp->pp_refill_ms = pp->pp_refill_ms == 0 ? ms :
 		    (1 - POOL_EWMA_NEW) * pp->pp_refill_ms +
 		    POOL_EWMA_NEW * ms;
@@ -382,7 +400,7 @@ pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
 	if (nwarm > pp->pp_target / 2 &&
 	    now - pp->pp_last_claim_ms < POOL_QUIET_MS) {
 		more = 1;	/* look again once the burst is over */
-	} else {
+	} else if (now >= pp->pp_retry_ms) {	/* not backing off */
 		/* what the thread is preparing counts as warm already */
 		while (nwarm + pp->pp_preparing < pp->pp_target &&
 		    nwarm + pp->pp_preparing + nl < cfg->c_pool_max) {
