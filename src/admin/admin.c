@@ -56,6 +56,12 @@ struct admin_conn {
 	struct evbuffer		*ac_body;
 	int			 ac_body_toolong;
 	int			 ac_close;	/* after this response */
+	struct admin_defer	*ac_defer;	/* an answer to come */
+};
+
+struct admin_defer {
+	struct admin_conn	*ad_ac;		/* NULL once it has gone */
+	char			 ad_id[25];
 };
 
 static TAILQ_HEAD(, admin_conn)	 admin_conns =
@@ -292,9 +298,16 @@ on_message_complete(llhttp_t *p)
 		admin_error(&r, 401, "unauthorized", ac->ac_auth_len == 0 ?
 		    "missing \"Authorization: Bearer <admin token>\"" :
 		    "admin token not valid");
-	else
+	else {
+		r.ar_conn = ac;
 		admin_route(&q, &r);
-	admin_send(ac, &r);
+	}
+	if (r.ar_deferred) {
+		/* the answer comes later, and closes the connection */
+		ac->ac_close = 1;
+		bufferevent_disable(ac->ac_bev, EV_READ);
+	} else
+		admin_send(ac, &r);
 	evbuffer_free(r.ar_body);
 
 	/* ready for the next request on this connection */
@@ -370,9 +383,41 @@ admin_event_cb(struct bufferevent *bev, short what, void *arg)
 	admin_conn_free(ac);
 }
 
+struct admin_defer *
+admin_defer(struct admin_resp *r)
+{
+	struct admin_defer	*d = xcalloc(1, sizeof(*d));
+
+	d->ad_ac = r->ar_conn;
+	memcpy(d->ad_id, r->ar_id, sizeof(d->ad_id));
+	r->ar_conn->ac_defer = d;
+	r->ar_deferred = 1;
+	return d;
+}
+
+void
+admin_defer_answer(struct admin_defer *d,
+    void (*fill)(struct admin_resp *, void *), void *arg)
+{
+	struct admin_resp	r;
+
+	memset(&r, 0, sizeof(r));
+	r.ar_body = evbuffer_new();
+	memcpy(r.ar_id, d->ad_id, sizeof(r.ar_id));
+	fill(&r, arg);
+	if (d->ad_ac != NULL) {
+		d->ad_ac->ac_defer = NULL;
+		admin_send(d->ad_ac, &r);	/* the write callback closes */
+	}
+	evbuffer_free(r.ar_body);
+	free(d);
+}
+
 static void
 admin_conn_free(struct admin_conn *ac)
 {
+	if (ac->ac_defer != NULL)
+		ac->ac_defer->ad_ac = NULL;	/* its answer is dropped */
 	TAILQ_REMOVE(&admin_conns, ac, ac_entry);
 	bufferevent_free(ac->ac_bev);
 	evbuffer_free(ac->ac_body);

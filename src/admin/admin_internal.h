@@ -16,12 +16,29 @@ struct admin_req {
 	size_t		 aq_body_len;
 };
 
+struct admin_conn;
+
 struct admin_resp {
 	int		 ar_status;
 	const char	*ar_ctype;	/* NULL = application/json */
 	struct evbuffer	*ar_body;
 	char		 ar_id[25];	/* X-Airlock-Request-Id */
+	struct admin_conn *ar_conn;
+	int		 ar_deferred;	/* admin_defer() was called */
 };
+
+/*
+ * A route whose answer takes seconds (a VM's cold claim) must not hold the
+ * main loop, which also serves the DNS stub: it calls admin_defer() and
+ * returns; later, on the main loop, admin_defer_answer() calls <fill> with
+ * a fresh response and sends it (the connection closes after it). <fill>
+ * is called even when the client has gone, so it can release what it
+ * holds; the answer is then dropped.
+ */
+struct admin_defer;
+struct admin_defer *admin_defer(struct admin_resp *);
+void	admin_defer_answer(struct admin_defer *,
+	    void (*fill)(struct admin_resp *, void *), void *arg);
 
 extern struct admin_hooks admin_hooks;
 extern time_t		  admin_started;	/* for uptime */

@@ -604,16 +604,72 @@ body_policy(json_object *body, struct admin_resp *r)
 	return NULL;
 }
 
+/* The answer to a claim: the sandbox and how to reach it, or why not. */
+static void
+claim_answer(struct admin_resp *r, enum sbx_err e, struct sbx *s, int warm,
+    const char *policy)
+{
+	const struct cfg	*cfg = admin_hooks.ah_cfg();
+	json_object		*o;
+	char			 why[160];
+
+	if (e != SBX_OK) {
+		if (e == SBX_E_POLICY)
+			snprintf(why, sizeof(why), "no policy \"%.64s\" in "
+			    "the running config", policy);
+		else
+			snprintf(why, sizeof(why), "%s", sbx_strerror(e));
+		admin_error(r, e == SBX_E_POLICY ? 400 : 500, e == SBX_E_POLICY ?
+		    "bad_request" : "internal_error", why);
+		return;
+	}
+	o = sandbox_full(cfg, s);
+	json_object_object_add(o, "warm", json_object_new_boolean(warm));
+	json_object_object_add(o, "env", sandbox_env(cfg, s));
+	sandbox_launched(cfg, s, o);
+	admin_json(r, 200, o);
+}
+
+struct claim_later {
+	struct admin_defer	*cl_defer;
+	char			*cl_policy;
+	enum sbx_err		 cl_err;
+	struct sbx		*cl_sbx;
+	int			 cl_warm;
+};
+
+static void
+claim_fill(struct admin_resp *r, void *arg)
+{
+	struct claim_later	*cl = arg;
+
+	claim_answer(r, cl->cl_err, cl->cl_sbx, cl->cl_warm, cl->cl_policy);
+	sbx_unref(cl->cl_sbx);
+	free(cl->cl_policy);
+	free(cl);
+}
+
+static void
+claim_done(enum sbx_err e, struct sbx *s, int warm, void *arg)
+{
+	struct claim_later	*cl = arg;
+
+	cl->cl_err = e;
+	cl->cl_sbx = e == SBX_OK ? s : NULL;
+	cl->cl_warm = warm;
+	admin_defer_answer(cl->cl_defer, claim_fill, cl);
+}
+
 static void
 route_claim(const struct admin_req *q, struct admin_resp *r)
 {
 	static const char *const fields[] = { "policy", NULL };
-	json_object	*body, *o;
-	const char	*policy;
-	struct sbx	*s;
-	enum sbx_err	 e;
-	char		 why[160];
-	int		 warm;
+	struct claim_later	*cl;
+	json_object		*body;
+	const char		*policy;
+	struct sbx		*s = NULL;
+	enum sbx_err		 e;
+	int			 warm = 0;
 
 	if ((body = admin_body_object(q, r, fields)) == NULL)
 		return;
@@ -621,24 +677,25 @@ route_claim(const struct admin_req *q, struct admin_resp *r)
 		json_object_put(body);
 		return;
 	}
-	if ((e = pool_claim(policy, &s, &warm)) != SBX_OK) {
-		if (e == SBX_E_POLICY)
-			snprintf(why, sizeof(why), "no policy \"%.64s\" in "
-			    "the running config", policy);
-		else
-			snprintf(why, sizeof(why), "%s", sbx_strerror(e));
+	if (pool_claim_is_slow()) {
+		/* a cold VM boots for seconds: answer from the main loop
+		   once it is ready, serving everyone else meanwhile */
+		cl = xcalloc(1, sizeof(*cl));
+		cl->cl_policy = xstrdup(policy);
+		if (pool_claim_async(policy, claim_done, cl, &e) == 0)
+			cl->cl_defer = admin_defer(r);
+		else {
+			claim_answer(r, e, NULL, 0, policy);
+			free(cl->cl_policy);
+			free(cl);
+		}
 		json_object_put(body);
-		admin_error(r, e == SBX_E_POLICY ? 400 : 500, e == SBX_E_POLICY ?
-		    "bad_request" : "internal_error", why);
 		return;
 	}
-	json_object_put(body);
-	o = sandbox_full(admin_hooks.ah_cfg(), s);
-	json_object_object_add(o, "warm", json_object_new_boolean(warm));
-	json_object_object_add(o, "env", sandbox_env(admin_hooks.ah_cfg(), s));
-	sandbox_launched(admin_hooks.ah_cfg(), s, o);
+	e = pool_claim(policy, &s, &warm);
+	claim_answer(r, e, s, warm, policy);
 	sbx_unref(s);
-	admin_json(r, 200, o);
+	json_object_put(body);
 }
 
 static void

@@ -652,6 +652,9 @@ sbx_strerror(enum sbx_err e)
 		    "there and reload";
 	case SBX_E_IO:
 		return "the sandbox state could not be written (see the log)";
+	case SBX_E_LAUNCH:
+		return "the launcher could not build the sandbox (see the "
+		    "gateway's log)";
 	}
 	return "?";
 }

@@ -61,6 +61,7 @@ enum sbx_err {
 	SBX_E_NOTFOUND,
 	SBX_E_STATIC,		/* defined in the config file */
 	SBX_E_IO,		/* state_dir could not be written */
+	SBX_E_LAUNCH,		/* the launcher could not build it */
 };
 
 /* Load the sandboxes persisted under <state_dir>. Returns 0 or -1. */

@@ -78,6 +78,8 @@ static size_t		  pool_npols;
 static struct event	 *pool_ev;
 static const struct cfg	*(*pool_cfg)(void);
 static uint64_t		  pool_rate_ms;	/* last rate update */
+static struct event_base *pool_base;
+static int		  pool_async_n;	/* cold builds in flight, atomic */
 static struct launcher	 *pool_launcher;	/* netns backend, or NULL */
 
 void
@@ -104,8 +106,9 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 
 	if (pool_launcher == NULL)
 		return sbx_create(cfg, policy, NULL, flags, out);
-	e = sbx_create(cfg, policy, NULL, (flags & ~SBX_F_POOLED) |
-	    SBX_F_NETNS, out);
+	/* neither pooled nor launched until it is up: a VM boots for
+	   seconds, and a launched sandbox that old would look idle */
+	e = sbx_create(cfg, policy, NULL, SBX_F_NETNS, out);
 	if (e != SBX_OK)
 		return e;
 	snprintf(id, sizeof(id), "%s", (*out)->sb_id);
@@ -122,7 +125,7 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 		sbx_unref(*out);
 		*out = NULL;
 		sbx_delete(id);
-		return SBX_E_IO;
+		return SBX_E_LAUNCH;
 	}
 	(*out)->sb_init_pid = (int)ls.ls_init_pid;
 	if (ls.ls_ctl[0] != '\0') {
@@ -136,8 +139,9 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 			log_warnx("pool %s: sandbox %s: %s (left running)",
 			    policy, id, why);
 	}
-	if (flags & SBX_F_POOLED)
-		sbx_add_flags(*out, SBX_F_POOLED);
+	__atomic_store_n(&(*out)->sb_last_used_ms, util_now_ms(),
+	    __ATOMIC_RELAXED);
+	sbx_add_flags(*out, flags & (SBX_F_POOLED | SBX_F_LAUNCHED));
 	return SBX_OK;
 }
 
@@ -477,6 +481,7 @@ int
 pool_start(struct event_base *base, const struct cfg *(*cfg_fn)(void))
 {
 	pool_cfg = cfg_fn;
+	pool_base = base;
 	pool_rate_ms = util_now_ms();
 	if ((pool_ev = evtimer_new(base, pool_tick, NULL)) == NULL)
 		return -1;
@@ -487,43 +492,142 @@ pool_start(struct event_base *base, const struct cfg *(*cfg_fn)(void))
 	return 0;
 }
 
-enum sbx_err
-pool_claim(const char *policy, struct sbx **out, int *warm)
+/* A warm sandbox of <policy> ready to use (a VM resumed), or NULL. */
+static struct sbx *
+pool_take_warm(const char *policy)
 {
-	const struct cfg	*cfg = pool_cfg();
-	struct pool_pol		*pp;
-	enum sbx_err		 e;
+	struct pool_pol	*pp;
+	struct sbx	*s;
+	char		 why[160];
 
-	if (cfg_policy_find(cfg, policy) == NULL)
-		return SBX_E_POLICY;
 	pthread_mutex_lock(&pool_mtx);
 	pp = pol_get(policy);
 	pp->pp_claims++;
 	pp->pp_claims_tick++;
 	pp->pp_last_claim_ms = util_now_ms();
-	if ((*out = sbx_claim_pooled(policy)) != NULL) {
-		char	why[160];
-
+	for (;;) {
+		if ((s = sbx_claim_pooled(policy)) == NULL) {
+			pp = pol_get(policy);
+			pp->pp_cold++;
+			break;
+		}
+		pp = pol_get(policy);
 		if (pp->pp_warm > 0)
 			pp->pp_warm--;
 		pthread_mutex_unlock(&pool_mtx);
-		pool_kick(0);	/* refill behind the caller */
-		if (!((*out)->sb_flags & SBX_F_PAUSED) ||
-		    pool_resume(*out, why, sizeof(why)) == 0) {
-			*warm = 1;
-			return SBX_OK;
+		if (!(s->sb_flags & SBX_F_PAUSED) ||
+		    pool_resume(s, why, sizeof(why)) == 0) {
+			pool_kick(0);	/* refill behind the caller */
+			return s;
 		}
-		/* a VM that cannot run is of no use: build another */
-		log_warnx("pool %s: sandbox %s: %s", policy, (*out)->sb_id,
-		    why);
-		(void)sbx_delete((*out)->sb_id);
-		sbx_unref(*out);
-		*out = NULL;
+		/* a VM that cannot run is of no use: the next one */
+		log_warnx("pool %s: sandbox %s: %s", policy, s->sb_id, why);
+		(void)sbx_delete(s->sb_id);
+		sbx_unref(s);
 		pthread_mutex_lock(&pool_mtx);
-		pp = pol_get(policy);	/* the array may have moved */
 	}
-	pp->pp_cold++;
 	pthread_mutex_unlock(&pool_mtx);
+	return NULL;
+}
+
+int
+pool_claim_is_slow(void)
+{
+	const struct cfg	*cfg = pool_cfg();
+
+	return pool_launcher != NULL &&
+	    cfg->c_launcher_backend == CFG_BACKEND_QEMU;
+}
+
+/* An async claim, from its thread back to the main loop. */
+struct pool_async {
+	char		*pa_policy;
+	struct cfg	*pa_cfg;
+	pool_claim_cb	 pa_done;
+	void		*pa_arg;
+	enum sbx_err	 pa_err;
+	struct sbx	*pa_sbx;
+	int		 pa_warm;
+};
+
+static void
+pool_async_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct pool_async	*pa = arg;
+
+	pa->pa_done(pa->pa_err, pa->pa_sbx, pa->pa_warm, pa->pa_arg);
+	cfg_unref(pa->pa_cfg);
+	free(pa->pa_policy);
+	free(pa);
+}
+
+static void *
+pool_async_build(void *arg)
+{
+	struct pool_async	*pa = arg;
+	struct timeval		 now = { 0, 0 };
+
+	pa->pa_err = pool_build(pa->pa_cfg, pa->pa_policy, SBX_F_LAUNCHED,
+	    &pa->pa_sbx);
+	if (event_base_once(pool_base, -1, EV_TIMEOUT, pool_async_done, pa,
+	    &now) == -1)
+		fatalx("pool: cannot hand a claim back to the main loop");
+	__atomic_sub_fetch(&pool_async_n, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+int
+pool_claim_async(const char *policy, pool_claim_cb done, void *arg,
+    enum sbx_err *e)
+{
+	const struct cfg	*cfg = pool_cfg();
+	struct pool_async	*pa;
+	struct timeval		 now = { 0, 0 };
+	pthread_attr_t		 attr;
+	pthread_t		 t;
+
+	if (cfg_policy_find(cfg, policy) == NULL) {
+		*e = SBX_E_POLICY;
+		return -1;
+	}
+	pa = xcalloc(1, sizeof(*pa));
+	pa->pa_policy = xstrdup(policy);
+	pa->pa_cfg = cfg_ref((struct cfg *)cfg);
+	pa->pa_done = done;
+	pa->pa_arg = arg;
+	if ((pa->pa_sbx = pool_take_warm(policy)) != NULL) {
+		pa->pa_warm = 1;
+		(void)event_base_once(pool_base, -1, EV_TIMEOUT,
+		    pool_async_done, pa, &now);
+		return 0;
+	}
+	/* cold: the identical sandbox, built off the main loop */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	__atomic_add_fetch(&pool_async_n, 1, __ATOMIC_RELAXED);
+	if (pthread_create(&t, &attr, pool_async_build, pa) != 0) {
+		__atomic_sub_fetch(&pool_async_n, 1, __ATOMIC_RELAXED);
+		pa->pa_err = SBX_E_LAUNCH;
+		(void)event_base_once(pool_base, -1, EV_TIMEOUT,
+		    pool_async_done, pa, &now);
+	}
+	pthread_attr_destroy(&attr);
+	pool_kick(0);
+	return 0;
+}
+
+enum sbx_err
+pool_claim(const char *policy, struct sbx **out, int *warm)
+{
+	const struct cfg	*cfg = pool_cfg();
+	enum sbx_err		 e;
+
+	if (cfg_policy_find(cfg, policy) == NULL)
+		return SBX_E_POLICY;
+	if ((*out = pool_take_warm(policy)) != NULL) {
+		*warm = 1;
+		return SBX_OK;
+	}
 	/* cold path: the identical sandbox, built now */
 	*warm = 0;
 	e = pool_build(cfg, policy, SBX_F_LAUNCHED, out);
@@ -603,6 +707,12 @@ pool_stop(void)
 		pthread_join(pool_thread, NULL);
 		pool_thread_up = 0;
 	}
+	/* cold builds in flight end within boot_timeout; their answers
+	   (and references) are delivered by one more turn of the loop */
+	while (__atomic_load_n(&pool_async_n, __ATOMIC_ACQUIRE) > 0)
+		usleep(10000);
+	if (pool_base != NULL)
+		(void)event_base_loop(pool_base, EVLOOP_NONBLOCK);
 	sbx_drop_pooled();
 	for (i = 0; i < pool_npols; i++) {
 		free(pool_pols[i].pp_name);

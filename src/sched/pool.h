@@ -40,6 +40,19 @@ int		 pool_start(struct event_base *, const struct cfg *(*cfg_fn)(void));
 /* A sandbox for <policy>: warm when one is ready (*warm = 1), else built
  * now. *out gets a reference. */
 enum sbx_err	 pool_claim(const char *policy, struct sbx **out, int *warm);
+/*
+ * The same for the qemu backend, where a cold claim boots a VM (seconds):
+ * <done> is called later on the main loop with the outcome, a reference
+ * to the sandbox (SBX_OK) and whether it was warm. A cold build runs on a
+ * thread of its own. Returns 0, or -1 (SBX_E_POLICY: unknown policy, *e
+ * set; <done> is not called).
+ */
+typedef void	(*pool_claim_cb)(enum sbx_err, struct sbx *, int warm,
+		    void *arg);
+int		 pool_claim_async(const char *policy, pool_claim_cb done,
+		    void *arg, enum sbx_err *e);
+/* Does a cold claim take seconds (backend qemu)? */
+int		 pool_claim_is_slow(void);
 /* Prepare <count> more for <policy> ahead of demand (up to pool.max).
  * Returns how many were scheduled, or -1 for an unknown policy. */
 long		 pool_prewarm(const char *policy, size_t count);

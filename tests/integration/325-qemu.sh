@@ -128,8 +128,8 @@ ok "curl inside a VM: https://api.test by name, secret attached, no proxy settin
 
 # what must not work from inside; exit codes and stderr come back
 ctl run -- sh -c "
-curl -sS -m 5 http://203.0.113.10:9/ >/dev/null 2>&1; echo direct=\$?
-curl -sS -m 5 http://10.235.0.1:22/ >/dev/null 2>&1; echo gwport=\$?
+curl -sSf -m 5 http://203.0.113.10:9/ >/dev/null 2>&1; echo direct=\$?
+curl -sSf -m 5 http://10.235.0.1:22/ >/dev/null 2>&1; echo gwport=\$?
 curl -sS -m 10 https://evil.test/ >/dev/null 2>&1; echo nx=\$?
 ip route | grep -c default
 echo to-stderr >&2; exit 7" >"$T/run2.out" 2>"$T/run2.err"
@@ -153,10 +153,17 @@ T = os.environ["T"]
 addr, tok = "unix:%s/state-t325/admin.sock" % T, A.token(T + "/state-t325")
 ctl = [os.environ["top_builddir"] + "/src/airlockctl", "-c", T + "/airlock.yaml"]
 
+def warm_ready():
+    st, h, b = A.call(addr, "GET", "/v1/sandboxes", token=tok)
+    return any(s["state"] == "warm" and s.get("paused") for s in b["sandboxes"])
+deadline = time.time() + 180
+while not warm_ready():
+    assert time.time() < deadline, "the pool did not refill"
+    time.sleep(0.2)
 t0 = time.monotonic()
 st, h, b = A.call(addr, "POST", "/v1/sandboxes/claim", {"policy": "default"}, token=tok)
 claim_ms = (time.monotonic() - t0) * 1000
-assert st == 200 and b["backend"] == "qemu" and b["ctl_socket"], (st, b)
+assert st == 200 and b["backend"] == "qemu" and b["ctl_socket"] and b["warm"], (st, b)
 sid = b["id"]
 print("# claim: warm=%s in %.1f ms" % (b["warm"], claim_ms))
 
@@ -165,7 +172,10 @@ def run(*cmd):
                        capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
 
-rc, out, err = run("sh", "-c", "echo state-42 > /tmp/state; setsid sleep 9999 </dev/null >/dev/null 2>&1 & cat /proc/uptime")
+# the agent kills the command's process group when it ends: a process of
+# its own session stays (once it runs sleep, setsid is done)
+rc, out, err = run("sh", "-c", "echo state-42 > /tmp/state; setsid sleep 9999 </dev/null >/dev/null 2>&1 & "
+                   "until pidof sleep >/dev/null; do :; done; cat /proc/uptime")
 assert rc == 0, (rc, out, err)
 up1 = float(out.split()[0])
 
@@ -187,7 +197,7 @@ assert c2 - c1 <= 10, "a paused VM used %d ticks in 2 s" % (c2 - c1)
 print("ok - idle claimed VM paused (%d CPU ticks in 2 s)" % (c2 - c1))
 
 t0 = time.monotonic()
-rc, out, err = run("sh", "-c", "cat /tmp/state; pgrep -x sleep >/dev/null && echo sleeper-alive; cat /proc/uptime")
+rc, out, err = run("sh", "-c", "cat /tmp/state; pidof sleep >/dev/null && echo sleeper-alive; cat /proc/uptime")
 resume_ms = (time.monotonic() - t0) * 1000
 assert rc == 0, (rc, out, err)
 lines = out.split("\n")
@@ -219,8 +229,10 @@ dns = [r for r in recs if r.get("proto") == "dns"]
 assert any(r["host"] == "evil.test" and r["decision"] == "deny" for r in dns), dns
 tr = [r for r in recs if r.get("mode") == "transparent" and r.get("proto") == "https"]
 assert any(r["status"] == 200 and r["secrets"] == ["k"] for r in tr), tr
+direct = [r for r in recs if r.get("host") == "203.0.113.10"]
+assert direct and all(r["decision"] == "deny" and "upstream" not in r for r in direct), direct
 assert not any(os.environ["SECRET"] in json.dumps(r) for r in recs)
-print("ok - audit: the VM's DNS and HTTPS recorded, no secret value")
+print("ok - audit: the VM's DNS and HTTPS recorded, direct egress denied, no secret value")
 PY
 sleep 0.5
 [ "$(ip -o link | grep -c 't325-')" = 0 ] || fail "taps left after shutdown"
