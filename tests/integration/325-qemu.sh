@@ -256,7 +256,21 @@ AIRLOCK_PID=$!
 track_pid "$AIRLOCK_PID"
 wait_port "$AIRLOCK_PORT" 30 "$AIRLOCK_PID" || hard_error "airlockd (hang) did not start"
 t0=$(date +%s)
-"$AIRLOCKCTL" -c "$T/hang.yaml" run -- true >"$T/hang.out" 2>&1 && fail "a VM that never got ready ran a command"
+"$AIRLOCKCTL" -c "$T/hang.yaml" run -- true >"$T/hang.out" 2>&1 &
+RUNPID=$!
+# while that cold claim waits for its VM, the admin API answers at once
+sleep 1
+"$PYTHON" - <<'PY' || fail "the admin API stalled during a cold VM claim"
+import os, time
+import adminlib as A
+T = os.environ["T"]
+t0 = time.monotonic()
+st, h, b = A.call("unix:%s/state-t326/admin.sock" % T, "GET", "/healthz")
+ms = (time.monotonic() - t0) * 1000
+assert st == 200 and ms < 1000, (st, ms)
+print("ok - /healthz answered in %.1f ms during a cold VM claim" % ms)
+PY
+wait "$RUNPID" && fail "a VM that never got ready ran a command"
 t1=$(date +%s)
 [ $((t1 - t0)) -ge 5 ] || fail "claim failed before boot_timeout ($((t1 - t0)) s): $(cat "$T/hang.out")"
 grep -q 'not ready after 5000 ms' "$T/airlockd-hang.log" || fail "no boot timeout reported: $(tail -3 "$T/airlockd-hang.log")"
