@@ -20,6 +20,9 @@ enum ctl_exit {
 
 #define CTL_TIMEOUT_MS		10000	/* connect; silence of the gateway */
 #define CTL_LONG_TIMEOUT_MS	60000	/* reload may run exec: sources */
+/* a cold claim of a VM waits for its boot: launcher.qemu.boot_timeout is
+   at most 10 minutes */
+#define CTL_CLAIM_TIMEOUT_MS	620000
 #define CTL_MAX_BODY		(16 * 1024 * 1024)
 #define CTL_MAX_TOKEN		4096
 

@@ -952,7 +952,7 @@ ctl_cmd_run(struct ctl *c, struct ctl_args *a)
 			json_object_object_add(body, "policy",
 			    json_object_new_string(a->a_policy));
 		rc = call(c, "POST", "/v1/sandboxes/claim", body,
-		    CTL_LONG_TIMEOUT_MS, &r);
+		    CTL_CLAIM_TIMEOUT_MS, &r);
 		json_object_put(body);
 	}
 	if (rc != CTL_OK)
