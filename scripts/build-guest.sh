@@ -10,8 +10,8 @@
 #
 # The agent binary is taken from $AIRLOCK_GUEST_AGENT, else
 # OUTDIR/airlock-guest (make guest-image builds it there).
-# $AIRLOCK_GUEST_CACHE (default /var/cache/airlock-guest) keeps the kernel
-# package; $AIRLOCK_GUEST_KERNEL names one (e.g. linux-image-6.1.0-57-amd64)
+# $AIRLOCK_GUEST_CACHE (default /var/cache/airlock-guest, or ~/.cache/
+# airlock-guest when that is not writable) keeps the kernel package; $AIRLOCK_GUEST_KERNEL names one (e.g. linux-image-6.1.0-57-amd64)
 # instead of the newest. A second run with unchanged inputs does nothing.
 # See docs/guest-image.md.
 set -eu
@@ -47,7 +47,11 @@ command -v file >/dev/null 2>&1 &&
     die "$BUSYBOX is not static (install busybox-static)"
 
 # The kernel package: the newest generic one, unless named.
-mkdir -p "$CACHE"
+if ! { mkdir -p "$CACHE" 2>/dev/null && [ -w "$CACHE" ]; }; then
+	[ -z "${AIRLOCK_GUEST_CACHE:-}" ] || die "cannot write $CACHE"
+	CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/airlock-guest	# not root
+	mkdir -p "$CACHE"
+fi
 pkg=${AIRLOCK_GUEST_KERNEL:-}
 if [ -z "$pkg" ]; then
 	pkg=$(apt-cache search --names-only '^linux-image-6\.1\.[0-9.-]*-amd64$' \
