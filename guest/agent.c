@@ -642,7 +642,7 @@ reap(void)
 static void
 pipe_read(int *fd, int type)
 {
-	unsigned char	b[READ_CHUNK];
+	unsigned char	b[FRAME_MAX];	/* a full pipe in one frame */
 	ssize_t		n;
 
 	n = read(*fd, b, sizeof(b));

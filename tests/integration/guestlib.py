@@ -162,10 +162,18 @@ class Guest:
 
 class Result:
     def __init__(self):
-        self.out = b""
-        self.err = b""
+        self._out = []
+        self._err = []
         self.fail = b""
         self.status = None
+
+    @property
+    def out(self):
+        return b"".join(self._out)
+
+    @property
+    def err(self):
+        return b"".join(self._err)
 
     def __repr__(self):
         return "Result(status=%r, out=%r, err=%r, fail=%r)" % (
@@ -178,7 +186,7 @@ class Session:
     def __init__(self, path, timeout=10):
         self.sock = _connect_unix(path, time.time() + timeout)
         self.sock.settimeout(timeout)
-        self.buf = b""
+        self.buf = bytearray()
 
     def close(self):
         self.sock.close()
@@ -211,8 +219,8 @@ class Session:
         if n > FRAME_MAX:
             raise ValueError("frame of %d bytes" % n)
         self._need(5 + n)
-        p = self.buf[5:5 + n]
-        self.buf = self.buf[5 + n:]
+        p = bytes(self.buf[5:5 + n])
+        del self.buf[:5 + n]
         return t, p
 
     def wait_exit(self, res=None):
@@ -220,9 +228,9 @@ class Session:
         while True:
             t, p = self.recv()
             if t == "O":
-                res.out += p
+                res._out.append(p)
             elif t == "E":
-                res.err += p
+                res._err.append(p)
             elif t == "F":
                 res.fail += p
             elif t == "X":
