@@ -11,6 +11,7 @@ check; exits 1 when one failed.
 import fcntl
 import os
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import time
 import guestlib
 
 IMAGE, SCRATCH, NET = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-GW, ADDR, PORT = "10.232.0.1", "10.232.0.2", 8080
+GW, ADDR, PORT, TLS_PORT = "10.232.0.1", "10.232.0.2", 8080, 8443
 ENV = ["PATH=/usr/bin:/bin:/usr/sbin:/sbin"]
 failed = []
 
@@ -50,13 +51,39 @@ def open_tap(name):
     return fd
 
 
-def tcp_server():
+def make_pki():
+    """A CA (handed to the guest through fw_cfg) and a leaf for GW."""
+    d = SCRATCH
+    ssl_cmds = [
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+         "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+         "-subj", "/CN=airlock guest test CA", "-keyout", d + "/ca.key",
+         "-out", d + "/ca.pem"],
+        ["openssl", "req", "-newkey", "ec", "-pkeyopt",
+         "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=" + GW,
+         "-keyout", d + "/leaf.key", "-out", d + "/leaf.csr"],
+        ["openssl", "x509", "-req", "-in", d + "/leaf.csr", "-CA",
+         d + "/ca.pem", "-CAkey", d + "/ca.key", "-CAcreateserial",
+         "-days", "1", "-extfile", d + "/ext", "-out", d + "/leaf.pem"],
+    ]
+    with open(d + "/ext", "w") as f:
+        f.write("subjectAltName=IP:%s\n" % GW)
+    for c in ssl_cmds:
+        subprocess.run(c, check=True, capture_output=True)
+    return d + "/ca.pem"
+
+
+def tcp_server(port, tls=False):
     """An HTTP answer on the gateway address, for curl in the guest."""
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((GW, PORT))
+    srv.bind((GW, port))
     srv.listen(4)
     srv.settimeout(120)
+    ctx = None
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(SCRATCH + "/leaf.pem", SCRATCH + "/leaf.key")
 
     def serve():
         while True:
@@ -64,10 +91,13 @@ def tcp_server():
                 c, peer = srv.accept()
             except OSError:
                 return
-            c.settimeout(5)
+            c.settimeout(20)
             try:
+                if ctx:
+                    c = ctx.wrap_socket(c, server_side=True)
                 c.recv(4096)
-                body = ("hello %s\n" % peer[0]).encode()
+                body = ("hello %s%s\n" % (peer[0], " tls" if tls else "")
+                        ).encode()
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
                           b"Connection: close\r\n\r\n" % len(body) + body)
             except OSError:
@@ -142,6 +172,11 @@ def checks_a(g):
                    "http://%s:%d/" % (GW, PORT)], ENV)
         check(r.status == 0 and r.out == ("hello %s\n" % ADDR).encode(),
               "curl reaches a TCP server on the gateway address", r)
+        # TLS with the CA from fw_cfg: also needs a sane clock and entropy
+        r = s.run(["curl", "-sS", "-m", "30",
+                   "https://%s:%d/" % (GW, TLS_PORT)], ENV)
+        check(r.status == 0 and r.out == ("hello %s tls\n" % ADDR).encode(),
+              "curl trusts the fw_cfg CA over TLS", r)
     s.close()
 
     # a new connection is a new session
@@ -185,15 +220,11 @@ def checks_b(g):
 
 
 def main():
-    ca = os.path.join(SCRATCH, "ca.pem")
-    with open(ca, "w") as f:
-        f.write("-----BEGIN CERTIFICATE-----\nMIIBairlocktest\n"
-                "-----END CERTIFICATE-----\n")
-    kw = {"ca": ca}
-    srv = None
+    kw = {"ca": make_pki()}
+    srvs = []
     if NET:
         kw.update(tap_fd=open_tap("gt0"), addr=ADDR, gw=GW)
-        srv = tcp_server()
+        srvs = [tcp_server(PORT), tcp_server(TLS_PORT, tls=True)]
     vms = {"ga": guestlib.Guest(IMAGE, os.path.join(SCRATCH, "a"), "ga",
                                 **kw),
            "gb": guestlib.Guest(IMAGE, os.path.join(SCRATCH, "b"), "gb",
@@ -216,7 +247,7 @@ def main():
     finally:
         for g in vms.values():
             g.stop()
-        if srv:
+        for srv in srvs:
             srv.close()
         if failed:
             for name, g in vms.items():

@@ -108,9 +108,21 @@ class Guest:
             stderr=subprocess.STDOUT,
             pass_fds=(tap_fd,) if tap_fd is not None else ())
         self._con = None
+        self._con_eof = False
         self._cond = threading.Condition()
+        # qemu drops console output while no client is connected: connect
+        # now, not when somebody waits for the marker
+        threading.Thread(target=self._reader, daemon=True).start()
 
     def _reader(self):
+        try:
+            self._con = _connect_unix(
+                os.path.join(self.run_dir, "console.sock"), self.t0 + 30)
+        except OSError:
+            with self._cond:
+                self._con_eof = True
+                self._cond.notify_all()
+            return
         while True:
             try:
                 b = self._con.recv(4096)
@@ -128,10 +140,6 @@ class Guest:
         """Wait for "AIRLOCK-READY <id>" on the console; returns seconds
         since qemu started. Raises on AIRLOCK-FAIL, qemu's exit or timeout."""
         deadline = self.t0 + timeout
-        self._con_eof = False
-        self._con = _connect_unix(os.path.join(self.run_dir, "console.sock"),
-                                  deadline)
-        threading.Thread(target=self._reader, daemon=True).start()
         want = ("AIRLOCK-READY %s" % self.id).encode()
         with self._cond:
             while True:
@@ -143,7 +151,8 @@ class Guest:
                     if l.startswith(b"AIRLOCK-FAIL"):
                         raise RuntimeError("guest failed: %r" % l)
                 if self.proc.poll() is not None or self._con_eof:
-                    raise RuntimeError("qemu ended before ready")
+                    raise RuntimeError("qemu ended before ready (or its "
+                                       "console could not be reached)")
                 left = deadline - time.time()
                 if left <= 0:
                     raise RuntimeError("no AIRLOCK-READY within %ds" % timeout)
@@ -156,8 +165,9 @@ class Guest:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        if self._con is not None:
-            self._con.close()
+        con = self._con
+        if con is not None:
+            con.close()
 
 
 class Result:
