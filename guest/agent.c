@@ -39,7 +39,8 @@
 #define OUTQ_MAX	(256 * 1024)	/* stop reading the workload above */
 #define INQ_MAX		(1024 * 1024)	/* stop reading the port above */
 #define DRAIN_MS	2000		/* output of escaped children, at most */
-#define IDLE_POLL_MS	100		/* no host: SIGIO wakes us, this backs up */
+#define IDLE_POLL_MS	1000		/* no host: SIGIO wakes us, this backs up */
+#define IDLE_POLL_NOSIGIO_MS 100	/* ... and without SIGIO, this polls */
 #define PORT_WAIT_MS	10000		/* for the port's device to show up */
 #define DEFAULT_PATH	"/usr/local/bin:/usr/bin:/bin"
 #define WORK_DIR	"/home/sandbox"
@@ -62,6 +63,7 @@ static struct agent {
 	int		 ag_sigfd;
 	int		 ag_connected;
 	int		 ag_broken;	/* protocol error: ignore input */
+	int		 ag_sigio;	/* the port signals (dis)connects */
 	struct buf	 ag_rx;		/* bytes from the host, unparsed */
 	struct buf	 ag_tx;		/* frames to the host */
 	uid_t		 ag_uid;
@@ -444,7 +446,7 @@ fail:
 static void
 handle_run(unsigned char *p, size_t len)
 {
-	char		*vec[FRAME_MAX / 2 + 2];	/* ≤ one string per 1 byte */
+	static char	*vec[FRAME_MAX + 2];	/* each string takes a byte */
 	char		*s, *end;
 	uint32_t	 argc, envc, i;
 
@@ -722,7 +724,8 @@ serve(void)
 		}
 		timeout = -1;
 		if (!ag.ag_connected)
-			timeout = IDLE_POLL_MS;
+			timeout = ag.ag_sigio ? IDLE_POLL_MS :
+			    IDLE_POLL_NOSIGIO_MS;
 		if (ag.w_pid > 0 && ag.w_exited) {
 			uint64_t now = now_ms();
 
@@ -813,6 +816,8 @@ open_port(const char *name)
 	    fcntl(fd, F_SETFL, fl | O_ASYNC) == -1)
 		warnx("O_ASYNC on %s: %s (polling instead)", dev,
 		    strerror(errno));
+	else
+		ag.ag_sigio = 1;
 	return fd;
 }
 

@@ -46,8 +46,10 @@ def tsc_khz():
 
 def qemu_argv(image_dir, run_dir, gid, user="65534:65534", addr=None,
               gw=None, dns=None, tap_fd=None, mac="52:54:00:12:34:56",
-              ca=None, khz=None, memory="256M", extra=()):
-    """The qemu command line of guest/INTERFACE.md."""
+              ca=None, khz=None, memory="256M", extra=(),
+              kernel="vmlinux", initrd="initramfs.cpio", console_log=True):
+    """The qemu command line of guest/INTERFACE.md (console_log adds a
+    copy of the console in run_dir/console.log, for post-mortems)."""
     cmdline = ["console=ttyS0", "quiet", "panic=-1", "pci=off",
                "ipv6.disable=1", "tsc_early_khz=%d" % (khz or tsc_khz()),
                "airlock.id=" + gid, "airlock.user=" + user]
@@ -58,11 +60,12 @@ def qemu_argv(image_dir, run_dir, gid, user="65534:65534", addr=None,
             "-M", "microvm,acpi=on,x-option-roms=off,pit=off,pic=off,rtc=on",
             "-accel", "tcg", "-cpu", "max", "-m", memory, "-smp", "1",
             "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-            "-kernel", os.path.join(image_dir, "vmlinux"),
-            "-initrd", os.path.join(image_dir, "initramfs.cpio"),
+            "-kernel", os.path.join(image_dir, kernel),
+            "-initrd", os.path.join(image_dir, initrd),
             "-append", " ".join(cmdline),
             "-chardev", "socket,id=con,path=%s/console.sock,server=on,"
-            "wait=off" % run_dir,
+            "wait=off%s" % (run_dir, ",logfile=%s/console.log" % run_dir
+                            if console_log else ""),
             "-serial", "chardev:con",
             "-device", "virtio-serial-device",
             "-chardev", "socket,id=ctl,path=%s/ctl.sock,server=on,wait=off"
