@@ -136,11 +136,11 @@ def checks_a(g):
     check(r.status == 0 and r.out.decode().split() ==
           ["/home/sandbox", "0", "1", "2", "ga"],
           "cwd /home/sandbox, only stdio open, hostname = id", r)
-    r = s.run(["sh", "-c", "cat /etc/airlock/ca-bundle.pem; echo ==; "
-               "cat /etc/ssl/certs/ca-certificates.crt; echo ==; "
+    r = s.run(["sh", "-c", "cat /etc/airlock/ca-bundle.pem; echo @@; "
+               "cat /etc/ssl/certs/ca-certificates.crt; echo @@; "
                "curl --version | head -n 1"], ENV)
     ca = open(os.path.join(SCRATCH, "ca.pem"), "rb").read()
-    parts = r.out.split(b"==\n")
+    parts = r.out.split(b"@@\n")
     check(r.status == 0 and len(parts) == 3 and parts[0] == ca and
           parts[1] == ca and parts[2].startswith(b"curl "),
           "the CA bundle from fw_cfg is installed; curl runs", r)
@@ -152,11 +152,11 @@ def checks_a(g):
     r = s.run(["echo", "still"], ENV)
     check(r.out == b"still\n", "the session survives a malformed R", r)
     if NET:
-        r = s.run(["sh", "-c", "ip -4 -o addr show dev eth0; echo ==; "
-                   "ip route; echo ==; cat /etc/resolv.conf; echo ==; "
+        r = s.run(["sh", "-c", "ip -4 -o addr show dev eth0; echo @@; "
+                   "ip route; echo @@; cat /etc/resolv.conf; echo @@; "
                    "test -e /proc/sys/net/ipv6 && echo v6 || echo no-v6"],
                   ENV)
-        parts = r.out.decode().split("==\n")
+        parts = r.out.decode().split("@@\n")
         routes = parts[1].splitlines() if len(parts) > 1 else []
         check(len(parts) == 4 and (" inet %s/32 " % ADDR) in parts[0],
               "eth0 has the /32", r)

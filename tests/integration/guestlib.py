@@ -50,7 +50,7 @@ def qemu_argv(image_dir, run_dir, gid, user="65534:65534", addr=None,
               kernel="vmlinux", initrd="initramfs.cpio", console_log=True):
     """The qemu command line of guest/INTERFACE.md (console_log adds a
     copy of the console in run_dir/console.log, for post-mortems)."""
-    cmdline = ["console=ttyS0", "quiet", "panic=-1", "pci=off",
+    cmdline = ["console=ttyS0", "quiet", "panic=-1",
                "ipv6.disable=1", "tsc_early_khz=%d" % (khz or tsc_khz()),
                "airlock.id=" + gid, "airlock.user=" + user]
     if addr:
