@@ -208,7 +208,13 @@ def checks_a(g):
     s.close()
 
 
-def checks_b(g):
+def checks_b(g, early):
+    # sent before the guest had opened its port, answered after boot
+    r = early.wait_exit()
+    check(r.status == 0 and r.out == b"early\n",
+          "a command sent before AIRLOCK-READY runs after it", r)
+    early.close()
+    time.sleep(0.3)
     s = g.session()
     r = s.run(["sh", "-c", "id -u; id -g; test -e /sys/class/net/eth0 && "
                "echo eth0 || echo no-eth0; ip route | wc -l; ls -ld "
@@ -229,7 +235,11 @@ def main():
                                 **kw),
            "gb": guestlib.Guest(IMAGE, os.path.join(SCRATCH, "b"), "gb",
                                 user="1234:4321")}
+    early = None
     try:
+        early = vms["gb"].session(timeout=90)
+        early.send_run(["echo", "early"], ENV)
+        early.send("i")
         for name, g in vms.items():
             try:
                 t = g.wait_ready(90)
@@ -240,7 +250,7 @@ def main():
                     name, g.console.decode(errors="replace")[-3000:]))
                 return
         checks_a(vms["ga"])
-        checks_b(vms["gb"])
+        checks_b(vms["gb"], early)
     except Exception as e:      # a hung or broken agent: report, not crash
         check(False, "the protocol exchange", "%s: %s" % (type(e).__name__,
                                                           e))
