@@ -560,14 +560,19 @@ static void
 host_gone(void)
 {
 	unsigned char	junk[READ_CHUNK];
+	struct pollfd	pfd = { .fd = ag.ag_port, .events = POLLIN };
 
 	workload_reset(1);
 	ag.ag_connected = 0;
 	ag.ag_broken = 0;
 	buf_clear(&ag.ag_rx);
 	buf_clear(&ag.ag_tx);
-	/* what the old host sent and we did not read is not the next one's */
-	while (read(ag.ag_port, junk, sizeof(junk)) > 0)
+	/*
+	 * What the old host sent and we did not read is not the next one's;
+	 * but once a new host is there (no POLLHUP), what we read is its.
+	 */
+	while (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) &&
+	    read(ag.ag_port, junk, sizeof(junk)) > 0)
 		;
 }
 

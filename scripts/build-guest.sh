@@ -82,6 +82,7 @@ for p in $GUEST_PROGRAMS; do
 	path=$(command -v "$p") || die "guest program $p not found on this host"
 	progs="$progs $path"
 done
+# shellcheck disable=SC2086 # $progs: one path per word
 stamp=$(cat "$0" "$SRC/guest/init" "$AGENT" "$BUSYBOX" $progs |
     cksum | cut -d' ' -f1)
 stamp="$stamp $(basename "$deb") $GUEST_PROGRAMS"
