@@ -1,10 +1,13 @@
 #!/bin/sh
 # Debian 12 packages airlock needs. --test adds what the test suite and the
-# benchmarks use. Run as root on a fresh machine.
+# benchmarks use. qemu, busybox-static, cpio, kmod, xz-utils and curl are
+# for launcher.backend qemu and its guest image (scripts/build-guest.sh
+# copies curl into it). Run as root on a fresh machine.
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       libssl-dev libevent-dev libyaml-dev libmaxminddb-dev libjson-c-dev
-      check node-llhttp libhiredis-dev openssl ca-certificates nftables"
+      check node-llhttp libhiredis-dev openssl ca-certificates nftables
+      qemu-system-x86 busybox-static cpio kmod xz-utils curl"
 TEST_PKGS="curl python3 procps iproute2 nftables squid tinyproxy
            libmaxmind-db-writer-perl python3-prometheus-client
            bind9-dnsutils"

@@ -270,7 +270,7 @@ vm_argv(struct lnc *l, struct vm_argv *a, const char *dir, const char *id,
 	if (with_tap)
 		snprintf(net, sizeof(net), " airlock.addr=%s airlock.gw=%s "
 		    "airlock.dns=%s", ip, gw, gw);
-	av_add(a, "console=ttyS0 quiet panic=-1 pci=off ipv6.disable=1%s "
+	av_add(a, "console=ttyS0 quiet panic=-1 ipv6.disable=1%s "
 	    "airlock.id=%s airlock.user=%u:%u%s", tsc, id,
 	    (unsigned)l->l_o.lo_uid, (unsigned)l->l_o.lo_gid, net);
 	av_add(a, "-chardev");
