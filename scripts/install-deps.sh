@@ -7,25 +7,40 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       libssl-dev libevent-dev libyaml-dev libmaxminddb-dev libjson-c-dev
       check node-llhttp libhiredis-dev openssl ca-certificates nftables
-      qemu-system-x86 busybox-static cpio kmod xz-utils curl"
+      busybox-static cpio kmod xz-utils curl"
+# without its recommends (GUI, firmware for other machines: some 170
+# packages): microvm boots the kernel directly with qboot (qemu-system-data)
+QEMU_PKGS="qemu-system-x86"
 TEST_PKGS="curl python3 procps iproute2 nftables squid tinyproxy
            libmaxmind-db-writer-perl python3-prometheus-client
            bind9-dnsutils"
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS $TEST_PKGS"
 fi
-missing=""
-for p in $PKGS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-	    missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	echo "installing:$missing"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
+missing() {
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		    grep -q "ok installed" || printf ' %s' "$p"
+	done
+}
+export DEBIAN_FRONTEND=noninteractive
+updated=""
+# apt_install [APT-OPTION...] -- PACKAGE...
+apt_install() {
+	opts=""
+	while [ "$1" != "--" ]; do opts="$opts $1"; shift; done
+	shift
+	m=$(missing "$@")
+	[ -n "$m" ] || return 0
+	echo "installing:$m"
+	[ -n "$updated" ] || { apt-get update -qq; updated=1; }
 	# shellcheck disable=SC2086
-	apt-get install -y -qq $missing >/dev/null
-fi
+	apt-get install -y -qq $opts $m >/dev/null
+}
+# shellcheck disable=SC2086
+apt_install -- $PKGS
+# shellcheck disable=SC2086
+apt_install --no-install-recommends -- $QEMU_PKGS
 # squid and tinyproxy come with services we do not want running: the
 # benchmark starts its own instances on its own ports.
 for s in squid tinyproxy; do
