@@ -232,6 +232,19 @@ start_airlockd()
 	fi
 }
 
+# wait_admin: until the admin socket and token under $T/state exist (the
+# admin API may come up a moment after the proxy port).
+wait_admin()
+{
+	_i=0
+	until [ -S "$T/state/admin.sock" ] && [ -s "$T/state/admin.token" ]; do
+		_i=$((_i + 1))
+		[ "$_i" -le 100 ] ||
+		    fail "no admin socket $T/state/admin.sock or token"
+		sleep 0.05
+	done
+}
+
 # stop_airlockd [SIGNAL]: signal (default TERM) and wait; the exit status
 # must be 0.
 stop_airlockd()
