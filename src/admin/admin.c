@@ -62,6 +62,7 @@ static TAILQ_HEAD(, admin_conn)	 admin_conns =
     TAILQ_HEAD_INITIALIZER(admin_conns);
 static struct evconnlistener	*admin_listener;
 static struct event		*admin_resume_ev;	/* paused: EMFILE */
+static int			 admin_fd_short;	/* said so in the log */
 static char			*admin_sock_path;	/* unlinked at stop */
 static char			*admin_token;
 static size_t			 admin_token_len;
@@ -388,6 +389,10 @@ admin_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	struct admin_conn	*ac;
 	struct timeval		 idle = { ADMIN_IDLE_SECS, 0 };
 
+	if (admin_fd_short) {
+		admin_fd_short = 0;
+		log_info("admin: accepting connections again");
+	}
 	ac = xcalloc(1, sizeof(*ac));
 	ac->ac_bev = bufferevent_socket_new(evconnlistener_get_base(l), fd,
 	    BEV_OPT_CLOSE_ON_FREE);
@@ -424,9 +429,16 @@ admin_accept_error_cb(struct evconnlistener *l, void *arg)
 	struct timeval	tv = { 0, 100 * 1000 };
 	int		err = EVUTIL_SOCKET_ERROR();
 
-	log_warnx("admin: accept: %s", strerror(err));
-	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS &&
+	    err != ENOMEM) {
+		log_warnx("admin: accept: %s", strerror(err));
 		return;
+	}
+	if (!admin_fd_short) {
+		admin_fd_short = 1;
+		log_warnx("admin: accept: %s: paused until descriptors free "
+		    "up", strerror(err));
+	}
 	/* the waiting client keeps the socket readable: without a pause
 	   this would be a busy loop until descriptors free up */
 	if (admin_resume_ev == NULL)

@@ -102,6 +102,18 @@ def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def accept_queue(port):
+    """Connections waiting in the accept queues of the listening sockets
+    on 127.0.0.1:<port> (the rx_queue of LISTEN rows in /proc/net/tcp)."""
+    n = 0
+    with open("/proc/net/tcp") as f:
+        for ln in f.readlines()[1:]:
+            v = ln.split()
+            if v[3] == "0A" and int(v[1].split(":")[1], 16) == port:
+                n += int(v[4].split(":")[1], 16)
+    return n
+
+
 def status_kb(pid, key):
     with open("/proc/%d/status" % pid) as f:
         for ln in f:
