@@ -67,6 +67,8 @@ struct admin_defer {
 static TAILQ_HEAD(, admin_conn)	 admin_conns =
     TAILQ_HEAD_INITIALIZER(admin_conns);
 static struct evconnlistener	*admin_listener;
+static struct event		*admin_resume_ev;	/* paused: EMFILE */
+static int			 admin_fd_short;	/* said so in the log */
 static char			*admin_sock_path;	/* unlinked at stop */
 static char			*admin_token;
 static size_t			 admin_token_len;
@@ -432,6 +434,10 @@ admin_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	struct admin_conn	*ac;
 	struct timeval		 idle = { ADMIN_IDLE_SECS, 0 };
 
+	if (admin_fd_short) {
+		admin_fd_short = 0;
+		log_info("admin: accepting connections again");
+	}
 	ac = xcalloc(1, sizeof(*ac));
 	ac->ac_bev = bufferevent_socket_new(evconnlistener_get_base(l), fd,
 	    BEV_OPT_CLOSE_ON_FREE);
@@ -456,9 +462,37 @@ admin_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 }
 
 static void
+admin_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	if (admin_listener != NULL)
+		evconnlistener_enable(admin_listener);
+}
+
+static void
 admin_accept_error_cb(struct evconnlistener *l, void *arg)
 {
-	log_warn("admin: accept");
+	struct timeval	tv = { 0, 100 * 1000 };
+	int		err = EVUTIL_SOCKET_ERROR();
+
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS &&
+	    err != ENOMEM) {
+		log_warnx("admin: accept: %s", strerror(err));
+		return;
+	}
+	if (!admin_fd_short) {
+		admin_fd_short = 1;
+		log_warnx("admin: accept: %s: paused until descriptors free "
+		    "up", strerror(err));
+	}
+	/* the waiting client keeps the socket readable: without a pause
+	   this would be a busy loop until descriptors free up */
+	if (admin_resume_ev == NULL)
+		admin_resume_ev = evtimer_new(evconnlistener_get_base(l),
+		    admin_resume_cb, NULL);
+	if (admin_resume_ev != NULL) {
+		evconnlistener_disable(l);
+		evtimer_add(admin_resume_ev, &tv);
+	}
 }
 
 /* A unix socket at <path>, mode 0600; a stale socket file is replaced. */
@@ -583,6 +617,9 @@ admin_stop(void)
 	if (admin_listener != NULL)
 		evconnlistener_free(admin_listener);
 	admin_listener = NULL;
+	if (admin_resume_ev != NULL)
+		event_free(admin_resume_ev);
+	admin_resume_ev = NULL;
 	if (admin_sock_path != NULL)
 		unlink(admin_sock_path);
 	free(admin_sock_path);

@@ -292,16 +292,19 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	conn_set_client_callbacks(c);
 	timer_head(c);
 
-	if (worker_conn_count() > c->c_cfg->c_limits.l_max_connections) {
+	if (w->w_overload != NULL ||
+	    worker_conn_count() > c->c_cfg->c_limits.l_max_connections) {
+		const char *why = w->w_overload != NULL ? w->w_overload :
+		    "gateway connection limit reached";
+
 		req_begin(c);
 		if (transparent) {
 			snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
-			    "gateway connection limit reached");
+			    "%s", why);
 			c->c_r.r_code = "overloaded";
 			conn_close(c);
 		} else
-			conn_reply_error(c, 503, "overloaded",
-			    "gateway connection limit reached", 1);
+			conn_reply_error(c, 503, "overloaded", why, 1);
 		return;
 	}
 	if (transparent)
@@ -645,8 +648,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	c->c_r.r_next_addr = 0;
 	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
 	if (conn_upstream_connect(c) == -1)
-		conn_upstream_failed(c, 502, "upstream_unreachable",
-		    "cannot connect");
+		conn_upstream_connect_failed(c, "cannot connect");
 out:
 	conn_leave(c);
 }
@@ -1091,9 +1093,7 @@ conn_upstream_failed(struct conn *c, int status, const char *code,
 	}
 	if (c->c_r.r_resp_started) {
 		/* too late for an answer: cut the client off */
-		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s",
-		    reason);
-		conn_close(c);
+		conn_cut(c, reason);
 		return;
 	}
 	conn_deny(c, status, code, reason);
@@ -1266,9 +1266,10 @@ write_response_head(struct conn *c, int interim)
 			break;
 		case HTTP_BODY_CHUNKED:
 		case HTTP_BODY_EOF:
-			if (http10)
+			if (http10) {
 				c->c_r.r_keepalive = 0;
-			else {
+				c->c_r.r_close_delim = 1;
+			} else {
 				c->c_r.r_rechunk = 1;
 				evbuffer_add_printf(out,
 				    "Transfer-Encoding: chunked\r\n");
@@ -1590,9 +1591,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 			conn_timer_arm(c, idle - (now - c->c_active_ms));
 			break;
 		}
-		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
-		    "idle timeout");
-		conn_close(c);
+		conn_idle_end(c);
 		break;
 	case CONN_TLS_PEEK:
 	case CONN_TLS_HANDSHAKE:

@@ -82,6 +82,7 @@ struct conn_req {
 	int		 r_resp_done;
 	int		 r_resp_started;/* head written to the client */
 	int		 r_rechunk;	/* chunk the body for the client */
+	int		 r_close_delim;	/* the client's body ends at the close */
 	int		 r_up_chunked;	/* chunk the body for the upstream */
 	int		 r_retried;
 	int		 r_active;	/* a request is in progress */
@@ -174,14 +175,22 @@ const char *conn_status_text(int status);
 void	conn_audit(struct conn *);
 /* Refuse before anything was relayed or answered: audit, hang up. */
 void	conn_refuse(struct conn *, const char *reason);
+/* End a response under way (its head went out) with <reason> audited. */
+void	conn_cut(struct conn *, const char *reason);
+/* A request or tunnel idle for limits.idle_timeout: say who went quiet. */
+void	conn_idle_end(struct conn *);
 
 /* conn_upstream.c */
 void	upstream_pool_put(struct worker *, struct upstream *);
 struct upstream *upstream_pool_take(struct worker *, const char *key);
 void	upstream_free(struct upstream *);
 void	upstream_pool_flush(struct worker *);
-/* Connect to c->c_r.r_addrs[r_next_addr]; results come to conn. */
+/* Connect to c->c_r.r_addrs[r_next_addr]; results come to conn. -1
+ * (errno set) when no address could even be tried. */
 int	conn_upstream_connect(struct conn *);
+/* Answer after conn_upstream_connect() returned -1: 503 overloaded when
+ * errno says we ran out of descriptors, else 502 with <reason>. */
+void	conn_upstream_connect_failed(struct conn *, const char *reason);
 
 /* conn.c internals shared with the other conn_*.c files */
 void	conn_upstream_ready(struct conn *);

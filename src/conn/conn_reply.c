@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -73,7 +74,7 @@ conn_reply_error(struct conn *c, int status, const char *code,
 	}
 	if (c->c_r.r_resp_started) {
 		/* part of a response went out already: only a cut is honest */
-		conn_close(c);
+		conn_cut(c, reason);
 		return;
 	}
 
@@ -121,6 +122,47 @@ conn_refuse(struct conn *c, const char *reason)
 	log_info("%s: %s%s", c->c_client, c->c_transparent ?
 	    "transparent: " : "", reason);
 	conn_close(c);
+}
+
+/*
+ * The head went out and the body will not be whole. Where the client's
+ * body ends at the close (HTTP/1.0 without a length) a FIN would read as
+ * the end of a complete body: reset instead (SO_LINGER 0), so the client
+ * sees an error. Elsewhere the missing bytes or last chunk say it, and
+ * a FIN keeps what was already sent.
+ */
+void
+conn_cut(struct conn *c, const char *reason)
+{
+	struct bufferevent	*raw = bufferevent_get_underlying(c->c_bev);
+	struct linger		 l = { 1, 0 };
+	evutil_socket_t		 fd;
+
+	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
+	fd = bufferevent_getfd(raw != NULL ? raw : c->c_bev);
+	if (c->c_r.r_close_delim && !c->c_r.r_resp_done && fd >= 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	conn_close(c);
+}
+
+void
+conn_idle_end(struct conn *c)
+{
+	const char	*why = "idle timeout";
+
+	if (c->c_state == CONN_FORWARD && c->c_r.r_resp_started &&
+	    !c->c_r.r_resp_done)
+		why = evbuffer_get_length(bufferevent_get_output(c->c_bev)) > 0 ?
+		    "client stopped reading mid-response (idle timeout)" :
+		    "upstream stalled mid-response (idle timeout)";
+	else if (c->c_state == CONN_FORWARD || c->c_state == CONN_BODY_BUFFER)
+		why = "client stalled mid-request (idle timeout)";
+	if (c->c_state == CONN_FORWARD && c->c_r.r_resp_started)
+		conn_cut(c, why);
+	else {
+		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", why);
+		conn_close(c);
+	}
 }
 
 void

@@ -93,8 +93,11 @@ upstream_pool_take(struct worker *w, const char *key)
 		if (strcmp(u->u_key, key) != 0)
 			continue;
 		pool_remove(u);
-		bufferevent_disable(u->u_bev, EV_READ);
+		/* the pool's idle timeout goes first: set on a disabled
+		   bufferevent, libevent would keep the armed one, and it would
+		   cut the request it now serves */
 		bufferevent_set_timeouts(u->u_bev, NULL, NULL);
+		bufferevent_disable(u->u_bev, EV_READ);
 		u->u_reused = 1;
 		return u;
 	}
@@ -168,12 +171,23 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 	    c->c_up->u_addr, err ? strerror(err) : "failed");
 	upstream_free(c->c_up);
 	c->c_up = NULL;
+	errno = 0;
 	if (c->c_r.r_next_addr < c->c_r.r_naddrs &&
 	    conn_upstream_connect(c) == 0)
 		goto out;
-	conn_upstream_failed(c, 502, "upstream_unreachable", reason);
+	conn_upstream_connect_failed(c, reason);
 out:
 	conn_leave(c);
+}
+
+void
+conn_upstream_connect_failed(struct conn *c, const char *reason)
+{
+	if (errno == EMFILE || errno == ENFILE)
+		conn_upstream_failed(c, 503, "overloaded", "file descriptor "
+		    "limit reached: no socket for the upstream connection");
+	else
+		conn_upstream_failed(c, 502, "upstream_unreachable", reason);
 }
 
 int
@@ -186,6 +200,7 @@ conn_upstream_connect(struct conn *c)
 	const struct net_addr	*a;
 	char			 ip[INET6_ADDRSTRLEN];
 	socklen_t		 len;
+	int			 err = 0;
 
 	while (c->c_r.r_next_addr < c->c_r.r_naddrs) {
 		a = &c->c_r.r_addrs[c->c_r.r_next_addr++];
@@ -236,8 +251,12 @@ conn_upstream_connect(struct conn *c)
 		if (bufferevent_socket_connect(u->u_bev, (struct sockaddr *)&ss,
 		    (int)len) == 0)
 			return 0;
+		err = errno;
 		c->c_up = NULL;
 		upstream_free(u);
+		if (err == EMFILE || err == ENFILE)
+			break;		/* no other address does better */
 	}
+	errno = err;
 	return -1;
 }

@@ -64,11 +64,21 @@ worker_request_id(struct worker *w, char *out, size_t outsz)
 }
 
 static void
+accept_ok(struct worker *w)
+{
+	if (w->w_fd_short) {
+		w->w_fd_short = 0;
+		log_info("worker %d: accepting connections again", w->w_id);
+	}
+}
+
+static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int socklen, void *arg)
 {
 	struct worker	*w = arg;
 
+	accept_ok(w);
 	__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
 	conn_accept(w, fd, sa, socklen, 0);
 }
@@ -80,15 +90,93 @@ accept_transparent_cb(struct evconnlistener *l, evutil_socket_t fd,
 {
 	struct worker	*w = arg;
 
+	accept_ok(w);
 	__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
 	conn_accept(w, fd, sa, socklen, 1);
 }
 
 static void
+listeners_enable(struct worker *w, int on)
+{
+	size_t	i;
+
+	for (i = 0; i < w->w_nlisteners; i++)
+		if (on)
+			evconnlistener_enable(w->w_listeners[i]);
+		else
+			evconnlistener_disable(w->w_listeners[i]);
+}
+
+/* Paused for want of descriptors: take the spare back, then listen. */
+static void
+resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker		*w = arg;
+	struct timeval		 tv = { 0, 100 * 1000 };
+
+	if (w->w_stopping)
+		return;
+	if (w->w_spare_fd == -1 &&
+	    (w->w_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1) {
+		evtimer_add(w->w_resume_ev, &tv);
+		return;
+	}
+	listeners_enable(w, 1);
+}
+
+/*
+ * accept() failed. Out of descriptors (EMFILE, ENFILE) or memory, the
+ * waiting connection keeps the socket readable and libevent would call us
+ * again at once, a busy loop: spend the spare descriptor on one waiting
+ * client, who gets 503 overloaded (audited) instead of silence, and pause
+ * this worker's listeners until the spare can be had again (every 100 ms).
+ * Connections already open are served all along.
+ */
+static void
+accept_failed(struct evconnlistener *l, struct worker *w, int transparent)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof(ss);
+	struct timeval		 tv = { 0, 100 * 1000 };
+	int			 err = EVUTIL_SOCKET_ERROR(), fd;
+
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS &&
+	    err != ENOMEM) {
+		log_warnx("worker %d: accept: %s", w->w_id, strerror(err));
+		return;
+	}
+	if (!w->w_fd_short) {
+		w->w_fd_short = 1;
+		log_warnx("worker %d: accept: %s: new connections get 503 "
+		    "until descriptors free up", w->w_id, strerror(err));
+	}
+	if (w->w_spare_fd != -1) {
+		close(w->w_spare_fd);
+		w->w_spare_fd = -1;
+		fd = accept4(evconnlistener_get_fd(l), (struct sockaddr *)&ss,
+		    &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd != -1) {
+			__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
+			w->w_overload = "file descriptor limit reached";
+			conn_accept(w, fd, (struct sockaddr *)&ss, (int)len,
+			    transparent);
+			w->w_overload = NULL;
+		}
+	}
+	listeners_enable(w, 0);
+	evtimer_add(w->w_resume_ev, &tv);
+}
+
+static void
 accept_error_cb(struct evconnlistener *l, void *arg)
 {
-	/* EMFILE and friends: the listener retries on the next event */
-	log_warn("accept");
+	accept_failed(l, arg, 0);
+}
+
+static void
+accept_transparent_error_cb(struct evconnlistener *l, void *arg)
+{
+	accept_failed(l, arg, 1);
 }
 
 static void
@@ -111,6 +199,7 @@ stop_cb(evutil_socket_t fd, short what, void *arg)
 	uint64_t	 ms = w->w_cfg->c_limits.l_shutdown_grace_ms;
 
 	w->w_stopping = 1;
+	evtimer_del(w->w_resume_ev);
 	for (i = 0; i < w->w_nlisteners; i++)
 		evconnlistener_free(w->w_listeners[i]);
 	w->w_nlisteners = 0;
@@ -161,6 +250,10 @@ worker_free(struct worker *w)
 		evbuffer_free(w->w_scratch2);
 	SSL_CTX_free(w->w_tls_server);
 	SSL_CTX_free(w->w_tls_client);
+	if (w->w_resume_ev != NULL)
+		event_free(w->w_resume_ev);
+	if (w->w_spare_fd != -1)
+		close(w->w_spare_fd);
 	if (w->w_base != NULL)
 		event_base_free(w->w_base);
 	cfg_unref(w->w_cfg);
@@ -264,6 +357,10 @@ workers_start(struct cfg *cfg)
 		w->w_stop_ev = event_new(w->w_base, -1, 0, stop_cb, w);
 		w->w_reload_ev = event_new(w->w_base, -1, 0, reload_cb, w);
 		w->w_revoke_ev = event_new(w->w_base, -1, 0, revoke_cb, w);
+		w->w_resume_ev = evtimer_new(w->w_base, resume_cb, w);
+		w->w_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (w->w_spare_fd == -1)
+			fatal("open /dev/null");
 		w->w_listeners = xcalloc(cfg->c_nlisten_proxy + 1,
 		    sizeof(*w->w_listeners));
 		for (i = 0; i < cfg->c_nlisten_proxy; i++) {
@@ -284,7 +381,8 @@ workers_start(struct cfg *cfg)
 			if (w->w_listeners[w->w_nlisteners] == NULL)
 				fatalx("evconnlistener_new failed");
 			evconnlistener_set_error_cb(
-			    w->w_listeners[w->w_nlisteners], accept_error_cb);
+			    w->w_listeners[w->w_nlisteners],
+			    accept_transparent_error_cb);
 			w->w_nlisteners++;
 		}
 	}

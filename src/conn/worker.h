@@ -38,6 +38,12 @@ struct worker {
 	struct event		 *w_reload_ev;	/* main hands a new config */
 	struct cfg		 *w_next_cfg;	/* atomic handoff */
 	struct event		 *w_revoke_ev;	/* a sandbox was deleted */
+	int			  w_spare_fd;	/* given up for one 503 when
+						   accept() runs out of fds */
+	struct event		 *w_resume_ev;	/* listeners paused: retry */
+	int			  w_fd_short;	/* accept() failed for fds */
+	const char		 *w_overload;	/* conn_accept: answer 503
+						   overloaded with this */
 };
 
 /* Bind every listener of <cfg> once per worker, start the threads. */

@@ -57,13 +57,7 @@ start_airlockd "$T/airlock.yaml"
 SOCK=$T/state/admin.sock
 TOKEN_FILE=$T/state/admin.token
 
-# the admin socket may come up a moment after the proxy port
-_i=0
-until [ -S "$SOCK" ] && [ -s "$TOKEN_FILE" ]; do
-	_i=$((_i + 1))
-	[ "$_i" -le 100 ] || fail "no admin socket $SOCK or token $TOKEN_FILE"
-	sleep 0.05
-done
+wait_admin
 m=$(stat -c %a "$TOKEN_FILE")
 [ "$m" = 600 ] && ok "admin.token created with mode 600" ||
     check_fail "admin.token mode $m, want 600"

@@ -232,6 +232,19 @@ start_airlockd()
 	fi
 }
 
+# wait_admin: until the admin socket and token under $T/state exist (the
+# admin API may come up a moment after the proxy port).
+wait_admin()
+{
+	_i=0
+	until [ -S "$T/state/admin.sock" ] && [ -s "$T/state/admin.token" ]; do
+		_i=$((_i + 1))
+		[ "$_i" -le 100 ] ||
+		    fail "no admin socket $T/state/admin.sock or token"
+		sleep 0.05
+	done
+}
+
 # stop_airlockd [SIGNAL]: signal (default TERM) and wait; the exit status
 # must be 0.
 stop_airlockd()
@@ -355,9 +368,20 @@ start_secup()
 {
 	_sn=$1
 	shift
+	start_py_upstream "$_sn" secret_upstream.py -l "$T/$_sn.jsonl" "$@"
+	SECUP_PORT=$PY_PORT
+}
+
+# start_py_upstream NAME SCRIPT [ARGS...]: a python upstream of this
+# directory that writes its port to the file named by -P ($T/NAME.port);
+# stderr to $T/NAME.err. Sets PY_PORT.
+start_py_upstream()
+{
+	_sn=$1
+	_ss=$2
+	shift 2
 	rm -f "$T/$_sn.port"
-	"$PYTHON" "$IT_DIR/secret_upstream.py" -P "$T/$_sn.port" \
-	    -l "$T/$_sn.jsonl" "$@" 2>"$T/$_sn.err" &
+	"$PYTHON" "$IT_DIR/$_ss" -P "$T/$_sn.port" "$@" 2>"$T/$_sn.err" &
 	_sp=$!
 	track_pid "$_sp"
 	_i=0
@@ -367,5 +391,5 @@ start_secup()
 		kill -0 "$_sp" 2>/dev/null || hard_error "$_sn exited: $(cat "$T/$_sn.err")"
 		sleep 0.05
 	done
-	SECUP_PORT=$(cat "$T/$_sn.port")
+	PY_PORT=$(cat "$T/$_sn.port")
 }
