@@ -20,9 +20,10 @@ T=$(mktemp -d /tmp/vmbench.XXXXXX)
 chmod 711 "$T"
 cleanup() { [ -n "${PID:-}" ] && kill -TERM "$PID" 2>/dev/null; sleep 2; }
 trap cleanup EXIT
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$T/a.yaml" <<YAML
 listen:
-  proxy: "127.0.0.1:39182"
+  proxy: "127.0.0.1:$PORT"
   admin: "unix:$T/admin.sock"
   transparent: "10.237.0.1:39180"
   dns: "10.237.0.1:39181"
@@ -45,6 +46,7 @@ TOK="$T/state/admin.token"
 i=0
 until [ "$(grep -c 'VM ready in' "$T/log" 2>/dev/null)" -ge "$WARM" ]; do
 	i=$((i + 1)); [ $i -le 600 ] || { tail "$T/log"; exit 1; }
+	kill -0 "$PID" 2>/dev/null || { tail "$T/log"; exit 1; }
 	sleep 0.5
 done
 sleep 1
