@@ -56,7 +56,7 @@ echo "boot to ready (ms): $(grep -o 'VM ready in [0-9]*' "$T/log" | awk '{print 
 # memory, KiB, from smaps_rollup
 mem() { awk '/^Rss:/ {r=$2} /^Pss:/ {p=$2} /^Private_(Clean|Dirty):/ {u+=$2}
     END {printf "%d/%d/%d\n", r, p, u}' "/proc/$1/smaps_rollup"; }
-echo "memory of paused warm VMs (RSS/PSS/private KiB): $(for p in $(pgrep -f '^qemu-system-x86_64.*airlock_b337'); do mem "$p"; done | tr '\n' ' ')"
+echo "memory of paused warm VMs (RSS/PSS/private KiB): $(for p in $(pgrep -f 'qemu-system-x86_64 -M microvm.*airlock_b337'); do mem "$p"; done | tr '\n' ' ')"
 python3 "$HERE/claimbench.py" "unix:$T/admin.sock" "$TOK" "$WARM" default 2>&1 |
     sed 's/^/warm claims (resume): /' || true
 # claimbench deletes what it claimed; claim one to run in and pause
