@@ -20,7 +20,7 @@ after each case must arrive intact or not at all.
 usage: differential.py HTTPPARSE SCRATCH_DIR [GADGETS.jsonl]
 environment: AIRLOCK_PORT, UP_PORT, FUZZ_CORPUS (a directory)
 """
-import base64, concurrent.futures, json, os, socket, subprocess, sys
+import concurrent.futures, json, os, socket, subprocess, sys
 import threading, time
 
 import itlib
@@ -658,7 +658,7 @@ def main():
             continue
         try:
             m, end = parse_request(r)
-        except Incomplete as e:
+        except Incomplete:
             t = head_target(r)
             cut_targets[t] = cut_targets.get(t, 0) + 1
             continue
