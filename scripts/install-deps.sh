@@ -13,7 +13,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
 QEMU_PKGS="qemu-system-x86"
 TEST_PKGS="curl python3 procps iproute2 nftables squid tinyproxy
            libmaxmind-db-writer-perl python3-prometheus-client
-           bind9-dnsutils"
+           bind9-dnsutils clang libclang-rt-14-dev"
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS $TEST_PKGS"
 fi

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Fresh Debian 12 (root): install packages, build, run the whole test suite
-# twice: a -Werror build, then an ASan+UBSan build (leak checking on).
+# twice: a -Werror build, then an ASan+UBSan build (leak checking on);
+# then a clang libFuzzer build runs every fuzz target for FUZZ_SECONDS
+# (default 60) each: any crash, leak or UBSan report fails.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
@@ -11,7 +13,7 @@ if [ -f config.status ]; then
 fi
 jobs=$(nproc)
 rm -rf _build
-mkdir -p _build/release _build/asan
+mkdir -p _build/release _build/asan _build/fuzz
 
 echo "== release build (-Werror) and make check"
 (cd _build/release && ../../configure --enable-werror >/dev/null &&
@@ -30,4 +32,11 @@ export CK_FORK=no
 	cat _build/asan/test-suite.log 2>/dev/null || true
 	exit 1
 }
-echo "== all tests passed (release and sanitizer builds)"
+unset CK_FORK
+echo "== libFuzzer build (clang) and make fuzz-smoke, ${FUZZ_SECONDS:-60} s per target"
+t0=$(date +%s)
+(cd _build/fuzz && CC=clang ../../configure --enable-fuzzing >/dev/null &&
+    make -j"$jobs" fuzz-build >/dev/null &&
+    make fuzz-smoke FUZZ_SECONDS="${FUZZ_SECONDS:-60}") || exit 1
+echo "== fuzz stage: $(( $(date +%s) - t0 )) s"
+echo "== all tests passed (release and sanitizer builds, fuzz smoke)"

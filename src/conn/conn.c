@@ -691,9 +691,9 @@ transparent_target(struct conn *c, const struct http_target *t)
 	if ((c->c_trans_named && strcmp(h.t_host, c->c_trans_host) != 0) ||
 	    h.t_port != c->c_trans_port || (t->t_host[0] != '\0' &&
 	    strcmp(t->t_host, h.t_host) != 0)) {
-		snprintf(reason, sizeof(reason), "Host header %.*s does not "
-		    "name the destination %s:%d", (int)(vlen > 255 ? 255 :
-		    vlen), v, c->c_trans_host, c->c_trans_port);
+		/* header values are never echoed (error pages, audit) */
+		snprintf(reason, sizeof(reason), "Host header does not name "
+		    "the destination %s:%d", c->c_trans_host, c->c_trans_port);
 		conn_deny(c, 403, "denied", reason);
 		return -1;
 	}
@@ -775,9 +775,8 @@ request_target(struct conn *c)
 	if (http_authority_parse(v, vlen, c->c_tls_port, 0, &h, &why) == -1 ||
 	    strcmp(h.t_host, c->c_tls_host) != 0 ||
 	    h.t_port != c->c_tls_port) {
-		snprintf(reason, sizeof(reason), "Host header %.*s does not "
-		    "name the TLS server %s", (int)(vlen > 255 ? 255 : vlen), v,
-		    c->c_tls_host);
+		snprintf(reason, sizeof(reason), "Host header does not name "
+		    "the TLS server %s", c->c_tls_host);
 		conn_deny(c, 403, "denied", reason);
 		return -1;
 	}

@@ -117,7 +117,9 @@ upstream_pool_flush(struct worker *w)
 
 /*
  * Did the TLS handshake (not the TCP connect) fail? Then say why: the
- * certificate verification error when there is one.
+ * certificate verification error when there is one. A socket error under
+ * TLS (refused, reset: libevent reports it as a bare SSL_ERROR_SYSCALL,
+ * no library) is the connect's: upstream_unreachable.
  */
 static int
 upstream_tls_failed(struct conn *c, struct bufferevent *bev, char *reason,
@@ -135,7 +137,7 @@ upstream_tls_failed(struct conn *c, struct bufferevent *bev, char *reason,
 		snprintf(reason, reasonsz, "upstream %s certificate not valid "
 		    "for %s: %s", c->c_up->u_addr, c->c_r.r_host,
 		    X509_verify_cert_error_string(vr));
-	} else if (e != 0) {
+	} else if (e != 0 && ERR_GET_LIB(e) != 0) {
 		ERR_error_string_n(e, err, sizeof(err));
 		snprintf(reason, reasonsz, "TLS with upstream %s failed: %s",
 		    c->c_up->u_addr, err);
