@@ -180,7 +180,8 @@ lnc_vm_host_setup(struct lnc *l)
 			}
 		closedir(d);
 	}
-	if (l->l_accel == 0)
+	/* decided once: a second setup (idempotent) keeps the choice */
+	if (l->l_accel == CFG_ACCEL_AUTO)
 		l->l_accel = l->l_o.lo_qemu_accel;
 	if (l->l_accel == CFG_ACCEL_AUTO) {
 		/* a probe below decides; until then TCG works everywhere */
