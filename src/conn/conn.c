@@ -47,6 +47,7 @@ static void	upstream_write_cb(struct bufferevent *, void *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	conn_timer_cb(evutil_socket_t, short, void *);
 static void	conn_feed_response(struct conn *);
+static void	conn_feed_response_loop(struct conn *);
 static void	conn_feed_request_loop(struct conn *);
 static int	request_secrets(struct conn *, const struct cfg_rule *);
 static void	conn_find_upstream(struct conn *);
@@ -132,15 +133,44 @@ msg_empty_body_left(const struct http_msg *m)
 }
 
 /*
+ * Move what the response path gathered for the client into its
+ * bufferevent, as one contiguous chain: a TLS bufferevent makes one
+ * SSL_write (one record) of each chain it is handed, and each record costs
+ * an encryption and, often, a send of its own. Called before control
+ * returns to the event loop and before anything else writes to the client,
+ * so nothing is ever held back from a stream.
+ */
+static void
+conn_client_flush(struct conn *c)
+{
+	size_t	n = evbuffer_get_length(c->c_pend);
+
+	if (n == 0)
+		return;
+	if (c->c_closing) {
+		evbuffer_drain(c->c_pend, n);
+		return;
+	}
+	evbuffer_pullup(c->c_pend, (ssize_t)n);
+	bufferevent_write_buffer(c->c_bev, c->c_pend);
+}
+
+/* A TLS record holds 16 KiB: gathering more saves nothing. */
+#define CONN_PEND_MAX	(16 * 1024)
+
+/*
  * Write one piece of body to <to>, chunk-framed when <chunked>. Built in
- * the worker's scratch buffer and moved in one go, so a TLS bufferevent
- * makes one record of it, not three.
+ * one buffer and moved in one go, so a TLS bufferevent makes one record
+ * of it, not three; towards the client it joins the head (or the pieces)
+ * gathered in the same callback.
  */
 static void
 body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
     int chunked, uint64_t *count)
 {
-	struct evbuffer	*tmp = c->c_worker->w_scratch;
+	struct evbuffer	*tmp = to == c->c_bev ? c->c_pend :
+			    c->c_worker->w_scratch;
+	size_t		 before = evbuffer_get_length(tmp);
 
 	if (len == 0)
 		return;
@@ -149,8 +179,12 @@ body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
 	evbuffer_add(tmp, p, len);
 	if (chunked)
 		evbuffer_add(tmp, "\r\n", 2);
-	*count += evbuffer_get_length(tmp);
-	bufferevent_write_buffer(to, tmp);
+	*count += evbuffer_get_length(tmp) - before;
+	if (tmp == c->c_pend) {
+		if (evbuffer_get_length(tmp) >= CONN_PEND_MAX)
+			conn_client_flush(c);
+	} else
+		bufferevent_write_buffer(to, tmp);
 }
 
 static void
@@ -235,7 +269,7 @@ response_body_end(struct conn *c)
 		evbuffer_drain(scanned, n);
 	}
 	if (c->c_r.r_rechunk) {
-		bufferevent_write(c->c_bev, "0\r\n\r\n", 5);
+		evbuffer_add(c->c_pend, "0\r\n\r\n", 5);
 		c->c_r.r_bytes_in += 5;
 	}
 }
@@ -271,8 +305,14 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->c_bev = bufferevent_socket_new(w->w_base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->c_bev == NULL) {
-		close(fd);
+	c->c_pend = evbuffer_new();
+	if (c->c_bev == NULL || c->c_pend == NULL) {
+		if (c->c_bev != NULL)
+			bufferevent_free(c->c_bev);
+		else
+			close(fd);
+		if (c->c_pend != NULL)
+			evbuffer_free(c->c_pend);
 		cfg_unref(c->c_cfg);
 		free(c);
 		worker_conn_gone();
@@ -340,6 +380,7 @@ conn_free(struct conn *c)
 		    bufferevent_get_underlying(c->c_bev)), c->c_under_cb);
 	if (c->c_bev != NULL)
 		bufferevent_free(c->c_bev);
+	evbuffer_free(c->c_pend);
 	http_msg_fini(&c->c_req);
 	http_msg_fini(&c->c_resp);
 	req_clear(c);
@@ -481,6 +522,7 @@ tls_finish(struct conn *c)
 void
 conn_close_when_flushed(struct conn *c)
 {
+	conn_client_flush(c);
 	c->c_state = CONN_CLOSING;
 	bufferevent_disable(c->c_bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
@@ -1204,9 +1246,9 @@ static void
 write_response_head(struct conn *c, int interim)
 {
 	struct http_msg	*m = &c->c_resp;
-	struct evbuffer	*out = c->c_worker->w_scratch;
+	struct evbuffer	*out = c->c_pend;	/* the body may join it */
 	const char	*name, *v;
-	size_t		 nlen, vlen;
+	size_t		 nlen, vlen, before = evbuffer_get_length(out);
 	int		 i, http10 = c->c_req.hm_minor == 0;
 	int		 upgrade = m->hm_status == 101;
 	struct sec_scan	*reflect = c->c_r.r_sec != NULL ?
@@ -1286,12 +1328,18 @@ write_response_head(struct conn *c, int interim)
 			evbuffer_add_printf(out, "Connection: keep-alive\r\n");
 	}
 	evbuffer_add(out, "\r\n", 2);
-	c->c_r.r_bytes_in += evbuffer_get_length(out);
-	bufferevent_write_buffer(c->c_bev, out);
+	c->c_r.r_bytes_in += evbuffer_get_length(out) - before;
 }
 
 static void
 conn_feed_response(struct conn *c)
+{
+	conn_feed_response_loop(c);
+	conn_client_flush(c);
+}
+
+static void
+conn_feed_response_loop(struct conn *c)
 {
 	struct evbuffer		*in;
 	struct evbuffer_iovec	 v;
@@ -1352,11 +1400,13 @@ conn_feed_response(struct conn *c)
 			}
 			response_body_end(c);
 			c->c_r.r_resp_done = 1;
+			conn_client_flush(c);
 			conn_request_finished(c);
 			return;
 		case HTTP_FEED_UPGRADE:
 			c->c_r.r_status = c->c_resp.hm_status;
 			write_response_head(c, 0);
+			conn_client_flush(c);
 			c->c_r.r_resp_started = 1;
 			if (c->c_resp.hm_status == 101 && c->c_r.r_upgrade) {
 				conn_tunnel_start(c);
@@ -1534,6 +1584,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 			response_body_end(c);
 			c->c_r.r_resp_done = 1;
 			c->c_resp.hm_keepalive = 0;
+			conn_client_flush(c);
 			conn_request_finished(c);
 			goto out;
 		}

@@ -108,6 +108,9 @@ struct conn {
 	struct worker		*c_worker;
 	struct cfg		*c_cfg;		/* reference */
 	struct bufferevent	*c_bev;
+	struct evbuffer		*c_pend;	/* response bytes for the client,
+						   gathered within one callback
+						   (conn_client_flush) */
 	char			 c_client[64];	/* "IP:PORT" */
 	enum conn_state		 c_state;
 	struct http_msg		 c_req;

@@ -54,6 +54,10 @@ pool_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct upstream	*u = arg;
 
+	/* a TLS filter may call us with nothing read (a record that only
+	   carried a session ticket, or its own re-enabled read) */
+	if (evbuffer_get_length(bufferevent_get_input(bev)) == 0)
+		return;
 	pool_remove(u);
 	upstream_free(u);
 }
@@ -147,12 +151,10 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*c = arg;
 	char		 reason[512];
-	int		 err = EVUTIL_SOCKET_ERROR(), one = 1;
+	int		 err = EVUTIL_SOCKET_ERROR();
 
 	conn_enter(c);
 	if (what & BEV_EVENT_CONNECTED) {
-		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
-		    &one, sizeof(one));
 		/* the address actually used is the one audited */
 		memcpy(c->c_r.r_country, c->c_up->u_country,
 		    sizeof(c->c_r.r_country));
@@ -184,8 +186,10 @@ conn_upstream_connect(struct conn *c)
 	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
 	struct upstream		*u;
 	const struct net_addr	*a;
+	struct bufferevent	*sock;
 	char			 ip[INET6_ADDRSTRLEN];
 	socklen_t		 len;
+	int			 one = 1;
 
 	while (c->c_r.r_next_addr < c->c_r.r_naddrs) {
 		a = &c->c_r.r_addrs[c->c_r.r_next_addr++];
@@ -211,33 +215,53 @@ conn_upstream_connect(struct conn *c)
 		/* kept with the connection: a pooled reuse is audited too */
 		(void)geo_lookup_addr(c->c_cfg->c_geo, a, u->u_country,
 		    &u->u_asn);
+		/*
+		 * TLS runs as a filter over a socket bufferevent: that one
+		 * reads all the socket holds in one readv, and the filter
+		 * then decrypts every whole record in it before our read
+		 * callback runs, so a response sent as several records is
+		 * handled (and goes to the client) in one piece. Over the
+		 * socket itself, bufferevent_openssl decrypts one record per
+		 * readable event with two read()s each.
+		 */
+		sock = bufferevent_socket_new(c->c_worker->w_base, -1,
+		    BEV_OPT_CLOSE_ON_FREE);
+		if (sock == NULL) {
+			free(u);
+			return -1;
+		}
+		if (bufferevent_socket_connect(sock, (struct sockaddr *)&ss,
+		    (int)len) == -1) {
+			bufferevent_free(sock);
+			free(u);
+			continue;
+		}
+		(void)setsockopt(bufferevent_getfd(sock), IPPROTO_TCP,
+		    TCP_NODELAY, &one, sizeof(one));
 		if (c->c_tls) {
 			SSL *ssl = tls_client_ssl_new(c->c_worker->w_tls_client,
 			    c->c_r.r_host);
 
+			/* on failure libevent frees <ssl>, not <sock> */
 			u->u_bev = ssl == NULL ? NULL :
-			    bufferevent_openssl_socket_new(c->c_worker->w_base,
-			    -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+			    bufferevent_openssl_filter_new(c->c_worker->w_base,
+			    sock, ssl, BUFFEREVENT_SSL_CONNECTING,
 			    BEV_OPT_CLOSE_ON_FREE);
 			if (u->u_bev != NULL)
 				bufferevent_openssl_set_allow_dirty_shutdown(
 				    u->u_bev, 1);
 			else
-				SSL_free(ssl);
+				bufferevent_free(sock);
 		} else
-			u->u_bev = bufferevent_socket_new(c->c_worker->w_base,
-			    -1, BEV_OPT_CLOSE_ON_FREE);
+			u->u_bev = sock;
 		if (u->u_bev == NULL) {
 			free(u);
 			return -1;
 		}
 		c->c_up = u;
 		bufferevent_setcb(u->u_bev, NULL, NULL, connect_event_cb, c);
-		if (bufferevent_socket_connect(u->u_bev, (struct sockaddr *)&ss,
-		    (int)len) == 0)
-			return 0;
-		c->c_up = NULL;
-		upstream_free(u);
+		bufferevent_enable(u->u_bev, EV_READ | EV_WRITE);
+		return 0;
 	}
 	return -1;
 }
