@@ -274,13 +274,42 @@ response_body_end(struct conn *c)
 	}
 }
 
+/*
+ * Enable only what is not enabled yet: enabling a TLS filter also runs its
+ * read and write paths (an SSL_read attempt, the OpenSSL error queue
+ * cleared), which is wasted when nothing had stopped it.
+ */
+void
+conn_bev_enable(struct bufferevent *bev, short what)
+{
+	short	missing = what & ~bufferevent_get_enabled(bev);
+
+	if (missing != 0)
+		bufferevent_enable(bev, missing);
+}
+
+/*
+ * Reads are bounded to CONN_HIWAT per callback. Not on a TLS filter:
+ * libevent 2.1 re-enables reading at every change to the input of a
+ * bufferevent with a read high-watermark, and for a filter that is an
+ * SSL_read attempt each time (several per record). A filter decrypts what
+ * its socket read (16 KiB at most) and the explicit bufferevent_disable()
+ * of backpressure stops it.
+ */
+void
+conn_bev_read_bound(struct bufferevent *bev)
+{
+	if (bufferevent_get_underlying(bev) == NULL)
+		bufferevent_setwatermark(bev, EV_READ, 0, CONN_HIWAT);
+}
+
 void
 conn_set_client_callbacks(struct conn *c)
 {
 	bufferevent_setcb(c->c_bev, client_read_cb, client_write_cb,
 	    client_event_cb, c);
-	bufferevent_setwatermark(c->c_bev, EV_READ, 0, CONN_HIWAT);
-	bufferevent_enable(c->c_bev, EV_READ | EV_WRITE);
+	conn_bev_read_bound(c->c_bev);
+	conn_bev_enable(c->c_bev, EV_READ | EV_WRITE);
 }
 
 void
@@ -1103,9 +1132,9 @@ conn_upstream_ready(struct conn *c)
 	    u->u_addr);
 	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
 	    upstream_event_cb, c);
-	bufferevent_setwatermark(u->u_bev, EV_READ, 0, CONN_HIWAT);
+	conn_bev_read_bound(u->u_bev);
 	bufferevent_set_timeouts(u->u_bev, NULL, NULL);
-	bufferevent_enable(u->u_bev, EV_READ | EV_WRITE);
+	conn_bev_enable(u->u_bev, EV_READ | EV_WRITE);
 	conn_touch(c);
 	if (c->c_r.r_connect) {
 		conn_tunnel_start(c);
@@ -1453,7 +1482,7 @@ conn_request_finished(struct conn *c)
 	req_clear(c);
 	http_msg_reset(&c->c_req);
 	c->c_state = CONN_HEAD;
-	bufferevent_enable(c->c_bev, EV_READ);
+	conn_bev_enable(c->c_bev, EV_READ);
 	timer_head(c);
 	/* a pipelined request may already be waiting */
 	conn_feed_request(c);
@@ -1491,7 +1520,7 @@ client_write_cb(struct bufferevent *bev, void *arg)
 		conn_tunnel_start(c);
 		conn_tunnel_check(c);
 	} else if (c->c_up != NULL) {
-		bufferevent_enable(c->c_up->u_bev, EV_READ);
+		conn_bev_enable(c->c_up->u_bev, EV_READ);
 		conn_feed_response(c);
 	}
 	conn_leave(c);
@@ -1552,7 +1581,7 @@ upstream_write_cb(struct bufferevent *bev, void *arg)
 		conn_tunnel_start(c);
 		conn_tunnel_check(c);
 	} else if (c->c_state == CONN_FORWARD && !c->c_r.r_req_done) {
-		bufferevent_enable(c->c_bev, EV_READ);
+		conn_bev_enable(c->c_bev, EV_READ);
 		conn_feed_request(c);
 	}
 	conn_leave(c);

@@ -83,7 +83,7 @@ upstream_pool_put(struct worker *w, struct upstream *u)
 	tv.tv_sec = (time_t)(ms / 1000);
 	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
 	bufferevent_set_timeouts(u->u_bev, &tv, NULL);
-	bufferevent_enable(u->u_bev, EV_READ);
+	conn_bev_enable(u->u_bev, EV_READ);
 	TAILQ_INSERT_HEAD(&w->w_idle, u, u_entry);
 	w->w_nidle++;
 }
@@ -97,7 +97,7 @@ upstream_pool_take(struct worker *w, const char *key)
 		if (strcmp(u->u_key, key) != 0)
 			continue;
 		pool_remove(u);
-		bufferevent_disable(u->u_bev, EV_READ);
+		/* reading stays on: the taker sets its callbacks at once */
 		bufferevent_set_timeouts(u->u_bev, NULL, NULL);
 		u->u_reused = 1;
 		return u;
@@ -260,6 +260,7 @@ conn_upstream_connect(struct conn *c)
 		}
 		c->c_up = u;
 		bufferevent_setcb(u->u_bev, NULL, NULL, connect_event_cb, c);
+		/* a filter's handshake waits for reading to be enabled */
 		bufferevent_enable(u->u_bev, EV_READ | EV_WRITE);
 		return 0;
 	}
