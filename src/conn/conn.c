@@ -289,18 +289,26 @@ conn_bev_enable(struct bufferevent *bev, short what)
 }
 
 /*
- * Reads are bounded to CONN_HIWAT per callback. Not on a TLS filter:
- * libevent 2.1 re-enables reading at every change to the input of a
- * bufferevent with a read high-watermark, and for a filter that is an
- * SSL_read attempt each time (several per record). A filter decrypts what
- * its socket read (16 KiB at most) and the explicit bufferevent_disable()
- * of backpressure stops it.
+ * Bound what one side buffers (CONN_HIWAT). A socket reads at most that
+ * per callback. A TLS filter gets no read high-watermark: libevent 2.1
+ * re-enables reading at every change to the input of a bufferevent with
+ * one, and for a filter that is an SSL_read attempt each time (several
+ * per record); it decrypts what its socket read (16 KiB at most), and
+ * backpressure's bufferevent_disable() stops it. A filter moves its
+ * output into its socket's at once, so that socket gets the write
+ * high-watermark: the filter then keeps the excess in its own output,
+ * which is what backpressure measures (else a slow reader would make us
+ * hold a whole download).
  */
 void
-conn_bev_read_bound(struct bufferevent *bev)
+conn_bev_bound(struct bufferevent *bev)
 {
-	if (bufferevent_get_underlying(bev) == NULL)
+	struct bufferevent	*under = bufferevent_get_underlying(bev);
+
+	if (under == NULL)
 		bufferevent_setwatermark(bev, EV_READ, 0, CONN_HIWAT);
+	else
+		bufferevent_setwatermark(under, EV_WRITE, 0, CONN_HIWAT);
 }
 
 void
@@ -308,7 +316,7 @@ conn_set_client_callbacks(struct conn *c)
 {
 	bufferevent_setcb(c->c_bev, client_read_cb, client_write_cb,
 	    client_event_cb, c);
-	conn_bev_read_bound(c->c_bev);
+	conn_bev_bound(c->c_bev);
 	conn_bev_enable(c->c_bev, EV_READ | EV_WRITE);
 }
 
@@ -725,8 +733,15 @@ out:
 void
 conn_upstream_key(struct conn *c, char *key, size_t keysz)
 {
-	snprintf(key, keysz, "%s://%s:%d", c->c_tls ? "https" : "http",
-	    c->c_r.r_host, c->c_r.r_port);
+	char	port[21];
+	size_t	n;
+
+	/* per request (the pool lookup): no snprintf */
+	n = util_copy_str(key, c->c_tls ? "https://" : "http://", keysz);
+	n += util_copy_str(key + n, c->c_r.r_host, keysz - n);
+	port[0] = ':';
+	util_u64_dec((uint64_t)c->c_r.r_port, port + 1);
+	util_copy_str(key + n, port, keysz - n);
 }
 
 /*
@@ -813,13 +828,13 @@ request_target(struct conn *c)
 	if (!c->c_tls && c->c_transparent)
 		return transparent_target(c, &t);
 	if (!c->c_tls) {
-		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", t.t_host);
+		util_copy_str(c->c_r.r_host, t.t_host, sizeof(c->c_r.r_host));
 		c->c_r.r_port = t.t_port;
 		return 0;
 	}
 
 	/* intercepted: the session decides host and port */
-	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", c->c_tls_host);
+	util_copy_str(c->c_r.r_host, c->c_tls_host, sizeof(c->c_r.r_host));
 	c->c_r.r_port = c->c_tls_port;
 	if (c->c_tls_fronting[0] != '\0') {
 		snprintf(reason, sizeof(reason), "TLS server name %s does not "
@@ -860,10 +875,11 @@ on_request_head(struct conn *c)
 	struct http_msg		*m = &c->c_req;
 	struct pol_request	 pr;
 	struct pol_result	 res;
+	size_t			 n;
 	int			 i;
 
-	snprintf(c->c_r.r_method, sizeof(c->c_r.r_method), "%s",
-	    http_msg_method(m));
+	util_copy_str(c->c_r.r_method, http_msg_method(m),
+	    sizeof(c->c_r.r_method));
 	c->c_r.r_keepalive = m->hm_keepalive && !c->c_worker->w_stopping;
 	c->c_r.r_connect = m->hm_method == HTTP_CONNECT;
 	if (c->c_r.r_connect) {
@@ -899,8 +915,11 @@ on_request_head(struct conn *c)
 		    res.pr_reason);
 		return;
 	}
-	snprintf(c->c_r.r_rule, sizeof(c->c_r.r_rule), "%s#%d",
-	    c->c_policy->p_name, res.pr_rule);
+	/* "policy#N"; room kept for '#' and the digits */
+	n = util_copy_str(c->c_r.r_rule, c->c_policy->p_name,
+	    sizeof(c->c_r.r_rule) - 22);
+	c->c_r.r_rule[n++] = '#';
+	util_u64_dec((uint64_t)res.pr_rule, c->c_r.r_rule + n);
 	c->c_r.r_allowed = 1;
 
 	if (c->c_r.r_connect) {
@@ -1046,19 +1065,23 @@ write_request_head(struct conn *c)
 	/* built aside: a TLS bufferevent drains its output as we add */
 	struct evbuffer	*out = c->c_worker->w_scratch;
 	const char	*name, *v, *path, *query;
-	char		 host[300], *subst;
-	size_t		 nlen, vlen, slen;
+	char		 host[300], num[21], *subst;
+	size_t		 nlen, vlen, slen, hlen;
 	int		 i, v6 = strchr(c->c_r.r_host, ':') != NULL;
 
 	path = sr != NULL && sr->sr_path != NULL ? sr->sr_path : c->c_r.r_path;
 	query = sr != NULL && sr->sr_query != NULL ? sr->sr_query :
 	    c->c_r.r_query;
-	if (c->c_r.r_port != (c->c_tls ? 443 : 80))
-		snprintf(host, sizeof(host), "%s%s%s:%d", v6 ? "[" : "",
-		    c->c_r.r_host, v6 ? "]" : "", c->c_r.r_port);
-	else
-		snprintf(host, sizeof(host), "%s%s%s", v6 ? "[" : "",
-		    c->c_r.r_host, v6 ? "]" : "");
+	/* [v6]:port, the port only when not the scheme's (no snprintf:
+	   every request comes here) */
+	hlen = util_copy_str(host, v6 ? "[" : "", sizeof(host));
+	hlen += util_copy_str(host + hlen, c->c_r.r_host, sizeof(host) - hlen);
+	hlen += util_copy_str(host + hlen, v6 ? "]" : "", sizeof(host) - hlen);
+	if (c->c_r.r_port != (c->c_tls ? 443 : 80)) {
+		num[0] = ':';
+		util_u64_dec((uint64_t)c->c_r.r_port, num + 1);
+		hlen += util_copy_str(host + hlen, num, sizeof(host) - hlen);
+	}
 	if (sr != NULL && sr->sr_sigv4 != 0 && !c->c_r.r_signed) {
 		if (sec_req_sign(sr, c->c_cfg, c->c_r.r_method, host, path,
 		    query != NULL && query[0] != '\0' ? query : NULL, m,
@@ -1067,9 +1090,16 @@ write_request_head(struct conn *c)
 			    c->c_cfg->c_secrets[sr->sr_sigv4 - 1].sc_name);
 		c->c_r.r_signed = 1;
 	}
-	evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n",
-	    c->c_r.r_method, path, query != NULL && query[0] ? "?" : "",
-	    query != NULL ? query : "", host);
+	evbuffer_add(out, c->c_r.r_method, strlen(c->c_r.r_method));
+	evbuffer_add(out, " ", 1);
+	evbuffer_add(out, path, strlen(path));
+	if (query != NULL && query[0] != '\0') {
+		evbuffer_add(out, "?", 1);
+		evbuffer_add(out, query, strlen(query));
+	}
+	evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
+	evbuffer_add(out, host, hlen);
+	evbuffer_add(out, "\r\n", 2);
 	for (i = 0; i < m->hm_nhdrs; i++) {
 		name = http_msg_str(m, m->hm_hdrs[i].h_name);
 		nlen = m->hm_hdrs[i].h_name_len;
@@ -1114,9 +1144,12 @@ write_request_head(struct conn *c)
 			evbuffer_add_printf(out,
 			    "Transfer-Encoding: chunked\r\n");
 			c->c_r.r_up_chunked = 1;
-		} else if (m->hm_framing == HTTP_BODY_LENGTH)
-			evbuffer_add_printf(out, "Content-Length: %llu\r\n",
-			    (unsigned long long)m->hm_content_length);
+		} else if (m->hm_framing == HTTP_BODY_LENGTH) {
+			evbuffer_add(out, "Content-Length: ", 16);
+			evbuffer_add(out, num, util_u64_dec(
+			    m->hm_content_length, num));
+			evbuffer_add(out, "\r\n", 2);
+		}
 		evbuffer_add(out, "\r\n", 2);
 	}
 	c->c_r.r_bytes_out += evbuffer_get_length(out);
@@ -1128,11 +1161,10 @@ conn_upstream_ready(struct conn *c)
 {
 	struct upstream	*u = c->c_up;
 
-	snprintf(c->c_r.r_upstream, sizeof(c->c_r.r_upstream), "%s",
-	    u->u_addr);
+	util_copy_str(c->c_r.r_upstream, u->u_addr, sizeof(c->c_r.r_upstream));
 	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
 	    upstream_event_cb, c);
-	conn_bev_read_bound(u->u_bev);
+	conn_bev_bound(u->u_bev);
 	bufferevent_set_timeouts(u->u_bev, NULL, NULL);
 	conn_bev_enable(u->u_bev, EV_READ | EV_WRITE);
 	conn_touch(c);
@@ -1277,6 +1309,7 @@ write_response_head(struct conn *c, int interim)
 	struct http_msg	*m = &c->c_resp;
 	struct evbuffer	*out = c->c_pend;	/* the body may join it */
 	const char	*name, *v;
+	char		 num[21];
 	size_t		 nlen, vlen, before = evbuffer_get_length(out);
 	int		 i, http10 = c->c_req.hm_minor == 0;
 	int		 upgrade = m->hm_status == 101;
@@ -1299,10 +1332,15 @@ write_response_head(struct conn *c, int interim)
 		evbuffer_add(out, clean, clen);
 		evbuffer_add(out, "\r\n", 2);
 		free(clean);
-	} else
-		evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n",
-		    m->hm_status, (int)m->hm_reason_len,
-		    http_msg_str(m, m->hm_reason));
+	} else {
+		evbuffer_add(out, "HTTP/1.1 ", 9);
+		evbuffer_add(out, num, util_u64_dec((uint64_t)m->hm_status,
+		    num));
+		evbuffer_add(out, " ", 1);
+		evbuffer_add(out, http_msg_str(m, m->hm_reason),
+		    m->hm_reason_len);
+		evbuffer_add(out, "\r\n", 2);
+	}
 	for (i = 0; i < m->hm_nhdrs; i++) {
 		name = http_msg_str(m, m->hm_hdrs[i].h_name);
 		nlen = m->hm_hdrs[i].h_name_len;
@@ -1328,12 +1366,15 @@ write_response_head(struct conn *c, int interim)
 		evbuffer_add(out, "\r\n", 2);
 	}
 	if (!interim) {
-		evbuffer_add_printf(out, "X-Airlock-Request-Id: %s\r\n",
-		    c->c_r.r_id);
+		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
+		evbuffer_add(out, c->c_r.r_id, strlen(c->c_r.r_id));
+		evbuffer_add(out, "\r\n", 2);
 		switch (framing) {
 		case HTTP_BODY_LENGTH:
-			evbuffer_add_printf(out, "Content-Length: %llu\r\n",
-			    (unsigned long long)m->hm_content_length);
+			evbuffer_add(out, "Content-Length: ", 16);
+			evbuffer_add(out, num, util_u64_dec(
+			    m->hm_content_length, num));
+			evbuffer_add(out, "\r\n", 2);
 			break;
 		case HTTP_BODY_CHUNKED:
 		case HTTP_BODY_EOF:

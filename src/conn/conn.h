@@ -202,7 +202,7 @@ void	conn_deny(struct conn *, int status, const char *code,
 	    const char *reason);
 void	conn_timer_arm(struct conn *, uint64_t ms);
 void	conn_bev_enable(struct bufferevent *, short what);
-void	conn_bev_read_bound(struct bufferevent *);
+void	conn_bev_bound(struct bufferevent *);
 void	conn_resolve(struct conn *);
 void	conn_upstream_key(struct conn *, char *, size_t);
 
