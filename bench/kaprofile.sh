@@ -88,9 +88,9 @@ strace)
 	    "$T/strace.txt" | sort -k2 -nr | head -12
 	;;
 cg)
-	callgrind_control -i on "$APID" >/dev/null
+	callgrind_control -i on "$APID" >/dev/null 2>&1
 	$LG -n "$N" >"$T/run.json" 2>&1
-	callgrind_control -d "$APID" >/dev/null
+	callgrind_control -d "$APID" >/dev/null 2>&1
 	sleep 1
 	awk -v n="$N" '/^summary:/ { printf "Ir_per_req %.0f\n", $2 / n }' \
 	    "$T/cg.out.1"
