@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <openssl/crypto.h>
 
@@ -45,6 +46,7 @@ static void	client_write_cb(struct bufferevent *, void *);
 static void	client_event_cb(struct bufferevent *, short, void *);
 static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_write_cb(struct bufferevent *, void *);
+static void	upstream_read_more(struct bufferevent *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	conn_timer_cb(evutil_socket_t, short, void *);
 static void	conn_feed_response(struct conn *);
@@ -1649,9 +1651,63 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 	conn_touch(c);
 	if (c->c_state == CONN_TUNNEL)
 		conn_tunnel_start(c);
-	else
+	else {
 		conn_feed_response(c);
+		if (!c->c_closing && c->c_up != NULL && c->c_state ==
+		    CONN_FORWARD)
+			upstream_read_more(c->c_up->u_bev);
+	}
 	conn_leave(c);
+}
+
+/*
+ * The socket under an upstream TLS filter reads 4 KiB per readable event
+ * (libevent 2.1's limit, with an ioctl and a loop turn each): a body of
+ * 16 KiB records costs four rounds per record. After the filter handed
+ * us what it had, read what else the socket holds (up to 64 KiB) into the
+ * socket's input and let the filter decrypt it right after this callback.
+ * Not while backpressure holds reading off; EOF and errors are left for
+ * libevent's next read to find.
+ */
+static void
+upstream_read_more(struct bufferevent *tls)
+{
+	struct bufferevent	*sock = bufferevent_get_underlying(tls);
+	struct evbuffer		*in;
+	struct evbuffer_iovec	 v[2];
+	evutil_socket_t		 fd;
+	ssize_t			 n;
+	int			 nv;
+	size_t			 i, left;
+
+	if (sock == NULL || !(bufferevent_get_enabled(tls) & EV_READ) ||
+	    (fd = bufferevent_getfd(sock)) < 0)
+		return;
+	in = bufferevent_get_input(sock);
+	if (evbuffer_get_length(in) > 0 ||
+	    evbuffer_get_length(bufferevent_get_input(tls)) > 0)
+		return;
+	/* a socket bufferevent keeps its input's end frozen but while it
+	   reads itself, as here */
+	evbuffer_unfreeze(in, 0);
+	if ((nv = evbuffer_reserve_space(in, 65536, v, 2)) < 1) {
+		evbuffer_freeze(in, 0);
+		return;
+	}
+	n = readv(fd, (struct iovec *)v, nv);
+	if (n <= 0) {
+		/* nothing more now, EOF or error: libevent's next read */
+		evbuffer_freeze(in, 0);
+		return;
+	}
+	for (i = 0, left = (size_t)n; left > 0; i++) {
+		if (v[i].iov_len > left)
+			v[i].iov_len = left;
+		left -= v[i].iov_len;
+	}
+	evbuffer_commit_space(in, v, (int)i);
+	evbuffer_freeze(in, 0);
+	bufferevent_trigger(sock, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
 }
 
 static void
