@@ -10,7 +10,7 @@
 #      strace  its system calls per request, by name (strace -c -f, N=5000)
 #      cg      its instructions per request (valgrind --tool=callgrind,
 #              collection switched on after the warm-up; N=3000); the
-#              profile is copied to $CG_OUT (default ./kaprofile.cg)
+#              profile is copied to $CG_OUT (default $TMPDIR/kaprofile.cg)
 # Each run opens its 32 client connections anew: 32 client handshakes
 # are in the figures (about 2.4M instructions each).
 
@@ -94,7 +94,7 @@ cg)
 	sleep 1
 	awk -v n="$N" '/^summary:/ { printf "Ir_per_req %.0f\n", $2 / n }' \
 	    "$T/cg.out.1"
-	cp "$T/cg.out.1" "${CG_OUT:-kaprofile.cg}"
+	cp "$T/cg.out.1" "${CG_OUT:-${TMPDIR:-/tmp}/kaprofile.cg}"
 	;;
 esac
 grep -o '"requests":[0-9]*,"rps":[0-9.]*,"errors":[0-9]*' "$T/run.json"
