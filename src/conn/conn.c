@@ -14,12 +14,14 @@
 #include <strings.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <openssl/crypto.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/bufferevent_struct.h>
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -44,9 +46,11 @@ static void	client_write_cb(struct bufferevent *, void *);
 static void	client_event_cb(struct bufferevent *, short, void *);
 static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_write_cb(struct bufferevent *, void *);
+static void	upstream_read_more(struct bufferevent *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	conn_timer_cb(evutil_socket_t, short, void *);
 static void	conn_feed_response(struct conn *);
+static void	conn_feed_response_loop(struct conn *);
 static void	conn_feed_request_loop(struct conn *);
 static int	request_secrets(struct conn *, const struct cfg_rule *);
 static void	conn_find_upstream(struct conn *);
@@ -131,16 +135,83 @@ msg_empty_body_left(const struct http_msg *m)
 	    (m->hm_framing == HTTP_BODY_LENGTH && m->hm_content_length == 0));
 }
 
+/* The socket bufferevent under <bev> (a TLS filter), or <bev> itself. */
+static struct bufferevent *
+bev_socket(struct bufferevent *bev)
+{
+	struct bufferevent	*under = bufferevent_get_underlying(bev);
+
+	return under != NULL ? under : bev;
+}
+
+/*
+ * Send what was just queued on <sock> now, when its output held nothing
+ * before (<was>), instead of arming EV_WRITE for the next loop turn and
+ * disarming it once written: two epoll_ctl saved per request and per
+ * response. What the socket does not take goes out the usual way; with a
+ * backlog (which backpressure resumes from the write callback) nothing
+ * changes.
+ */
+static void
+bev_send_now(struct bufferevent *sock, size_t was)
+{
+	struct evbuffer	*out = bufferevent_get_output(sock);
+	evutil_socket_t	 fd = bufferevent_getfd(sock);
+
+	if (was != 0 || fd < 0 || evbuffer_get_length(out) == 0)
+		return;
+	/* a socket bufferevent keeps its output's start frozen but while
+	   it writes itself, as here */
+	evbuffer_unfreeze(out, 1);
+	(void)evbuffer_write(out, fd);
+	evbuffer_freeze(out, 1);
+	if (evbuffer_get_length(out) == 0)
+		event_del(&sock->ev_write);	/* armed for nothing now */
+}
+
+/*
+ * Move what the response path gathered for the client into its
+ * bufferevent, as one contiguous chain: a TLS bufferevent makes one
+ * SSL_write (one record) of each chain it is handed, and each record costs
+ * an encryption and, often, a send of its own. Called before control
+ * returns to the event loop and before anything else writes to the client,
+ * so nothing is ever held back from a stream.
+ */
+static void
+conn_client_flush(struct conn *c)
+{
+	struct bufferevent	*sock;
+	size_t			 n = evbuffer_get_length(c->c_pend), was;
+
+	if (n == 0)
+		return;
+	if (c->c_closing) {
+		evbuffer_drain(c->c_pend, n);
+		return;
+	}
+	sock = bev_socket(c->c_bev);
+	was = evbuffer_get_length(bufferevent_get_output(sock));
+	evbuffer_pullup(c->c_pend, (ssize_t)n);
+	bufferevent_write_buffer(c->c_bev, c->c_pend);
+	bev_send_now(sock, was);
+}
+
+/* A TLS record holds 16 KiB: gathering more saves nothing. */
+#define CONN_PEND_MAX	(16 * 1024)
+
 /*
  * Write one piece of body to <to>, chunk-framed when <chunked>. Built in
- * the worker's scratch buffer and moved in one go, so a TLS bufferevent
- * makes one record of it, not three.
+ * one buffer and moved in one go, so a TLS bufferevent makes one record
+ * of it, not three; towards the client it joins the head (or the pieces)
+ * gathered in the same callback.
  */
 static void
 body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
     int chunked, uint64_t *count)
 {
-	struct evbuffer	*tmp = c->c_worker->w_scratch;
+	struct evbuffer	*tmp = to == c->c_bev ? c->c_pend :
+			    c->c_worker->w_scratch;
+	size_t		 before = evbuffer_get_length(tmp);
 
 	if (len == 0)
 		return;
@@ -149,8 +220,12 @@ body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
 	evbuffer_add(tmp, p, len);
 	if (chunked)
 		evbuffer_add(tmp, "\r\n", 2);
-	*count += evbuffer_get_length(tmp);
-	bufferevent_write_buffer(to, tmp);
+	*count += evbuffer_get_length(tmp) - before;
+	if (tmp == c->c_pend) {
+		if (evbuffer_get_length(tmp) >= CONN_PEND_MAX)
+			conn_client_flush(c);
+	} else
+		bufferevent_write_buffer(to, tmp);
 }
 
 static void
@@ -235,9 +310,46 @@ response_body_end(struct conn *c)
 		evbuffer_drain(scanned, n);
 	}
 	if (c->c_r.r_rechunk) {
-		bufferevent_write(c->c_bev, "0\r\n\r\n", 5);
+		evbuffer_add(c->c_pend, "0\r\n\r\n", 5);
 		c->c_r.r_bytes_in += 5;
 	}
+}
+
+/*
+ * Enable only what is not enabled yet: enabling a TLS filter also runs its
+ * read and write paths (an SSL_read attempt, the OpenSSL error queue
+ * cleared), which is wasted when nothing had stopped it.
+ */
+void
+conn_bev_enable(struct bufferevent *bev, short what)
+{
+	short	missing = what & ~bufferevent_get_enabled(bev);
+
+	if (missing != 0)
+		bufferevent_enable(bev, missing);
+}
+
+/*
+ * Bound what one side buffers (CONN_HIWAT). A socket reads at most that
+ * per callback. A TLS filter gets no read high-watermark: libevent 2.1
+ * re-enables reading at every change to the input of a bufferevent with
+ * one, and for a filter that is an SSL_read attempt each time (several
+ * per record); it decrypts what its socket read (16 KiB at most), and
+ * backpressure's bufferevent_disable() stops it. A filter moves its
+ * output into its socket's at once, so that socket gets the write
+ * high-watermark: the filter then keeps the excess in its own output,
+ * which is what backpressure measures (else a slow reader would make us
+ * hold a whole download).
+ */
+void
+conn_bev_bound(struct bufferevent *bev)
+{
+	struct bufferevent	*under = bufferevent_get_underlying(bev);
+
+	if (under == NULL)
+		bufferevent_setwatermark(bev, EV_READ, 0, CONN_HIWAT);
+	else
+		bufferevent_setwatermark(under, EV_WRITE, 0, CONN_HIWAT);
 }
 
 void
@@ -245,8 +357,8 @@ conn_set_client_callbacks(struct conn *c)
 {
 	bufferevent_setcb(c->c_bev, client_read_cb, client_write_cb,
 	    client_event_cb, c);
-	bufferevent_setwatermark(c->c_bev, EV_READ, 0, CONN_HIWAT);
-	bufferevent_enable(c->c_bev, EV_READ | EV_WRITE);
+	conn_bev_bound(c->c_bev);
+	conn_bev_enable(c->c_bev, EV_READ | EV_WRITE);
 }
 
 void
@@ -271,8 +383,14 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->c_bev = bufferevent_socket_new(w->w_base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->c_bev == NULL) {
-		close(fd);
+	c->c_pend = evbuffer_new();
+	if (c->c_bev == NULL || c->c_pend == NULL) {
+		if (c->c_bev != NULL)
+			bufferevent_free(c->c_bev);
+		else
+			close(fd);
+		if (c->c_pend != NULL)
+			evbuffer_free(c->c_pend);
 		cfg_unref(c->c_cfg);
 		free(c);
 		worker_conn_gone();
@@ -343,6 +461,7 @@ conn_free(struct conn *c)
 		    bufferevent_get_underlying(c->c_bev)), c->c_under_cb);
 	if (c->c_bev != NULL)
 		bufferevent_free(c->c_bev);
+	evbuffer_free(c->c_pend);
 	http_msg_fini(&c->c_req);
 	http_msg_fini(&c->c_resp);
 	req_clear(c);
@@ -484,6 +603,7 @@ tls_finish(struct conn *c)
 void
 conn_close_when_flushed(struct conn *c)
 {
+	conn_client_flush(c);
 	c->c_state = CONN_CLOSING;
 	bufferevent_disable(c->c_bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
@@ -656,8 +776,15 @@ out:
 void
 conn_upstream_key(struct conn *c, char *key, size_t keysz)
 {
-	snprintf(key, keysz, "%s://%s:%d", c->c_tls ? "https" : "http",
-	    c->c_r.r_host, c->c_r.r_port);
+	char	port[21];
+	size_t	n;
+
+	/* per request (the pool lookup): no snprintf */
+	n = util_copy_str(key, c->c_tls ? "https://" : "http://", keysz);
+	n += util_copy_str(key + n, c->c_r.r_host, keysz - n);
+	port[0] = ':';
+	util_u64_dec((uint64_t)c->c_r.r_port, port + 1);
+	util_copy_str(key + n, port, keysz - n);
 }
 
 /*
@@ -744,13 +871,13 @@ request_target(struct conn *c)
 	if (!c->c_tls && c->c_transparent)
 		return transparent_target(c, &t);
 	if (!c->c_tls) {
-		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", t.t_host);
+		util_copy_str(c->c_r.r_host, t.t_host, sizeof(c->c_r.r_host));
 		c->c_r.r_port = t.t_port;
 		return 0;
 	}
 
 	/* intercepted: the session decides host and port */
-	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", c->c_tls_host);
+	util_copy_str(c->c_r.r_host, c->c_tls_host, sizeof(c->c_r.r_host));
 	c->c_r.r_port = c->c_tls_port;
 	if (c->c_tls_fronting[0] != '\0') {
 		snprintf(reason, sizeof(reason), "TLS server name %s does not "
@@ -790,10 +917,11 @@ on_request_head(struct conn *c)
 	struct http_msg		*m = &c->c_req;
 	struct pol_request	 pr;
 	struct pol_result	 res;
+	size_t			 n;
 	int			 i;
 
-	snprintf(c->c_r.r_method, sizeof(c->c_r.r_method), "%s",
-	    http_msg_method(m));
+	util_copy_str(c->c_r.r_method, http_msg_method(m),
+	    sizeof(c->c_r.r_method));
 	c->c_r.r_keepalive = m->hm_keepalive && !c->c_worker->w_stopping;
 	c->c_r.r_connect = m->hm_method == HTTP_CONNECT;
 	if (c->c_r.r_connect) {
@@ -829,8 +957,11 @@ on_request_head(struct conn *c)
 		    res.pr_reason);
 		return;
 	}
-	snprintf(c->c_r.r_rule, sizeof(c->c_r.r_rule), "%s#%d",
-	    c->c_policy->p_name, res.pr_rule);
+	/* "policy#N"; room kept for '#' and the digits */
+	n = util_copy_str(c->c_r.r_rule, c->c_policy->p_name,
+	    sizeof(c->c_r.r_rule) - 22);
+	c->c_r.r_rule[n++] = '#';
+	util_u64_dec((uint64_t)res.pr_rule, c->c_r.r_rule + n);
 	c->c_r.r_allowed = 1;
 
 	if (c->c_r.r_connect) {
@@ -976,19 +1107,24 @@ write_request_head(struct conn *c)
 	/* built aside: a TLS bufferevent drains its output as we add */
 	struct evbuffer	*out = c->c_worker->w_scratch;
 	const char	*name, *v, *path, *query;
-	char		 host[300], *subst;
-	size_t		 nlen, vlen, slen;
+	struct bufferevent *sock;
+	char		 host[300], num[21], *subst;
+	size_t		 nlen, vlen, slen, hlen, was;
 	int		 i, v6 = strchr(c->c_r.r_host, ':') != NULL;
 
 	path = sr != NULL && sr->sr_path != NULL ? sr->sr_path : c->c_r.r_path;
 	query = sr != NULL && sr->sr_query != NULL ? sr->sr_query :
 	    c->c_r.r_query;
-	if (c->c_r.r_port != (c->c_tls ? 443 : 80))
-		snprintf(host, sizeof(host), "%s%s%s:%d", v6 ? "[" : "",
-		    c->c_r.r_host, v6 ? "]" : "", c->c_r.r_port);
-	else
-		snprintf(host, sizeof(host), "%s%s%s", v6 ? "[" : "",
-		    c->c_r.r_host, v6 ? "]" : "");
+	/* [v6]:port, the port only when not the scheme's (no snprintf:
+	   every request comes here) */
+	hlen = util_copy_str(host, v6 ? "[" : "", sizeof(host));
+	hlen += util_copy_str(host + hlen, c->c_r.r_host, sizeof(host) - hlen);
+	hlen += util_copy_str(host + hlen, v6 ? "]" : "", sizeof(host) - hlen);
+	if (c->c_r.r_port != (c->c_tls ? 443 : 80)) {
+		num[0] = ':';
+		util_u64_dec((uint64_t)c->c_r.r_port, num + 1);
+		hlen += util_copy_str(host + hlen, num, sizeof(host) - hlen);
+	}
 	if (sr != NULL && sr->sr_sigv4 != 0 && !c->c_r.r_signed) {
 		if (sec_req_sign(sr, c->c_cfg, c->c_r.r_method, host, path,
 		    query != NULL && query[0] != '\0' ? query : NULL, m,
@@ -997,9 +1133,16 @@ write_request_head(struct conn *c)
 			    c->c_cfg->c_secrets[sr->sr_sigv4 - 1].sc_name);
 		c->c_r.r_signed = 1;
 	}
-	evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n",
-	    c->c_r.r_method, path, query != NULL && query[0] ? "?" : "",
-	    query != NULL ? query : "", host);
+	evbuffer_add(out, c->c_r.r_method, strlen(c->c_r.r_method));
+	evbuffer_add(out, " ", 1);
+	evbuffer_add(out, path, strlen(path));
+	if (query != NULL && query[0] != '\0') {
+		evbuffer_add(out, "?", 1);
+		evbuffer_add(out, query, strlen(query));
+	}
+	evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
+	evbuffer_add(out, host, hlen);
+	evbuffer_add(out, "\r\n", 2);
 	for (i = 0; i < m->hm_nhdrs; i++) {
 		name = http_msg_str(m, m->hm_hdrs[i].h_name);
 		nlen = m->hm_hdrs[i].h_name_len;
@@ -1044,13 +1187,19 @@ write_request_head(struct conn *c)
 			evbuffer_add_printf(out,
 			    "Transfer-Encoding: chunked\r\n");
 			c->c_r.r_up_chunked = 1;
-		} else if (m->hm_framing == HTTP_BODY_LENGTH)
-			evbuffer_add_printf(out, "Content-Length: %llu\r\n",
-			    (unsigned long long)m->hm_content_length);
+		} else if (m->hm_framing == HTTP_BODY_LENGTH) {
+			evbuffer_add(out, "Content-Length: ", 16);
+			evbuffer_add(out, num, util_u64_dec(
+			    m->hm_content_length, num));
+			evbuffer_add(out, "\r\n", 2);
+		}
 		evbuffer_add(out, "\r\n", 2);
 	}
 	c->c_r.r_bytes_out += evbuffer_get_length(out);
+	sock = bev_socket(c->c_up->u_bev);
+	was = evbuffer_get_length(bufferevent_get_output(sock));
 	bufferevent_write_buffer(c->c_up->u_bev, out);
+	bev_send_now(sock, was);
 }
 
 void
@@ -1058,13 +1207,12 @@ conn_upstream_ready(struct conn *c)
 {
 	struct upstream	*u = c->c_up;
 
-	snprintf(c->c_r.r_upstream, sizeof(c->c_r.r_upstream), "%s",
-	    u->u_addr);
+	util_copy_str(c->c_r.r_upstream, u->u_addr, sizeof(c->c_r.r_upstream));
 	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
 	    upstream_event_cb, c);
-	bufferevent_setwatermark(u->u_bev, EV_READ, 0, CONN_HIWAT);
+	conn_bev_bound(u->u_bev);
 	bufferevent_set_timeouts(u->u_bev, NULL, NULL);
-	bufferevent_enable(u->u_bev, EV_READ | EV_WRITE);
+	conn_bev_enable(u->u_bev, EV_READ | EV_WRITE);
 	conn_touch(c);
 	if (c->c_r.r_connect) {
 		conn_tunnel_start(c);
@@ -1203,9 +1351,10 @@ static void
 write_response_head(struct conn *c, int interim)
 {
 	struct http_msg	*m = &c->c_resp;
-	struct evbuffer	*out = c->c_worker->w_scratch;
+	struct evbuffer	*out = c->c_pend;	/* the body may join it */
 	const char	*name, *v;
-	size_t		 nlen, vlen;
+	char		 num[21];
+	size_t		 nlen, vlen, before = evbuffer_get_length(out);
 	int		 i, http10 = c->c_req.hm_minor == 0;
 	int		 upgrade = m->hm_status == 101;
 	struct sec_scan	*reflect = c->c_r.r_sec != NULL ?
@@ -1227,10 +1376,15 @@ write_response_head(struct conn *c, int interim)
 		evbuffer_add(out, clean, clen);
 		evbuffer_add(out, "\r\n", 2);
 		free(clean);
-	} else
-		evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n",
-		    m->hm_status, (int)m->hm_reason_len,
-		    http_msg_str(m, m->hm_reason));
+	} else {
+		evbuffer_add(out, "HTTP/1.1 ", 9);
+		evbuffer_add(out, num, util_u64_dec((uint64_t)m->hm_status,
+		    num));
+		evbuffer_add(out, " ", 1);
+		evbuffer_add(out, http_msg_str(m, m->hm_reason),
+		    m->hm_reason_len);
+		evbuffer_add(out, "\r\n", 2);
+	}
 	for (i = 0; i < m->hm_nhdrs; i++) {
 		name = http_msg_str(m, m->hm_hdrs[i].h_name);
 		nlen = m->hm_hdrs[i].h_name_len;
@@ -1256,12 +1410,15 @@ write_response_head(struct conn *c, int interim)
 		evbuffer_add(out, "\r\n", 2);
 	}
 	if (!interim) {
-		evbuffer_add_printf(out, "X-Airlock-Request-Id: %s\r\n",
-		    c->c_r.r_id);
+		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
+		evbuffer_add(out, c->c_r.r_id, strlen(c->c_r.r_id));
+		evbuffer_add(out, "\r\n", 2);
 		switch (framing) {
 		case HTTP_BODY_LENGTH:
-			evbuffer_add_printf(out, "Content-Length: %llu\r\n",
-			    (unsigned long long)m->hm_content_length);
+			evbuffer_add(out, "Content-Length: ", 16);
+			evbuffer_add(out, num, util_u64_dec(
+			    m->hm_content_length, num));
+			evbuffer_add(out, "\r\n", 2);
 			break;
 		case HTTP_BODY_CHUNKED:
 		case HTTP_BODY_EOF:
@@ -1286,12 +1443,18 @@ write_response_head(struct conn *c, int interim)
 			evbuffer_add_printf(out, "Connection: keep-alive\r\n");
 	}
 	evbuffer_add(out, "\r\n", 2);
-	c->c_r.r_bytes_in += evbuffer_get_length(out);
-	bufferevent_write_buffer(c->c_bev, out);
+	c->c_r.r_bytes_in += evbuffer_get_length(out) - before;
 }
 
 static void
 conn_feed_response(struct conn *c)
+{
+	conn_feed_response_loop(c);
+	conn_client_flush(c);
+}
+
+static void
+conn_feed_response_loop(struct conn *c)
 {
 	struct evbuffer		*in;
 	struct evbuffer_iovec	 v;
@@ -1352,11 +1515,13 @@ conn_feed_response(struct conn *c)
 			}
 			response_body_end(c);
 			c->c_r.r_resp_done = 1;
+			conn_client_flush(c);
 			conn_request_finished(c);
 			return;
 		case HTTP_FEED_UPGRADE:
 			c->c_r.r_status = c->c_resp.hm_status;
 			write_response_head(c, 0);
+			conn_client_flush(c);
 			c->c_r.r_resp_started = 1;
 			if (c->c_resp.hm_status == 101 && c->c_r.r_upgrade) {
 				conn_tunnel_start(c);
@@ -1403,7 +1568,7 @@ conn_request_finished(struct conn *c)
 	req_clear(c);
 	http_msg_reset(&c->c_req);
 	c->c_state = CONN_HEAD;
-	bufferevent_enable(c->c_bev, EV_READ);
+	conn_bev_enable(c->c_bev, EV_READ);
 	timer_head(c);
 	/* a pipelined request may already be waiting */
 	conn_feed_request(c);
@@ -1441,7 +1606,7 @@ client_write_cb(struct bufferevent *bev, void *arg)
 		conn_tunnel_start(c);
 		conn_tunnel_check(c);
 	} else if (c->c_up != NULL) {
-		bufferevent_enable(c->c_up->u_bev, EV_READ);
+		conn_bev_enable(c->c_up->u_bev, EV_READ);
 		conn_feed_response(c);
 	}
 	conn_leave(c);
@@ -1486,9 +1651,63 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 	conn_touch(c);
 	if (c->c_state == CONN_TUNNEL)
 		conn_tunnel_start(c);
-	else
+	else {
 		conn_feed_response(c);
+		if (!c->c_closing && c->c_up != NULL && c->c_state ==
+		    CONN_FORWARD)
+			upstream_read_more(c->c_up->u_bev);
+	}
 	conn_leave(c);
+}
+
+/*
+ * The socket under an upstream TLS filter reads 4 KiB per readable event
+ * (libevent 2.1's limit, with an ioctl and a loop turn each): a body of
+ * 16 KiB records costs four rounds per record. After the filter handed
+ * us what it had, read what else the socket holds (up to 64 KiB) into the
+ * socket's input and let the filter decrypt it right after this callback.
+ * Not while backpressure holds reading off; EOF and errors are left for
+ * libevent's next read to find.
+ */
+static void
+upstream_read_more(struct bufferevent *tls)
+{
+	struct bufferevent	*sock = bufferevent_get_underlying(tls);
+	struct evbuffer		*in;
+	struct evbuffer_iovec	 v[2];
+	evutil_socket_t		 fd;
+	ssize_t			 n;
+	int			 nv;
+	size_t			 i, left;
+
+	if (sock == NULL || !(bufferevent_get_enabled(tls) & EV_READ) ||
+	    (fd = bufferevent_getfd(sock)) < 0)
+		return;
+	in = bufferevent_get_input(sock);
+	if (evbuffer_get_length(in) > 0 ||
+	    evbuffer_get_length(bufferevent_get_input(tls)) > 0)
+		return;
+	/* a socket bufferevent keeps its input's end frozen but while it
+	   reads itself, as here */
+	evbuffer_unfreeze(in, 0);
+	if ((nv = evbuffer_reserve_space(in, 65536, v, 2)) < 1) {
+		evbuffer_freeze(in, 0);
+		return;
+	}
+	n = readv(fd, (struct iovec *)v, nv);
+	if (n <= 0) {
+		/* nothing more now, EOF or error: libevent's next read */
+		evbuffer_freeze(in, 0);
+		return;
+	}
+	for (i = 0, left = (size_t)n; left > 0; i++) {
+		if (v[i].iov_len > left)
+			v[i].iov_len = left;
+		left -= v[i].iov_len;
+	}
+	evbuffer_commit_space(in, v, (int)i);
+	evbuffer_freeze(in, 0);
+	bufferevent_trigger(sock, EV_READ, BEV_TRIG_DEFER_CALLBACKS);
 }
 
 static void
@@ -1502,7 +1721,7 @@ upstream_write_cb(struct bufferevent *bev, void *arg)
 		conn_tunnel_start(c);
 		conn_tunnel_check(c);
 	} else if (c->c_state == CONN_FORWARD && !c->c_r.r_req_done) {
-		bufferevent_enable(c->c_bev, EV_READ);
+		conn_bev_enable(c->c_bev, EV_READ);
 		conn_feed_request(c);
 	}
 	conn_leave(c);
@@ -1534,6 +1753,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 			response_body_end(c);
 			c->c_r.r_resp_done = 1;
 			c->c_resp.hm_keepalive = 0;
+			conn_client_flush(c);
 			conn_request_finished(c);
 			goto out;
 		}

@@ -109,6 +109,9 @@ struct conn {
 	struct worker		*c_worker;
 	struct cfg		*c_cfg;		/* reference */
 	struct bufferevent	*c_bev;
+	struct evbuffer		*c_pend;	/* response bytes for the client,
+						   gathered within one callback
+						   (conn_client_flush) */
 	char			 c_client[64];	/* "IP:PORT" */
 	enum conn_state		 c_state;
 	struct http_msg		 c_req;
@@ -207,6 +210,8 @@ void	conn_close_when_flushed(struct conn *);
 void	conn_deny(struct conn *, int status, const char *code,
 	    const char *reason);
 void	conn_timer_arm(struct conn *, uint64_t ms);
+void	conn_bev_enable(struct bufferevent *, short what);
+void	conn_bev_bound(struct bufferevent *);
 void	conn_resolve(struct conn *);
 void	conn_upstream_key(struct conn *, char *, size_t);
 

@@ -54,6 +54,10 @@ pool_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct upstream	*u = arg;
 
+	/* a TLS filter may call us with nothing read (a record that only
+	   carried a session ticket, or its own re-enabled read) */
+	if (evbuffer_get_length(bufferevent_get_input(bev)) == 0)
+		return;
 	pool_remove(u);
 	upstream_free(u);
 }
@@ -79,7 +83,7 @@ upstream_pool_put(struct worker *w, struct upstream *u)
 	tv.tv_sec = (time_t)(ms / 1000);
 	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
 	bufferevent_set_timeouts(u->u_bev, &tv, NULL);
-	bufferevent_enable(u->u_bev, EV_READ);
+	conn_bev_enable(u->u_bev, EV_READ);
 	TAILQ_INSERT_HEAD(&w->w_idle, u, u_entry);
 	w->w_nidle++;
 }
@@ -93,11 +97,11 @@ upstream_pool_take(struct worker *w, const char *key)
 		if (strcmp(u->u_key, key) != 0)
 			continue;
 		pool_remove(u);
-		/* the pool's idle timeout goes first: set on a disabled
-		   bufferevent, libevent would keep the armed one, and it would
-		   cut the request it now serves */
+		/* reading stays on: the taker sets its callbacks at once;
+		   and the pool's idle timeout is cleared while it is (on a
+		   disabled bufferevent libevent would keep the armed one, and
+		   it would cut the request this connection now serves) */
 		bufferevent_set_timeouts(u->u_bev, NULL, NULL);
-		bufferevent_disable(u->u_bev, EV_READ);
 		u->u_reused = 1;
 		return u;
 	}
@@ -152,12 +156,10 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*c = arg;
 	char		 reason[512];
-	int		 err = EVUTIL_SOCKET_ERROR(), one = 1;
+	int		 err = EVUTIL_SOCKET_ERROR();
 
 	conn_enter(c);
 	if (what & BEV_EVENT_CONNECTED) {
-		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY,
-		    &one, sizeof(one));
 		/* the address actually used is the one audited */
 		memcpy(c->c_r.r_country, c->c_up->u_country,
 		    sizeof(c->c_r.r_country));
@@ -200,9 +202,10 @@ conn_upstream_connect(struct conn *c)
 	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
 	struct upstream		*u;
 	const struct net_addr	*a;
+	struct bufferevent	*sock;
 	char			 ip[INET6_ADDRSTRLEN];
 	socklen_t		 len;
-	int			 err = 0;
+	int			 one = 1, err = 0;
 
 	while (c->c_r.r_next_addr < c->c_r.r_naddrs) {
 		a = &c->c_r.r_addrs[c->c_r.r_next_addr++];
@@ -228,36 +231,57 @@ conn_upstream_connect(struct conn *c)
 		/* kept with the connection: a pooled reuse is audited too */
 		(void)geo_lookup_addr(c->c_cfg->c_geo, a, u->u_country,
 		    &u->u_asn);
+		/*
+		 * TLS runs as a filter over a socket bufferevent: that one
+		 * reads all the socket holds in one readv, and the filter
+		 * then decrypts every whole record in it before our read
+		 * callback runs, so a response sent as several records is
+		 * handled (and goes to the client) in one piece. Over the
+		 * socket itself, bufferevent_openssl decrypts one record per
+		 * readable event with two read()s each.
+		 */
+		sock = bufferevent_socket_new(c->c_worker->w_base, -1,
+		    BEV_OPT_CLOSE_ON_FREE);
+		if (sock == NULL) {
+			free(u);
+			return -1;
+		}
+		if (bufferevent_socket_connect(sock, (struct sockaddr *)&ss,
+		    (int)len) == -1) {
+			err = errno;
+			bufferevent_free(sock);
+			free(u);
+			if (err == EMFILE || err == ENFILE)
+				break;		/* no other address does better */
+			continue;
+		}
+		(void)setsockopt(bufferevent_getfd(sock), IPPROTO_TCP,
+		    TCP_NODELAY, &one, sizeof(one));
 		if (c->c_tls) {
 			SSL *ssl = tls_client_ssl_new(c->c_worker->w_tls_client,
 			    c->c_r.r_host);
 
+			/* on failure libevent frees <ssl>, not <sock> */
 			u->u_bev = ssl == NULL ? NULL :
-			    bufferevent_openssl_socket_new(c->c_worker->w_base,
-			    -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+			    bufferevent_openssl_filter_new(c->c_worker->w_base,
+			    sock, ssl, BUFFEREVENT_SSL_CONNECTING,
 			    BEV_OPT_CLOSE_ON_FREE);
 			if (u->u_bev != NULL)
 				bufferevent_openssl_set_allow_dirty_shutdown(
 				    u->u_bev, 1);
 			else
-				SSL_free(ssl);
+				bufferevent_free(sock);
 		} else
-			u->u_bev = bufferevent_socket_new(c->c_worker->w_base,
-			    -1, BEV_OPT_CLOSE_ON_FREE);
+			u->u_bev = sock;
 		if (u->u_bev == NULL) {
 			free(u);
 			return -1;
 		}
 		c->c_up = u;
 		bufferevent_setcb(u->u_bev, NULL, NULL, connect_event_cb, c);
-		if (bufferevent_socket_connect(u->u_bev, (struct sockaddr *)&ss,
-		    (int)len) == 0)
-			return 0;
-		err = errno;
-		c->c_up = NULL;
-		upstream_free(u);
-		if (err == EMFILE || err == ENFILE)
-			break;		/* no other address does better */
+		/* a filter's handshake waits for reading to be enabled */
+		bufferevent_enable(u->u_bev, EV_READ | EV_WRITE);
+		return 0;
 	}
 	errno = err;
 	return -1;

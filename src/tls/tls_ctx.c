@@ -37,6 +37,22 @@ tls_error_string(char *buf, size_t bufsz)
 }
 
 /*
+ * TLS 1.3 suites: OpenSSL's default set, AES-128-GCM first. Both sides of
+ * every intercepted request encrypt and decrypt each record, and
+ * AES-128-GCM (the suite every TLS 1.3 peer implements) costs measurably
+ * less per record than AES-256-GCM (4 % of airlockd's instructions per
+ * keep-alive request). We choose towards clients (server preference); an
+ * upstream picks from this order.
+ */
+static void
+tls_prefer_aes128(SSL_CTX *ctx)
+{
+	if (SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:"
+	    "TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") != 1)
+		log_tls("TLS 1.3 cipher suites");
+}
+
+/*
  * airlock speaks HTTP/1.1 to clients. A client that offers ALPN without
  * http/1.1 (h2 only) is refused with no_application_protocol.
  */
@@ -74,6 +90,7 @@ tls_server_ctx_new(const struct cfg *cfg)
 	SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION |
 	    SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	tls_prefer_aes128(ctx);
 	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
 	/* stateless tickets, same keys in every worker: any may resume */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
@@ -98,6 +115,7 @@ tls_client_ctx_new(const struct cfg *cfg)
 	SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION |
 	    SSL_OP_NO_RENEGOTIATION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	tls_prefer_aes128(ctx);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	if (strcmp(cfg->c_upstream_ca_file, "system") == 0) {
 		if (SSL_CTX_set_default_verify_paths(ctx) != 1)

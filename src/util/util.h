@@ -26,6 +26,10 @@ void	util_rfc3339_ms(uint64_t wall_ms, char *buf, size_t bufsz);
 int	util_base64_decode(const char *in, size_t inlen, char *out,
 	    size_t outsz);
 
+/* <src> into <dst> of <dstsz> (> 0) bytes, cut to fit, NUL-terminated;
+ * returns the length written. snprintf("%s") without the format. */
+size_t	util_copy_str(char *dst, const char *src, size_t dstsz);
+
 /* Decimal digits of <v> into <out> (at least 21 bytes, NUL-terminated);
  * returns their count. For hot paths, where snprintf costs too much. */
 size_t	util_u64_dec(uint64_t v, char *out);
