@@ -48,7 +48,7 @@ pool_remove(struct upstream *u)
 	u->u_worker->w_nidle--;
 }
 
-/* Anything from an idle upstream (data, EOF, timeout) retires it. */
+/* Data from an idle upstream retires it (events: pool_event_cb). */
 static void
 pool_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -62,10 +62,14 @@ pool_read_cb(struct bufferevent *bev, void *arg)
 	upstream_free(u);
 }
 
+/* EOF, an error or idle_timeout: it goes, whatever it holds */
 static void
 pool_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	pool_read_cb(bev, arg);
+	struct upstream	*u = arg;
+
+	pool_remove(u);
+	upstream_free(u);
 }
 
 void
