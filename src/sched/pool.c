@@ -78,8 +78,12 @@ static size_t		  pool_npols;
 static struct event	 *pool_ev;
 static const struct cfg	*(*pool_cfg)(void);
 static uint64_t		  pool_rate_ms;	/* last rate update */
-static struct event_base *pool_base;
 static int		  pool_async_n;	/* cold builds in flight, atomic */
+/* finished async claims, for the main loop (pool_done_ev): under pool_mtx */
+static struct pool_async *pool_done;
+static struct event	 *pool_done_ev;
+
+static void	pool_done_cb(evutil_socket_t, short, void *);
 static struct launcher	 *pool_launcher;	/* netns backend, or NULL */
 
 void
@@ -481,9 +485,10 @@ int
 pool_start(struct event_base *base, const struct cfg *(*cfg_fn)(void))
 {
 	pool_cfg = cfg_fn;
-	pool_base = base;
 	pool_rate_ms = util_now_ms();
-	if ((pool_ev = evtimer_new(base, pool_tick, NULL)) == NULL)
+	if ((pool_ev = evtimer_new(base, pool_tick, NULL)) == NULL ||
+	    (pool_done_ev = event_new(base, -1, 0, pool_done_cb, NULL)) ==
+	    NULL)
 		return -1;
 	if (pthread_create(&pool_thread, NULL, pool_thread_main, NULL) != 0)
 		return -1;
@@ -541,6 +546,7 @@ pool_claim_is_slow(void)
 
 /* An async claim, from its thread back to the main loop. */
 struct pool_async {
+	struct pool_async *pa_next;	/* on pool_done */
 	char		*pa_policy;
 	struct cfg	*pa_cfg;
 	pool_claim_cb	 pa_done;
@@ -550,28 +556,44 @@ struct pool_async {
 	int		 pa_warm;
 };
 
+/* Queue a finished claim for the main loop; any thread. */
 static void
-pool_async_done(evutil_socket_t fd, short what, void *arg)
+pool_async_finish(struct pool_async *pa)
 {
-	struct pool_async	*pa = arg;
+	pthread_mutex_lock(&pool_mtx);
+	pa->pa_next = pool_done;
+	pool_done = pa;
+	pthread_mutex_unlock(&pool_mtx);
+	event_active(pool_done_ev, 0, 0);
+}
 
-	pa->pa_done(pa->pa_err, pa->pa_sbx, pa->pa_warm, pa->pa_arg);
-	cfg_unref(pa->pa_cfg);
-	free(pa->pa_policy);
-	free(pa);
+/* On the main loop (or at pool_stop): answer the finished claims. */
+static void
+pool_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pool_async	*pa, *next;
+
+	pthread_mutex_lock(&pool_mtx);
+	pa = pool_done;
+	pool_done = NULL;
+	pthread_mutex_unlock(&pool_mtx);
+	for (; pa != NULL; pa = next) {
+		next = pa->pa_next;
+		pa->pa_done(pa->pa_err, pa->pa_sbx, pa->pa_warm, pa->pa_arg);
+		cfg_unref(pa->pa_cfg);
+		free(pa->pa_policy);
+		free(pa);
+	}
 }
 
 static void *
 pool_async_build(void *arg)
 {
 	struct pool_async	*pa = arg;
-	struct timeval		 now = { 0, 0 };
 
 	pa->pa_err = pool_build(pa->pa_cfg, pa->pa_policy, SBX_F_LAUNCHED,
 	    &pa->pa_sbx);
-	if (event_base_once(pool_base, -1, EV_TIMEOUT, pool_async_done, pa,
-	    &now) == -1)
-		fatalx("pool: cannot hand a claim back to the main loop");
+	pool_async_finish(pa);
 	__atomic_sub_fetch(&pool_async_n, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -582,7 +604,6 @@ pool_claim_async(const char *policy, pool_claim_cb done, void *arg,
 {
 	const struct cfg	*cfg = pool_cfg();
 	struct pool_async	*pa;
-	struct timeval		 now = { 0, 0 };
 	pthread_attr_t		 attr;
 	pthread_t		 t;
 
@@ -597,8 +618,7 @@ pool_claim_async(const char *policy, pool_claim_cb done, void *arg,
 	pa->pa_arg = arg;
 	if ((pa->pa_sbx = pool_take_warm(policy)) != NULL) {
 		pa->pa_warm = 1;
-		(void)event_base_once(pool_base, -1, EV_TIMEOUT,
-		    pool_async_done, pa, &now);
+		pool_async_finish(pa);
 		return 0;
 	}
 	/* cold: the identical sandbox, built off the main loop */
@@ -608,8 +628,7 @@ pool_claim_async(const char *policy, pool_claim_cb done, void *arg,
 	if (pthread_create(&t, &attr, pool_async_build, pa) != 0) {
 		__atomic_sub_fetch(&pool_async_n, 1, __ATOMIC_RELAXED);
 		pa->pa_err = SBX_E_LAUNCH;
-		(void)event_base_once(pool_base, -1, EV_TIMEOUT,
-		    pool_async_done, pa, &now);
+		pool_async_finish(pa);
 	}
 	pthread_attr_destroy(&attr);
 	pool_kick(0);
@@ -707,12 +726,14 @@ pool_stop(void)
 		pthread_join(pool_thread, NULL);
 		pool_thread_up = 0;
 	}
-	/* cold builds in flight end within boot_timeout; their answers
-	   (and references) are delivered by one more turn of the loop */
+	/* cold builds in flight end within boot_timeout; their answers go
+	   nowhere now, but they release what they hold */
 	while (__atomic_load_n(&pool_async_n, __ATOMIC_ACQUIRE) > 0)
 		usleep(10000);
-	if (pool_base != NULL)
-		(void)event_base_loop(pool_base, EVLOOP_NONBLOCK);
+	pool_done_cb(-1, 0, NULL);
+	if (pool_done_ev != NULL)
+		event_free(pool_done_ev);
+	pool_done_ev = NULL;
 	sbx_drop_pooled();
 	for (i = 0; i < pool_npols; i++) {
 		free(pool_pols[i].pp_name);
