@@ -129,26 +129,6 @@ aud_name(void)
 	return aud.path != NULL ? aud.path : "stdout";
 }
 
-static int
-write_all(int fd, const char *p, size_t len)
-{
-	ssize_t	n;
-
-	while (len > 0) {
-		n = write(fd, p, len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * Look at the end of the file just opened as <wfd> (<size> bytes). When a
  * crash left a cut last line, start a new line so that the next record is
@@ -181,7 +161,7 @@ aud_open_tail(int wfd, off_t size)
 	}
 	len = (size_t)n;
 	if (buf[len - 1] != '\n') {
-		if (write_all(wfd, "\n", 1) == -1) {
+		if (util_write_all(wfd, "\n", 1) == -1) {
 			free(buf);
 			return -1;
 		}

@@ -376,23 +376,6 @@ led_wait(uint64_t seq)
 }
 
 static int
-write_all(int fd, const char *p, size_t len)
-{
-	ssize_t	n;
-
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int
 fsync_dir(const char *dir)
 {
 	int	fd, rc;
@@ -421,7 +404,7 @@ led_install(const char *snap, size_t len)
 		log_warn("bud: %s", led.tmp);
 		return -1;
 	}
-	if (write_all(fd, snap, len) == -1 || fsync(fd) == -1) {
+	if (util_write_all(fd, snap, len) == -1 || fsync(fd) == -1) {
 		log_warn("bud: write %s", led.tmp);
 		goto fail;
 	}
@@ -590,7 +573,7 @@ mono_ms(void)
 static int
 led_append(const char *p, size_t len)
 {
-	if (write_all(led.fd, p, len) == -1) {
+	if (util_write_all(led.fd, p, len) == -1) {
 		log_warn("bud: write %s", led.path);
 		return -1;
 	}

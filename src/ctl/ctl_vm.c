@@ -33,42 +33,6 @@
 
 #define FRAME_MAX	65536
 
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	const char	*p = buf;
-	ssize_t		 n;
-
-	while (len > 0) {
-		n = write(fd, p, len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int
-read_all(int fd, void *buf, size_t len)
-{
-	char	*p = buf;
-	ssize_t	 n;
-
-	while (len > 0) {
-		n = read(fd, p, len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void
 put_u32(unsigned char *p, uint32_t v)
 {
@@ -92,9 +56,9 @@ frame_send(int fd, char type, const void *data, size_t len)
 
 	hdr[0] = (unsigned char)type;
 	put_u32(hdr + 1, (uint32_t)len);
-	if (write_all(fd, hdr, sizeof(hdr)) == -1)
+	if (util_write_all(fd, hdr, sizeof(hdr)) == -1)
 		return -1;
-	return len > 0 ? write_all(fd, data, len) : 0;
+	return len > 0 ? util_write_all(fd, data, len) : 0;
 }
 
 /* The R frame: counts, then argv and envp strings. -1 when too big. */
@@ -141,17 +105,17 @@ frame_recv(int fd, unsigned char *buf, int *status)
 	unsigned char	hdr[5];
 	uint32_t	len;
 
-	if (read_all(fd, hdr, sizeof(hdr)) == -1)
+	if (util_read_all(fd, hdr, sizeof(hdr)) == -1)
 		return -1;
 	if ((len = get_u32(hdr + 1)) > FRAME_MAX ||
-	    (len > 0 && read_all(fd, buf, len) == -1))
+	    (len > 0 && util_read_all(fd, buf, len) == -1))
 		return -1;
 	switch (hdr[0]) {
 	case 'O':
-		(void)write_all(STDOUT_FILENO, buf, len);
+		(void)util_write_all(STDOUT_FILENO, buf, len);
 		return 0;
 	case 'E':
-		(void)write_all(STDERR_FILENO, buf, len);
+		(void)util_write_all(STDERR_FILENO, buf, len);
 		return 0;
 	case 'F':
 		ctl_err("in the VM: %.*s", (int)len, (const char *)buf);

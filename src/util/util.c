@@ -280,6 +280,48 @@ util_siphash(uint64_t k0, uint64_t k1, const unsigned char *in, size_t len)
 }
 
 int
+util_write_all(int fd, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
+util_read_all(int fd, void *buf, size_t len)
+{
+	char	*p = buf;
+	ssize_t	 n;
+
+	while (len > 0) {
+		n = read(fd, p, len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
 util_unix_connect(const char *path)
 {
 	struct sockaddr_un	sun;

@@ -50,6 +50,11 @@ int	util_strncaseeq(const char *s, size_t len, const char *lit);
 /* Trim spaces and tabs at both ends of (ptr,len) in place. */
 void	util_trim_ows(const char **s, size_t *len);
 
+/* Write or read exactly <len> bytes (EINTR retried). 0, or -1 with errno
+ * (EIO when the peer ended early). */
+int	util_write_all(int fd, const void *buf, size_t len);
+int	util_read_all(int fd, void *buf, size_t len);
+
 /* A blocking connection to the unix socket <path>; -1 with errno. */
 int	util_unix_connect(const char *path);
 
