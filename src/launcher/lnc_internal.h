@@ -93,6 +93,7 @@ struct lnc {
 	size_t		 l_nsbx;
 	struct lnc_goneq l_gone;
 	int		 l_accel;	/* qemu: CFG_ACCEL_KVM or _TCG */
+	unsigned long	 l_tsc_khz;	/* qemu: the host's TSC, 0 unknown */
 	char		 l_rundir[64];	/* qemu: /run/airlock/<table> */
 };
 

@@ -167,6 +167,7 @@ lnc_vm_host_setup(struct lnc *l)
 
 	snprintf(l->l_rundir, sizeof(l->l_rundir), "/run/airlock/%s",
 	    l->l_o.lo_table);
+	l->l_tsc_khz = tsc_khz();
 	(void)mkdir("/run/airlock", 0711);
 	if (mkdir(l->l_rundir, 0700) == -1 && errno != EEXIST)
 		log_warn("launcher: mkdir %s", l->l_rundir);
@@ -238,7 +239,7 @@ vm_argv(struct lnc *l, struct vm_argv *a, const char *dir, const char *id,
 {
 	char		ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
 	char		tsc[40], net[96];
-	unsigned long	khz = tsc_khz();
+	unsigned long	khz = l->l_tsc_khz;
 
 	memset(a, 0, sizeof(*a));
 	inet_ntop(AF_INET, &addr, ip, sizeof(ip));
