@@ -140,6 +140,8 @@ struct cfg_limits {
 	uint64_t	 l_connect_timeout_ms;	/* 10s */
 	uint64_t	 l_idle_timeout_ms;	/* 120s */
 	uint64_t	 l_shutdown_grace_ms;	/* 30s */
+	uint64_t	 l_reload_grace_ms;	/* 10s: tunnels a reload
+						   revoked live this long */
 	uint64_t	 l_upstream_timeout_ms;	/* 300s */
 	size_t		 l_max_connections;	/* 20000 */
 	size_t		 l_max_connections_per_sandbox; /* 512 */

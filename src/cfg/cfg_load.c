@@ -234,6 +234,8 @@ static const struct cfg_key cfg_limits_keys[] = {
 	    1, 0 },
 	{ "shutdown_grace", 0, cfg_set_duration, LIM(l_shutdown_grace_ms),
 	    0, 0 },
+	{ "reload_grace", 0, cfg_set_duration, LIM(l_reload_grace_ms),
+	    0, 0 },
 	{ "max_connections", 0, cfg_set_count, LIM(l_max_connections),
 	    1, 0 },
 	{ "max_connections_per_sandbox", 0, cfg_set_count,
@@ -2176,6 +2178,7 @@ cfg_new(char *file, char *dir)
 	c->c_limits.l_connect_timeout_ms = 10 * 1000;
 	c->c_limits.l_idle_timeout_ms = 120 * 1000;
 	c->c_limits.l_shutdown_grace_ms = 30 * 1000;
+	c->c_limits.l_reload_grace_ms = 10 * 1000;
 	c->c_limits.l_upstream_timeout_ms = 300 * 1000;
 	c->c_limits.l_max_connections = 20000;
 	c->c_limits.l_max_connections_per_sandbox = 512;

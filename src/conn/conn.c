@@ -29,6 +29,7 @@
 #include "audit/aud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
+#include "conn/conn_reload.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
 #include "geo/geo.h"
@@ -920,6 +921,7 @@ on_request_head(struct conn *c)
 	size_t			 n;
 	int			 i;
 
+	conn_cfg_refresh(c);	/* judged under the config of now */
 	util_copy_str(c->c_r.r_method, http_msg_method(m),
 	    sizeof(c->c_r.r_method));
 	c->c_r.r_keepalive = m->hm_keepalive && !c->c_worker->w_stopping;
@@ -938,6 +940,8 @@ on_request_head(struct conn *c)
 	/* inside TLS the sandbox is the one that sent the CONNECT; on the
 	   transparent listener the one of the source address */
 	if (!c->c_tls && !c->c_transparent && identify(c) == -1)
+		return;
+	if ((c->c_tls || c->c_transparent) && conn_sandbox_refresh(c) == -1)
 		return;
 	/* fail closed: no request goes out that the audit cannot record */
 	if (!aud_available()) {

@@ -21,6 +21,7 @@
 #include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
+#include "conn/conn_reload.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
 #include "tls/tls.h"
@@ -252,6 +253,7 @@ worker_free(struct worker *w)
 	SSL_CTX_free(w->w_tls_client);
 	if (w->w_resume_ev != NULL)
 		event_free(w->w_resume_ev);
+	conn_reload_sweep_free(w);
 	if (w->w_spare_fd != -1)
 		close(w->w_spare_fd);
 	if (w->w_base != NULL)
@@ -421,7 +423,7 @@ reload_cb(evutil_socket_t fd, short what, void *arg)
 	next = __atomic_exchange_n(&w->w_next_cfg, NULL, __ATOMIC_ACQ_REL);
 	if (next == NULL)
 		return;
-	/* connections keep the config (and SSL) they started with */
+	/* established TLS sessions keep the SSL they started with */
 	if (worker_tls_ctx(w, next) == -1)
 		log_warnx("worker %d: TLS contexts kept from the old config",
 		    w->w_id);
@@ -430,6 +432,9 @@ reload_cb(evutil_socket_t fd, short what, void *arg)
 	/* idle upstreams were checked (networks, GeoIP, TLS trust) under the
 	   old config: new requests connect afresh */
 	upstream_pool_flush(w);
+	/* open requests finish under their config, the next request of a
+	   connection takes this one; tunnels are judged after the grace */
+	conn_reload_sweep_arm(w);
 }
 
 void

@@ -44,6 +44,8 @@ struct worker {
 	int			  w_fd_short;	/* accept() failed for fds */
 	const char		 *w_overload;	/* conn_accept: answer 503
 						   overloaded with this */
+	struct event		 *w_sweep_ev;	/* reload_grace after a reload:
+						   close revoked tunnels */
 };
 
 /* Bind every listener of <cfg> once per worker, start the threads. */

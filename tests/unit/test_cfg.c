@@ -939,6 +939,7 @@ START_TEST(test_cfg_defaults)
 	ck_assert_uint_eq(c->c_limits.l_connect_timeout_ms, 10000);
 	ck_assert_uint_eq(c->c_limits.l_idle_timeout_ms, 120000);
 	ck_assert_uint_eq(c->c_limits.l_shutdown_grace_ms, 30000);
+	ck_assert_uint_eq(c->c_limits.l_reload_grace_ms, 10000);
 	ck_assert_uint_eq(c->c_limits.l_upstream_timeout_ms, 300000);
 	ck_assert_uint_eq(c->c_limits.l_max_connections, 20000);
 	ck_assert_uint_eq(c->c_limits.l_max_connections_per_sandbox, 512);
