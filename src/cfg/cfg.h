@@ -1,7 +1,8 @@
 /*
  * Configuration: loaded from YAML (libyaml), validated, then immutable.
- * A reload builds a new struct cfg; connections hold a reference to the
- * one they started with (cfg_ref/cfg_unref).
+ * A reload builds a new struct cfg; a request holds a reference to the one
+ * current when its head arrived, a tunnel to the one it was opened under
+ * (cfg_ref/cfg_unref; src/conn/conn_reload.c).
  */
 #ifndef AIRLOCK_CFG_H
 #define AIRLOCK_CFG_H

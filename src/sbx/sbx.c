@@ -332,8 +332,9 @@ sbx_sync_config(const struct cfg *cfg)
 	ssize_t			 at;
 
 	pthread_rwlock_wrlock(&sbx_lock);
-	/* static entries the file no longer has: forgotten (connections in
-	   flight finish under the config they started with) */
+	/* static entries the file no longer has: forgotten (requests in
+	   flight finish; the next one on an open connection is refused,
+	   see conn_reload.c) */
 	for (i = 0; i < sbx_n; ) {
 		if (sbx_v[i]->sb_static && cfg_sandbox_find(cfg,
 		    sbx_v[i]->sb_id) == NULL)
