@@ -5,7 +5,8 @@
 #   - secret files rewritten + SIGHUP: the next request of the session
 #     carries the new values (injected header and substituted placeholder)
 #   - caps.requests: 0 + POST /v1/reload: the next request is 402
-#   - the rule removed + SIGHUP: the next request is 403 inside TLS, while
+#   - the rule removed + SIGHUP: the next request is 403 inside TLS (and
+#     on a plain HTTP keep-alive connection of the explicit proxy), while
 #     a request in flight across that reload (slow upstream) completes 200
 #     under the config it started with
 #   - the same reload removes sandbox c, changes the token of sandbox d
@@ -17,10 +18,12 @@
 command -v openssl >/dev/null 2>&1 || skip "openssl CLI not found"
 sh "$top_srcdir/tests/harness/mkpki.sh" "$T/pki" >"$T/mkpki.log" 2>&1 ||
     hard_error "mkpki.sh: $(cat "$T/mkpki.log")"
+start_origin plain
+HTTP_PORT=$ORIGIN_PORT
 start_origin origin -C "$T/pki/good.crt" -K "$T/pki/good.key"
 TLS_PORT=$ORIGIN_PORT
 AIRLOCK_PORT=$(free_port)
-export AIRLOCK_PORT TLS_PORT T
+export AIRLOCK_PORT TLS_PORT HTTP_PORT T
 
 # the configs and secret files are written by the python below
 cat >"$T/cfg.py" <<'PY'
@@ -31,6 +34,7 @@ import os
 
 T = os.environ["T"]
 AP, TP = os.environ["AIRLOCK_PORT"], os.environ["TLS_PORT"]
+HP = os.environ["HTTP_PORT"]
 
 
 def put(path, text, mode=0o644):
@@ -46,6 +50,8 @@ def write(step, gen=None):
             put("%s/%s.secret" % (T, s), "%s-value-gen%d" % (s, gen), 0o600)
     rule = ('{host: "api.test", ports: [%s], paths: ["/echo", "/delay/*"], '
             'secrets: [bearer]}' % TP)
+    # plain HTTP too, for a keep-alive connection on the explicit proxy
+    rule += '\n      - {host: "api.test", ports: [%s], paths: ["/echo"]}' % HP
     if step >= 2:
         rule = '{host: "other.test", ports: [%s]}' % TP
     caps = "    caps: {requests: 0}\n" if step == 1 else ""
@@ -171,7 +177,7 @@ def reload(how, step, secrets=None):
 
 def same(c, sock, what):
     t.ok(c.sock is sock and sock.fileno() != -1,
-         "%s: still the same TLS session" % what)
+         "%s: still the same connection" % what)
 
 
 def denied(r, body, status, code, what, reason_part=None):
@@ -187,7 +193,20 @@ def denied(r, body, status, code, what, reason_part=None):
     return j
 
 
-# --- open a session per sandbox, one request each
+def plain(c):
+    """A request on the plain keep-alive connection <c> (sandbox a)."""
+    c.request("GET", "http://api.test:%d/echo" % itlib.env_int("HTTP_PORT"),
+              headers={"Proxy-Authorization": "Basic " + base64.b64encode(
+                  b"a:tok-a").decode()})
+    r = c.getresponse()
+    return r, r.read()
+
+
+# --- open a session per sandbox, one request each; and a plain one
+pc = http.client.HTTPConnection("127.0.0.1", ap, timeout=20)
+r, body = plain(pc)
+t.ok(r.status == 200, "plain keep-alive connection: 200", (r.status, body))
+psock = pc.sock
 sess = {}
 for sid in "abcde":
     c = session(sid, "tok-" + sid)
@@ -219,11 +238,16 @@ r, body, up = get(ca, "/echo")
 denied(r, body, 402, "budget_exceeded",
        "caps.requests 0 after a reload: next request in the session 402")
 same(ca, sa, "caps reload")
+r, body = plain(pc)
+denied(r, body, 402, "budget_exceeded",
+       "... and on an open plain HTTP keep-alive connection")
+same(pc, psock, "plain connection, caps reload")
 
 # --- the rule goes (SIGHUP) while sandbox b has a request in flight
 reload("hup", 0)
 r, body, up = get(ca, "/echo")
 t.ok(r.status == 200, "caps lifted again: 200", (r.status, body[:200]))
+t.ok(plain(pc)[0].status == 200, "caps lifted again: 200 on the plain one")
 cb, sb = sess["b"]
 slow = {}
 
@@ -247,6 +271,10 @@ j = denied(r, body, 403, "denied",
            "rule removed by a reload: next request in the session is a JSON "
            "403 inside TLS")
 same(ca, sa, "rule removal")
+r, body = plain(pc)
+denied(r, body, 403, "denied",
+       "... and on an open plain HTTP keep-alive connection")
+same(pc, psock, "plain connection, rule removal")
 rec = itlib.audit_wait(audit, lambda x: x.get("id") == j.get("request_id"), 10)
 t.ok(rec is not None and rec.get("decision") == "deny" and
      rec.get("status") == 403 and rec.get("sandbox") == "a" and
@@ -285,6 +313,7 @@ r, body, up = get(ce, "/delay/10")
 denied(r, body, 403, "denied", "... judged by its new policy (no /delay/*)")
 for sid in sess:
     sess[sid][0].close()
+pc.close()
 t.done()
 PY
 stop_airlockd
