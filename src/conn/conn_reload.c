@@ -142,14 +142,22 @@ conn_sandbox_refresh(struct conn *c)
 	return 0;
 }
 
-/* Is <c> a tunnel or WebSocket, or a splice on its way to becoming one? */
+/*
+ * Is <c> a tunnel or WebSocket, or on its way to becoming one (a splice
+ * connecting, an upgrade waiting for its 101), opened under an older
+ * config than its worker's? One opened under the current config was
+ * judged by it.
+ */
 static int
 is_stream(const struct conn *c)
 {
-	if (!c->c_r.r_active || c->c_closing)
+	if (!c->c_r.r_active || c->c_closing ||
+	    c->c_cfg == c->c_worker->w_cfg)
 		return 0;
 	if (c->c_state == CONN_TUNNEL)
 		return 1;
+	if (c->c_r.r_upgrade)
+		return c->c_state == CONN_WAIT || c->c_state == CONN_FORWARD;
 	return c->c_r.r_connect && !c->c_tls && (c->c_state == CONN_WAIT ||
 	    c->c_state == CONN_TLS_PEEK) && c->c_r.r_tls != NULL &&
 	    (strcmp(c->c_r.r_tls, "splice") == 0 || c->c_trans_raw);
