@@ -120,7 +120,8 @@ conn_connect_denied(struct conn *c, const char *reason)
 	char	why[sizeof(c->c_r.r_reason)];
 
 	c->c_r.r_allowed = 0;
-	if (!cert_name_ok(c->c_r.r_host)) {
+	/* a redirected connection that says CONNECT was promised nothing */
+	if (c->c_transparent || !cert_name_ok(c->c_r.r_host)) {
 		conn_deny(c, 403, "denied", reason);
 		return;
 	}
