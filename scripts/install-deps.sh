@@ -14,6 +14,8 @@ QEMU_PKGS="qemu-system-x86"
 TEST_PKGS="curl python3 procps iproute2 nftables squid tinyproxy
            libmaxmind-db-writer-perl python3-prometheus-client
            bind9-dnsutils clang libclang-rt-14-dev"
+# real clients of 405/406 (run with the system python, /usr/bin/python3)
+TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS $TEST_PKGS"
 fi

@@ -635,6 +635,9 @@ conn_deny(struct conn *c, int status, const char *code, const char *reason)
 	    !(c->c_req.hm_framing == HTTP_BODY_LENGTH &&
 	    c->c_req.hm_content_length == 0);
 
+	/* inside a tunnel the framing of what follows is in doubt */
+	if (status == 400 && (c->c_tls || c->c_tunnel_http))
+		close = 1;
 	conn_reply_error(c, status, code, reason, close || !c->c_r.r_keepalive);
 }
 
@@ -804,6 +807,10 @@ transparent_target(struct conn *c, const struct http_target *t)
 	int			 i;
 
 	c->c_r.r_port = c->c_trans_port;
+	/* what a refusal's audit record knows already */
+	if (c->c_trans_named)
+		util_copy_str(c->c_r.r_host, c->c_trans_host,
+		    sizeof(c->c_r.r_host));
 	if ((i = http_msg_find(m, "host", 0)) == -1) {
 		conn_deny(c, 400, "bad_request", "Host header missing");
 		return -1;
@@ -818,7 +825,8 @@ transparent_target(struct conn *c, const struct http_target *t)
 	}
 	if ((c->c_trans_named && strcmp(h.t_host, c->c_trans_host) != 0) ||
 	    h.t_port != c->c_trans_port || (t->t_host[0] != '\0' &&
-	    strcmp(t->t_host, h.t_host) != 0)) {
+	    (strcmp(t->t_host, h.t_host) != 0 ||
+	    t->t_port != c->c_trans_port))) {
 		/* header values are never echoed (error pages, audit) */
 		snprintf(reason, sizeof(reason), "Host header does not name "
 		    "the destination %s:%d", c->c_trans_host, c->c_trans_port);
@@ -847,9 +855,9 @@ request_target(struct conn *c)
 	int			 i;
 
 	if (c->c_r.r_connect) {
-		if (c->c_tls) {
+		if (c->c_tls || c->c_tunnel_http) {
 			conn_reply_error(c, 400, "bad_request",
-			    "CONNECT inside an intercepted session", 1);
+			    "CONNECT inside a tunnel", 1);
 			return -1;
 		}
 		if (http_authority_parse(url, m->hm_url_len, 0, 1, &t,
@@ -862,14 +870,13 @@ request_target(struct conn *c)
 		return 0;
 	}
 	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls ||
-	    c->c_transparent, &t,
-	    &why) == -1) {
+	    c->c_transparent || c->c_tunnel_http, &t, &why) == -1) {
 		conn_reply_error(c, 400, "bad_request", why, 1);
 		return -1;
 	}
 	c->c_r.r_path = t.t_path;
 	c->c_r.r_query = t.t_query;
-	if (!c->c_tls && c->c_transparent)
+	if (!c->c_tls && (c->c_transparent || c->c_tunnel_http))
 		return transparent_target(c, &t);
 	if (!c->c_tls) {
 		util_copy_str(c->c_r.r_host, t.t_host, sizeof(c->c_r.r_host));
@@ -939,9 +946,11 @@ on_request_head(struct conn *c)
 	}
 	/* inside TLS the sandbox is the one that sent the CONNECT; on the
 	   transparent listener the one of the source address */
-	if (!c->c_tls && !c->c_transparent && identify(c) == -1)
+	if (!c->c_tls && !c->c_transparent && !c->c_tunnel_http &&
+	    identify(c) == -1)
 		return;
-	if ((c->c_tls || c->c_transparent) && conn_sandbox_refresh(c) == -1)
+	if ((c->c_tls || c->c_transparent || c->c_tunnel_http) &&
+	    conn_sandbox_refresh(c) == -1)
 		return;
 	/* fail closed: no request goes out that the audit cannot record */
 	if (!aud_available()) {
@@ -949,6 +958,8 @@ on_request_head(struct conn *c)
 		    "be written; requests are refused until it can");
 		return;
 	}
+	if (c->c_r.r_connect && conn_connect_guard(c) == -1)
+		return;
 
 	pr.pr_host = c->c_r.r_host;
 	pr.pr_port = c->c_r.r_port;
@@ -956,9 +967,13 @@ on_request_head(struct conn *c)
 	pr.pr_path = c->c_r.r_connect ? NULL : c->c_r.r_path;
 	if (c->c_policy == NULL ||
 	    pol_evaluate(c->c_policy, &pr, &res) != POL_ALLOW) {
-		conn_deny(c, 403, "denied", c->c_policy == NULL ?
-		    "the sandbox's policy is not in the running config" :
-		    res.pr_reason);
+		const char *why = c->c_policy == NULL ? "the sandbox's policy "
+		    "is not in the running config" : res.pr_reason;
+
+		if (c->c_r.r_connect)
+			conn_connect_denied(c, why);	/* 403 inside TLS */
+		else
+			conn_deny(c, 403, "denied", why);
 		return;
 	}
 	/* "policy#N"; room kept for '#' and the digits */
@@ -981,9 +996,12 @@ on_request_head(struct conn *c)
 		size_t		 vlen = m->hm_hdrs[i].h_value_len;
 
 		util_trim_ows(&v, &vlen);
-		/* only WebSocket; other upgrades (h2c) are dropped */
+		/* only WebSocket; other upgrades (h2c) are ignored and the
+		   request served as HTTP/1.1 (RFC 9110 section 7.8) */
 		if (util_strncaseeq(v, vlen, "websocket"))
 			c->c_r.r_upgrade = 1;
+		else
+			http_msg_ignore_upgrade(m);
 	}
 
 	c->c_r.r_rule_p = &c->c_policy->p_rules[res.pr_rule];
@@ -1818,6 +1836,10 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case CONN_TLS_PEEK:
 	case CONN_TLS_HANDSHAKE:
+		if (c->c_deny_tls) {
+			conn_connect_deny_timeout(c);
+			break;
+		}
 		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
 		    "TLS handshake not completed in time");
 		log_info("%s: TLS handshake timed out", c->c_client);

@@ -149,6 +149,12 @@ struct conn {
 	struct net_addr		 c_orig_addr;	/* SO_ORIGINAL_DST */
 	int			 c_trans_port;
 	char			 c_trans_host[256]; /* what policy judges */
+	int			 c_tunnel_http;	/* plain HTTP inside a CONNECT
+						   tunnel: c_trans_host and
+						   c_trans_port are its only
+						   authority (conn_connect.c) */
+	int			 c_deny_tls;	/* CONNECT denied by policy: the
+						   403 goes inside TLS */
 	struct conn_req		 c_r;
 };
 
@@ -233,6 +239,25 @@ void	conn_budget_response_head(struct conn *);
 void	conn_budget_body(struct conn *, const char *, size_t);
 /* Once per request, from conn_audit: settle and report usage. */
 void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);
+
+/* conn_connect.c: what follows a CONNECT besides an allowed ClientHello */
+/* How long a denied CONNECT waits for the ClientHello after its 200. */
+#define CONN_DENY_PEEK_MS	3000
+/* A CONNECT to an IP literal in a denied network: 0, or -1 after the
+ * CONNECT-level 403. */
+int	conn_connect_guard(struct conn *);
+/* Policy denied the CONNECT (<reason> borrowed): answer 200 and the 403
+ * inside TLS, or a CONNECT-level 403 when that cannot be done. */
+void	conn_connect_denied(struct conn *, const char *reason);
+/* The first bytes after the 200 are not TLS: plain HTTP, or a close. */
+void	conn_connect_not_tls(struct conn *);
+/* The TLS handshake of a denied CONNECT ended (conn_tls_handshake_event). */
+void	conn_connect_deny_handshake(struct conn *, short what);
+/* The peek or handshake timer of a denied CONNECT ran out. */
+void	conn_connect_deny_timeout(struct conn *);
+/* conn_transparent.c: does <p> start like an HTTP/1.x request line?
+ * 1 yes, 0 no, -1 not decided yet (a few more bytes will tell). */
+int	conn_looks_like_http(const unsigned char *p, size_t len);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);

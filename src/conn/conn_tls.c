@@ -42,7 +42,8 @@ conn_tls_connect_allowed(struct conn *c, int intercept)
 		evbuffer_add_printf(out,
 		    "HTTP/1.1 200 Connection established\r\n\r\n");
 	c->c_state = CONN_TLS_PEEK;
-	conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
+	conn_timer_arm(c, c->c_deny_tls ? CONN_DENY_PEEK_MS :
+	    c->c_cfg->c_limits.l_header_timeout_ms);
 	/* the hello may have come with the CONNECT */
 	if (evbuffer_get_length(bufferevent_get_input(c->c_bev)) > 0)
 		conn_tls_peek(c);
@@ -115,7 +116,7 @@ conn_tls_peek(struct conn *c)
 			conn_refuse(c, "TLS ClientHello too large");
 		return;
 	case TLS_HELLO_NOT_TLS:
-		conn_refuse(c, "CONNECT payload is not TLS");
+		conn_connect_not_tls(c);	/* plain HTTP, or a close */
 		return;
 	case TLS_HELLO_BAD:
 		conn_refuse(c, "malformed TLS ClientHello");
@@ -164,6 +165,10 @@ conn_tls_handshake_event(struct conn *c, short what)
 	char		 err[256], reason[400];
 	unsigned long	 e;
 
+	if (c->c_deny_tls) {
+		conn_connect_deny_handshake(c, what);
+		return;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		/* inner requests are audited one by one, not the CONNECT */
 		c->c_r.r_active = 0;

@@ -207,9 +207,10 @@ trans_raw(struct conn *c)
 	conn_resolve(c);
 }
 
-/* Does <p> start like an HTTP/1.x request line ("TOKEN SP")? */
-static int
-looks_like_http(const unsigned char *p, size_t len)
+/* Does <p> start like an HTTP/1.x request line ("TOKEN SP")? Also used
+ * after a CONNECT (conn_connect.c). */
+int
+conn_looks_like_http(const unsigned char *p, size_t len)
 {
 	size_t	i;
 
@@ -242,7 +243,7 @@ conn_transparent_peek(struct conn *c, int timed_out)
 		trans_tls(c);
 		return;
 	}
-	http = looks_like_http(p, len < 24 ? len : 24);
+	http = conn_looks_like_http(p, len < 24 ? len : 24);
 	if (http == -1)
 		return;		/* a few more bytes will tell */
 	if (http == 1) {

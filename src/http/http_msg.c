@@ -371,6 +371,14 @@ http_msg_reset(struct http_msg *m)
 }
 
 void
+http_msg_ignore_upgrade(struct http_msg *m)
+{
+	/* llhttp decides "the rest is another protocol" from this flag
+	   after the head callback we paused in */
+	m->hm_parser.upgrade = 0;
+}
+
+void
 http_msg_resume(struct http_msg *m)
 {
 	if (llhttp_get_errno(&m->hm_parser) == HPE_PAUSED)
@@ -384,6 +392,13 @@ msg_error(struct http_msg *m, llhttp_errno_t err)
 		int req = m->hm_type == HTTP_REQUEST;
 
 		switch (err) {
+		case HPE_PAUSED_H2_UPGRADE:
+			/* "PRI * HTTP/2.0": HTTP/2 with prior knowledge */
+			m->hm_err_status = req ? 505 : 502;
+			snprintf(m->hm_err_reason, sizeof(m->hm_err_reason),
+			    "HTTP/2 connection preface (h2c); airlock speaks "
+			    "HTTP/1.1");
+			return HTTP_FEED_ERROR;
 		case HPE_INVALID_METHOD:
 			m->hm_err_status = req ? 501 : 502;
 			break;
@@ -564,7 +579,7 @@ http_msg_is_hop(const struct http_msg *m, const char *name, size_t len)
 	static const char *const hop[] = {
 		"connection", "keep-alive", "proxy-authenticate",
 		"proxy-authorization", "proxy-connection", "te", "trailer",
-		"transfer-encoding", "upgrade",
+		"transfer-encoding", "upgrade", "http2-settings",
 	};
 	char	tmp[64];
 	size_t	i;

@@ -97,6 +97,13 @@ void	http_msg_resume(struct http_msg *);
  */
 enum http_feed http_msg_feed(struct http_msg *, const char *, size_t,
 	    size_t *consumed);
+/*
+ * Serve a request that asked to switch protocols (h2c) as the HTTP/1.1
+ * message it also is (RFC 9110 section 7.8 lets a server ignore Upgrade):
+ * its body is parsed and the connection goes on. Call at the head, before
+ * http_msg_resume().
+ */
+void	http_msg_ignore_upgrade(struct http_msg *);
 /* The peer closed: completes an EOF-delimited response. */
 enum http_feed http_msg_finish(struct http_msg *);
 

@@ -32,6 +32,9 @@ struct sbx {
 	int		 sb_conns;	/* atomic: open proxy connections */
 	int		 sb_flags;	/* SBX_F_*; changed under the lock */
 	uint64_t	 sb_last_used_ms; /* atomic: last request (monotonic) */
+	uint64_t	 sb_deny_tls_tat; /* atomic: rate bound of TLS
+					   handshakes for denied CONNECTs
+					   (GCRA, µs; conn_connect.c) */
 	struct net_addr	*sb_addrs;	/* source addresses that identify it
 					   (transparent listener, DNS stub):
 					   the config's "addresses", or the one

@@ -7,8 +7,8 @@
  *
  * Each FILE is the byte stream of one client connection. The bytes go
  * through http_msg_feed() the way conn.c's request loop drives it (resume
- * after the head, an empty feed when no body follows, reset after each
- * message) until an error, an upgrade or the end of the data. One JSON
+ * after the head, an Upgrade other than websocket ignored, an empty feed
+ * when no body follows, reset after each message) until an error, an upgrade or the end of the data. One JSON
  * object per FILE goes to stdout:
  *
  *   {"file": F, "msgs": [M...], "rest": BYTES_NOT_CONSUMED}
@@ -30,6 +30,7 @@
 #include <json-c/json.h>
 
 #include "http/http_msg.h"
+#include "util/util.h"
 
 #define MAX_MSGS	64
 
@@ -53,6 +54,26 @@ on_body(void *arg, const char *p, size_t len)
 	}
 	memcpy(b->b_buf + b->b_len, p, len);
 	b->b_len += len;
+}
+
+/* As conn.c's on_request_head: only a WebSocket upgrade is honoured;
+ * any other (h2c) leaves an HTTP/1.1 request. */
+static void
+upgrade_policy(struct http_msg *m)
+{
+	const char	*v;
+	size_t		 vlen;
+	int		 i;
+
+	if (m->hm_method == HTTP_CONNECT ||
+	    (i = http_msg_find(m, "upgrade", 0)) == -1 ||
+	    !http_msg_connection_has(m, "upgrade"))
+		return;
+	v = http_msg_str(m, m->hm_hdrs[i].h_value);
+	vlen = m->hm_hdrs[i].h_value_len;
+	util_trim_ows(&v, &vlen);
+	if (!util_strncaseeq(v, vlen, "websocket"))
+		http_msg_ignore_upgrade(m);
 }
 
 static json_object *
@@ -139,6 +160,7 @@ parse_one(const char *file, const char *in, size_t n, size_t max)
 		case HTTP_FEED_MORE:
 			break;
 		case HTTP_FEED_HEAD:
+			upgrade_policy(&m);
 			http_msg_resume(&m);
 			break;
 		case HTTP_FEED_DONE:

@@ -2,8 +2,8 @@
 # CONNECT to an allowed host:port opens a tunnel (audited as proto
 # "tunnel"); a TLS session to a TLS upstream runs through it end to end
 # (rule intercept: false where the daemon knows the key, i.e. splice);
-# denied or malformed CONNECTs are refused; a WebSocket upgrade passes
-# after policy and then carries bytes both ways.
+# denied CONNECTs get their 403 inside TLS, malformed ones are refused; a
+# WebSocket upgrade passes after policy and then carries bytes both ways.
 . "$top_srcdir/tests/integration/lib.sh"
 
 command -v openssl >/dev/null 2>&1 || skip "openssl CLI not found"
@@ -95,10 +95,27 @@ if t.ok(rec is not None, "tunnel audited"):
     t.ok("path" not in rec or rec["path"] in (None, ""),
          "no path for a tunnel", rec)
 
-# refused CONNECTs
+# CONNECTs policy denies: 200, then the 403 inside TLS under the
+# sandbox's CA, with the reason (406-connect-deny-tls has the rest)
+import tlslib
+sbca = os.environ["T"] + "/state/ca/local/ca.crt"
+for target, why in (
+        (b"api.test:1", "port 1 is not allowed for host api.test"),
+        (b"other.test:%d" % op, "host other.test is not allowed")):
+    try:
+        c = tlslib.TLSConn(ap, target.decode(), tlslib.context(sbca),
+                           target.split(b":")[0].decode())
+        r = c.get("/ws")
+        c.close()
+    except Exception as e:
+        r = None
+        t.ok(False, "CONNECT %s: TLS session" % target.decode(), repr(e))
+    if t.error(r, 403, "denied", "CONNECT %s → 403 inside TLS" %
+               target.decode()):
+        t.ok(r.json()["reason"] == why, "reason: " + why, r.json())
+
+# refused CONNECTs before any TLS
 for target, status, code, what in (
-        (b"api.test:1", 403, "denied", "denied port"),
-        (b"other.test:%d" % op, 403, "denied", "denied host"),
         (b"127.0.0.2:%d" % op, 403, "denied", "denied network"),
         (b"api.test", 400, "bad_request", "no port"),
         (b"api.test:99999", 400, "bad_request", "port out of range"),

@@ -3,7 +3,8 @@
 # clients and tls.min_version, ALPN offers (h2 only is refused), a client
 # that does not trust the CA (the daemon goes on serving), domain fronting
 # (SNI != CONNECT host, Host != SNI) → 403 inside TLS, a CONNECT to a
-# denied port → 403 before TLS, non-TLS bytes after CONNECT → closed.
+# denied port or host → 403 inside TLS, bytes that are neither TLS nor
+# HTTP after CONNECT → closed (plain HTTP there: 405-connect-plain-http).
 . "$top_srcdir/tests/integration/lib.sh"
 
 command -v openssl >/dev/null 2>&1 || skip "openssl CLI not found"
@@ -249,30 +250,47 @@ rec = itlib.audit_wait(audit, lambda a: a.get("status") == 403 and
 t.ok(rec is not None and rec.get("decision") == "deny",
      "Host mismatch audited", rec)
 
-# CONNECT to a denied port, a denied host: 403 before any TLS
-for target, what in (("api.test:1", r"port"), ("evil.test:%d" % tp, "evil"),
-                     ("api.test:%d" % (tp + 1 if tp < 65535 else tp - 1),
-                      "port")):
-    try:
-        s, r = tlslib.proxy_connect(ap, target)
-        s.close()
-        t.ok(False, "CONNECT %s → 403" % target, repr(r))
-    except tlslib.ProxyRefused as e:
-        t.error(e.resp, 403, "denied", "CONNECT %s → 403 before TLS" % target)
+# CONNECT to a denied port, a denied host: 200, then the 403 inside TLS
+# (a leaf for the name from the sandbox's CA), then the connection closes
+for target, sni, why in (
+        ("api.test:1", "api.test", "port 1 is not allowed"),
+        ("evil.test:%d" % tp, "evil.test", "host evil.test is not allowed"),
+        ("api.test:%d" % (tp + 1 if tp < 65535 else tp - 1), "api.test",
+         "is not allowed")):
+    c, e, cl = tlslib.TLSConn.attempt(ap, target, tlslib.context(ca), sni)
+    if not t.ok(c is not None, "CONNECT %s: handshake verified with the "
+                "sandbox CA" % target, repr(e)):
+        continue
+    t.ok(tlslib.cert_info(c.peer_pem())["san"] == ["DNS:" + sni],
+         "CONNECT %s: the leaf names %s" % (target, sni))
+    r = c.get("/json/9?m=deny-" + target.replace(":", "-"))
+    if t.error(r, 403, "denied", "CONNECT %s → 403 inside TLS" % target):
+        t.ok(why in r.json()["reason"], "reason says " + why, r.json())
+        t.ok(r.header("Connection") == "close" and c.closed_after(3),
+             "CONNECT %s: closed after the 403" % target)
+    c.close()
+    rec = tlslib.audit_client(audit, cl)
+    t.ok(rec is not None and rec.get("decision") == "deny" and
+         rec.get("status") == 403 and rec.get("method") == "CONNECT" and
+         why in (rec.get("reason") or "") and
+         rec.get("tls") == "intercept", "CONNECT %s audited deny 403" %
+         target, rec)
+    t.ok(not seen("m=deny-" + target.replace(":", "-")),
+         "denied CONNECT %s never reached the origin" % target)
 
-# non-TLS bytes after the CONNECT: closed, audited
+# bytes that are neither TLS nor HTTP after the CONNECT: closed, audited
 s, r = tlslib.proxy_connect(ap, tgt)
 cl = tlslib.client_addr(s)
-s.sendall(b"GET /json/9?m=plain HTTP/1.1\r\nHost: api.test\r\n\r\n")
+s.sendall(b"\x00\x01\x02\x03 binary, not a request line\r\n")
 rd = itlib.Reader(s)
-t.ok(rd.closed_after(3), "plain HTTP after CONNECT: connection closed, "
-     "nothing answered", rd.buf)
+t.ok(rd.closed_after(3) and not rd.buf, "neither TLS nor HTTP after "
+     "CONNECT: connection closed, nothing answered", rd.buf)
 s.close()
 rec = tlslib.audit_client(audit, cl)
 t.ok(rec is not None and rec.get("decision") == "deny" and
-     rec.get("method") == "CONNECT" and "TLS" in (rec.get("reason") or ""),
-     "plain HTTP after CONNECT audited deny (not TLS)", rec)
-t.ok(not seen("m=plain"), "plain HTTP after CONNECT never reached the origin")
+     rec.get("method") == "CONNECT" and
+     "neither TLS nor HTTP" in (rec.get("reason") or ""),
+     "neither TLS nor HTTP after CONNECT audited deny with that reason", rec)
 t.done()
 PY
 

@@ -303,7 +303,11 @@ r, raw = plain(request("GET", "http://evil.test%s%s" % (PATH, QUERY)))
 check("host not allowed", "http", r, raw, 403, "denied")
 r, raw = plain(request("DELETE", U))
 check("method not allowed", "http", r, raw, 403, "denied")
-connect_case("CONNECT to a host not allowed", "evil.test:443", 403, "denied")
+connect_case("CONNECT to an address in a denied network", "127.0.0.2:443",
+             403, "denied")
+# a denied host's 403 comes inside TLS, right after the handshake
+tls_case("CONNECT to a host not allowed", "evil.test", 443,
+         inner("GET", IP, "evil.test:443"), 403, "denied")
 tls_case("method not allowed", "api.test", TP, inner("DELETE", IP, AT),
          403, "denied")
 tls_case("Host header naming another host", "api.test", TP,

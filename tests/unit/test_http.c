@@ -51,6 +51,7 @@ static const struct http_case reject_cases[] = {
 	    400 },
 	{ "http/2.0", "GET http://a/ HTTP/2.0\r\nHost: a\r\n\r\n", 505 },
 	{ "http/1.2", "GET http://a/ HTTP/1.2\r\nHost: a\r\n\r\n", 505 },
+	{ "h2c preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505 },
 	{ "bad method", "G@T http://a/ HTTP/1.1\r\n\r\n", 501 },
 	{ "space in name", "GET http://a/ HTTP/1.1\r\nX A: b\r\n\r\n", 400 },
 	{ "empty name", "GET http://a/ HTTP/1.1\r\n: b\r\n\r\n", 400 },
@@ -233,6 +234,50 @@ START_TEST(test_http_hop_by_hop)
 }
 END_TEST
 
+/* Upgrade: h2c ignored: a body, then the next request, as HTTP/1.1. */
+START_TEST(test_http_ignore_upgrade)
+{
+	static const char raw[] = "POST http://a/x HTTP/1.1\r\nHost: a\r\n"
+	    "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+	    "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nContent-Length: 5\r\n"
+	    "\r\nhelloGET http://next/ HTTP/1.1\r\n\r\n";
+	struct http_msg	m;
+	size_t		used, used2;
+	enum http_feed	f;
+	int		ignore;
+
+	for (ignore = 0; ignore <= 1; ignore++) {
+		body_len = 0;
+		http_msg_init(&m, HTTP_REQUEST, 65536);
+		m.hm_on_body = collect;
+		f = http_msg_feed(&m, raw, sizeof(raw) - 1, &used);
+		ck_assert_int_eq(f, HTTP_FEED_HEAD);
+		ck_assert(http_msg_is_hop(&m, "HTTP2-Settings", 14));
+		if (ignore)
+			http_msg_ignore_upgrade(&m);
+		http_msg_resume(&m);
+		f = http_msg_feed(&m, raw + used, sizeof(raw) - 1 - used,
+		    &used2);
+		used += used2;
+		ck_assert_int_eq(body_len, 5);
+		if (!ignore) {
+			/* llhttp alone would stop here: "another protocol" */
+			ck_assert_int_eq(f, HTTP_FEED_UPGRADE);
+			http_msg_fini(&m);
+			continue;
+		}
+		ck_assert_int_eq(f, HTTP_FEED_DONE);
+		ck_assert(strncmp(raw + used, "GET http://next/", 16) == 0);
+		http_msg_reset(&m);
+		f = http_msg_feed(&m, raw + used, sizeof(raw) - 1 - used,
+		    &used2);
+		ck_assert_int_eq(f, HTTP_FEED_HEAD);
+		ck_assert_str_eq(http_msg_method(&m), "GET");
+		http_msg_fini(&m);
+	}
+}
+END_TEST
+
 START_TEST(test_http_response_framing)
 {
 	static const char chunked[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
@@ -285,6 +330,7 @@ suite_http(void)
 	tcase_add_test(tc, test_http_header_limit);
 	tcase_add_test(tc, test_http_uri_limit);
 	tcase_add_test(tc, test_http_hop_by_hop);
+	tcase_add_test(tc, test_http_ignore_upgrade);
 	tcase_add_test(tc, test_http_response_framing);
 	suite_add_tcase(s, tc);
 	return s;
