@@ -9,7 +9,7 @@ or, with -C/-K, TLS (ALPN http/1.1). Every event is appended to LOG as one
 JSON line, flushed before the answer goes out:
 
   {"ev": "request", "conn", "tls", "sni", "alpn", "method", "target",
-   "version", "head"}                  a request head as received
+   "version", "head", "body"}          a request as received
   {"ev": "ws_open", "conn"}            101 sent for a WebSocket upgrade
   {"ev": "ws_msg", "conn", "op", "data", "masked"}   a data frame
   {"ev": "ws_close", "conn", "code", "reason", "masked", "by"}
@@ -19,16 +19,16 @@ JSON line, flushed before the answer goes out:
   {"ev": "ws_eof", "conn"}             the connection ended without a close
   {"ev": "eof", "conn"}                a plain HTTP connection ended
 
-HTTP answers: /ws… (any path beginning so) with "Upgrade: websocket" → 101 and a WebSocket echo
-server (RFC 6455: client frames must be masked; data frames are echoed
-unmasked; the text message "server-close" makes the server send a close
-1000 "bye" and wait for the client's reply, "server-abort" makes it drop
+HTTP answers: a path beginning /ws with "Upgrade: websocket" → 101 and a
+WebSocket echo server (RFC 6455: client frames must be masked; data
+frames are echoed unmasked; the text message "server-close" makes the
+server send a close 1000 "bye" and wait for the client's reply, "server-abort" makes it drop
 the connection with neither a close frame nor TLS close_notify (logged
 as {"ev": "ws_abort"}); a close from the client is answered with the
-same code and reason). A WebSocket connection that ends normally ends
-with TLS close_notify, as real servers send it. Any other request: 200, a JSON body
-{"method","target","conn"}, keep-alive. Request bodies are read by
-Content-Length only (the suite's plain requests have none or a small one).
+same code and reason; over TLS a WebSocket connection that ends
+normally ends with close_notify, as real servers send it). Any other
+request: 200, a JSON body {"method","target","conn"}, keep-alive.
+Request bodies are read by Content-Length only (the suite's plain requests have none or a small one).
 """
 
 import argparse
@@ -158,19 +158,19 @@ def serve(sock, log, cid, tls):
         while True:
             head = st.head()
             method, target, version, hdrs = headers_of(head)
+            n = int(hdrs.get("content-length", "0") or 0)
+            body = st.need(n) if n else b""
             log.write(ev="request", conn=cid, tls=tls, sni=sni, alpn=alpn,
                       method=method, target=target, version=version,
-                      head=head.decode("latin-1"))
-            n = int(hdrs.get("content-length", "0") or 0)
-            if n:
-                st.need(n)
+                      head=head.decode("latin-1"),
+                      body=body.decode("latin-1"))
             path = target.split("?", 1)[0]
             if "://" in path:
                 path = "/" + path.split("://", 1)[1].partition("/")[2]
             if path.startswith("/ws") and \
                     hdrs.get("upgrade", "").lower() == "websocket":
-                acc = base64.b64encode(hashlib.sha1(
-                    hdrs.get("sec-websocket-key", "").encode() + GUID).digest())
+                key = hdrs.get("sec-websocket-key", "").encode()
+                acc = base64.b64encode(hashlib.sha1(key + GUID).digest())
                 sock.sendall(b"HTTP/1.1 101 Switching Protocols\r\n"
                              b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
                              b"Sec-WebSocket-Accept: " + acc + b"\r\n\r\n")
