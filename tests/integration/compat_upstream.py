@@ -20,15 +20,16 @@ JSON line, flushed before the answer goes out:
   {"ev": "eof", "conn"}                a plain HTTP connection ended
 
 HTTP answers: a path beginning /ws with "Upgrade: websocket" → 101 and a
-WebSocket echo server (RFC 6455: client frames must be masked; data
-frames are echoed unmasked; the text message "server-close" makes the
-server send a close 1000 "bye" and wait for the client's reply, "server-abort" makes it drop
-the connection with neither a close frame nor TLS close_notify (logged
-as {"ev": "ws_abort"}); a close from the client is answered with the
-same code and reason; over TLS a WebSocket connection that ends
-normally ends with close_notify, as real servers send it). Any other
-request: 200, a JSON body {"method","target","conn"}, keep-alive.
-Request bodies are read by Content-Length only (the suite's plain requests have none or a small one).
+WebSocket echo server (RFC 6455). Client frames must be masked; data
+frames are echoed unmasked. The text message "server-close" makes the
+server send a close 1000 "bye" and wait for the client's reply;
+"server-abort" makes it drop the connection with neither a close frame
+nor TLS close_notify (logged as {"ev": "ws_abort"}). A close from the
+client is answered with the same code and reason. Over TLS a WebSocket
+connection that ends normally ends with close_notify, as real servers
+send it. Any other request: 200, a JSON body {"method","target","conn"},
+keep-alive. Request bodies are read by Content-Length only (the suite's
+plain requests have none or a small one).
 """
 
 import argparse
