@@ -13,7 +13,14 @@ PKGS="build-essential autoconf automake libtool pkg-config
 QEMU_PKGS="qemu-system-x86"
 TEST_PKGS="curl python3 procps iproute2 nftables squid tinyproxy
            libmaxmind-db-writer-perl python3-prometheus-client
-           bind9-dnsutils clang libclang-rt-14-dev"
+           bind9-dnsutils clang libclang-rt-14-dev
+           git python3-websocket python3-requests python3-httpx
+           python3-aiohttp"
+# The client compatibility suite (45x-compat-*) runs node and npm; a node
+# installed otherwise (e.g. nodesource's, which bundles npm) is kept.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	TEST_PKGS="$TEST_PKGS nodejs npm"
+fi
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS $TEST_PKGS"
 fi
@@ -50,4 +57,10 @@ for s in squid tinyproxy; do
 	fi
 	pkill -x "$s" >/dev/null 2>&1 || true
 done
+# The node packages of the compatibility suite (ws, http-proxy-agent,
+# https-proxy-agent), exactly as tests/compat/package-lock.json pins them.
+if [ "${1:-}" = "--test" ]; then
+	compat=$(cd "$(dirname "$0")/../tests/compat" && pwd)
+	(cd "$compat" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 exit 0
