@@ -35,6 +35,8 @@ policies:
   - name: p
     rules:
       - {host: "api.test", ports: [$HTTP_PORT, $HTTPS_PORT]}
+      # allowed on its own: inside a tunnel to api.test it must still be 403
+      - {host: "other.test", ports: [$HTTP_PORT, $HTTPS_PORT]}
   - name: localp
     rules:
       - {host: "other.test", ports: [$HTTP_PORT, $HTTPS_PORT]}
@@ -126,7 +128,9 @@ curl_case tunnel 200 -p -x "$PROXY" "http://api.test:$HTTP_PORT/cp/plain"
 upstream_saw tunnel "$T/up.jsonl" /cp/plain || check_fail "tunnel: upstream"
 [ -z "$REC" ] || check_audit "$REC" tunnel status=200 decision=allow \
     sandbox=n host=api.test port="$HTTP_PORT" method=GET path=/cp/plain
-# the CONNECT's authority is the only one allowed inside
+# the CONNECT's authority is the only one allowed inside, even when the
+# other name is allowed by itself (as it is, directly)
+curl_case other-direct 200 -x "$PROXY" "http://other.test:$HTTP_PORT/cp/direct"
 curl_case tunnel-host 403 -p -x "$PROXY" -H "Host: other.test:$HTTP_PORT" \
     "http://api.test:$HTTP_PORT/cp/otherhost"
 [ "$(json_field "$(cat "$T/tunnel-host.b")" error 2>/dev/null)" = denied ] &&

@@ -75,13 +75,13 @@ def check_upstream(what, scheme, host, target, method="GET", body=None):
         t.ok(r["body"] == body, what + ": upstream got the body", r["body"])
 
 
-def check_audit(what, path, status, proto, method="GET"):
+def check_audit(what, path, status, proto, method="GET", rule="p#0"):
     rec = itlib.audit_wait(AUDIT, lambda a: a.get("path") == path and
                            a.get("method") == method, 10)
     if not t.ok(rec is not None, what + ": audited", path):
         return
     want = {"status": status, "decision": "allow", "sandbox": "n",
-            "proto": proto, "rule": "p#0", "mode": "explicit"}
+            "proto": proto, "rule": rule, "mode": "explicit"}
     if proto == "https":
         want["tls"] = "intercept"
     bad = {k: rec.get(k) for k, v in want.items() if rec.get(k) != v}
@@ -145,7 +145,8 @@ def websocket_client(scheme, by):
     t.ok(any(e["ev"] == "ws_close" and e["code"] == 1000 and
              e["by"] == want_by for e in mine),
          what + ": the upstream got the client's close (%s)" % want_by, mine)
-    check_audit(what, target, 101, "https" if scheme == "wss" else "http")
+    check_audit(what, target, 101, "https" if scheme == "wss" else "http",
+                rule="p#1")
 
 
 # --- requests ----------------------------------------------------------
