@@ -64,7 +64,7 @@ ws_case()
 	    "$_tag" 2>"$T/node-$_tag.err")
 	echo "# $_what: $_out $(head -c 300 "$T/node-$_tag.err")"
 	case $_by in
-	client) _reason=done ;;
+	client) _reason="done" ;;
 	server) _reason=bye ;;
 	*) _reason= ;;
 	esac

@@ -176,13 +176,14 @@ def requests_case(scheme):
 
 
 def requests_scoped():
-    """Issue 15 point 2: an npm-style scoped name, %2F in the path."""
+    """Issue 15 point 2: a scoped name, %2F in the path (urllib3 writes
+    percent-encodings in upper case, so this is what requests sends)."""
     import requests
     what = "requests https:// with %2F (scoped package path)"
-    r = requests.get(url("https", "api.test", "/@scope%2fname"),
+    r = requests.get(url("https", "api.test", "/@scope%2Fname"),
                      proxies={"https": PROXY}, verify=CA, timeout=10)
     t.ok(r.status_code == 200, what + ": 200", (r.status_code, r.text[:300]))
-    check_upstream(what, "https", "api.test", "/@scope%2fname")
+    check_upstream(what, "https", "api.test", "/@scope%2Fname")
 
 
 def requests_denied(scheme):
