@@ -13,14 +13,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
 QEMU_PKGS="qemu-system-x86"
 TEST_PKGS="curl python3 procps iproute2 nftables squid tinyproxy
            libmaxmind-db-writer-perl python3-prometheus-client
-           bind9-dnsutils clang libclang-rt-14-dev
-           git python3-websocket python3-requests python3-httpx
-           python3-aiohttp"
-# The client compatibility suite (45x-compat-*) runs node and npm; a node
-# installed otherwise (e.g. nodesource's, which bundles npm) is kept.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	TEST_PKGS="$TEST_PKGS nodejs npm"
-fi
+           bind9-dnsutils clang libclang-rt-14-dev"
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS $TEST_PKGS"
 fi
@@ -30,6 +23,17 @@ missing() {
 		    grep -q "ok installed" || printf ' %s' "$p"
 	done
 }
+# The client compatibility suite (45x-compat-*): git, Debian's python
+# clients (the system python's), node and npm; a node installed otherwise
+# (e.g. nodesource's, which bundles npm) is kept.
+if [ "${1:-}" = "--test" ]; then
+	PKGS="$PKGS git python3-websocket python3-requests python3-httpx
+	      python3-aiohttp"
+	if ! command -v node >/dev/null 2>&1 ||
+	    ! command -v npm >/dev/null 2>&1; then
+		PKGS="$PKGS nodejs npm"
+	fi
+fi
 export DEBIAN_FRONTEND=noninteractive
 updated=""
 # apt_install [APT-OPTION...] -- PACKAGE...
