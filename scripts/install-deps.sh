@@ -25,6 +25,17 @@ missing() {
 		    grep -q "ok installed" || printf ' %s' "$p"
 	done
 }
+# The client compatibility suite (45x-compat-*): git, Debian's python
+# clients (the system python's), node and npm; a node installed otherwise
+# (e.g. nodesource's, which bundles npm) is kept.
+if [ "${1:-}" = "--test" ]; then
+	PKGS="$PKGS git python3-websocket python3-requests python3-httpx
+	      python3-aiohttp"
+	if ! command -v node >/dev/null 2>&1 ||
+	    ! command -v npm >/dev/null 2>&1; then
+		PKGS="$PKGS nodejs npm"
+	fi
+fi
 export DEBIAN_FRONTEND=noninteractive
 updated=""
 # apt_install [APT-OPTION...] -- PACKAGE...
@@ -52,4 +63,10 @@ for s in squid tinyproxy; do
 	fi
 	pkill -x "$s" >/dev/null 2>&1 || true
 done
+# The node packages of the compatibility suite (ws, http-proxy-agent,
+# https-proxy-agent), exactly as tests/compat/package-lock.json pins them.
+if [ "${1:-}" = "--test" ]; then
+	compat=$(cd "$(dirname "$0")/../tests/compat" && pwd)
+	(cd "$compat" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 exit 0
