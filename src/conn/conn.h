@@ -26,6 +26,7 @@ struct bufferevent;
 struct sec_req;
 struct meter;
 struct cfg_rule;
+struct conn_slot;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
@@ -150,6 +151,10 @@ struct conn {
 	int			 c_trans_port;
 	char			 c_trans_host[256]; /* what policy judges */
 	struct conn_req		 c_r;
+	struct conn_slot	*c_slot;	/* not identified yet: see
+						   conn_slots.h */
+	int			 c_listener;	/* explicit: index in
+						   c_listen_proxy; -1 else */
 };
 
 /* Take ownership of an accepted socket. */
@@ -233,6 +238,14 @@ void	conn_budget_response_head(struct conn *);
 void	conn_budget_body(struct conn *, const char *, size_t);
 /* Once per request, from conn_audit: settle and report usage. */
 void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);
+
+/* conn_ident.c */
+/* The default sandbox of the listener <c> came in on, or NULL. */
+const char *conn_listener_default(const struct conn *);
+/* Log a warning for each listener with a default sandbox while other
+   sandboxes (with tokens) exist: a client sending credentials only after
+   a 407 would run as the default one there. */
+void	conn_ident_warn(const struct cfg *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);

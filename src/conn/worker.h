@@ -44,6 +44,9 @@ struct worker {
 	int			  w_fd_short;	/* accept() failed for fds */
 	const char		 *w_overload;	/* conn_accept: answer 503
 						   overloaded with this */
+	int			  w_accept_listener; /* conn_accept: index of
+						   the proxy listener in
+						   c_listen_proxy */
 };
 
 /* Bind every listener of <cfg> once per worker, start the threads. */
