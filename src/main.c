@@ -401,7 +401,6 @@ reload(char **errs)
 	free(buf);
 	*errs = NULL;
 	sbx_sync_config(next);
-	conn_ident_warn(next);
 	workers_reload(next);
 	admin_reload(next);
 	cfg_unref(current_cfg);

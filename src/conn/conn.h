@@ -242,9 +242,9 @@ void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);
 /* conn_ident.c */
 /* The default sandbox of the listener <c> came in on, or NULL. */
 const char *conn_listener_default(const struct conn *);
-/* Log a warning for each listener with a default sandbox while other
-   sandboxes (with tokens) exist: a client sending credentials only after
-   a 407 would run as the default one there. */
+/* At start: log a warning for each listener with a default sandbox while
+   other sandboxes (with tokens) exist: a client sending credentials only
+   after a 407 would run as the default one there. */
 void	conn_ident_warn(const struct cfg *);
 
 /* conn_tunnel.c */

@@ -133,9 +133,3 @@ conn_slot_bound_ms(const struct conn *c, uint64_t ms)
 	return ms < c->c_slot->cs_deadline_ms - now ? ms :
 	    c->c_slot->cs_deadline_ms - now;
 }
-
-size_t
-conn_slot_count(void)
-{
-	return __atomic_load_n(&slots_total, __ATOMIC_RELAXED);
-}

@@ -9,6 +9,7 @@
 #ifndef AIRLOCK_CONN_SLOTS_H
 #define AIRLOCK_CONN_SLOTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -24,7 +25,5 @@ void		 conn_slot_release(struct conn *c);
 /* A head timer of <ms> for <c>, shortened to what is left of its
    identify_timeout while it holds a slot (at least 1 ms). */
 uint64_t	 conn_slot_bound_ms(const struct conn *c, uint64_t ms);
-/* Gateway-wide count of unidentified connections (tests, metrics). */
-size_t		 conn_slot_count(void);
 
 #endif
