@@ -140,6 +140,15 @@ t.ok(all(r is not None and itlib.check_error(r, 408, "request_timeout")
      repr([r and r.status for r in answers]))
 t.ok(el < 10, "they were cut by identify_timeout (3s), not header_timeout "
      "(30s)", "%.1fs" % el)
+ids = set(r.json()["request_id"] for r in answers if r is not None and
+          r.status == 408)
+time.sleep(0.5)
+a408 = [r for r in itlib.audit_records(T + "/audit.jsonl")
+        if r.get("id") in ids]
+t.ok(len(ids) == 10 and len(a408) == 10 and
+     all(r.get("status") == 408 and r.get("decision") == "deny"
+         for r in a408), "each 408 is audited (%d)" % len(a408),
+     repr(a408[:1]))
 # the slots came back
 time.sleep(0.3)
 for src in ("127.0.0.1", "127.0.0.3"):
