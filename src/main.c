@@ -100,36 +100,28 @@ drop_root(const struct cfg *cfg)
 /*
  * launcher.backend netns or qemu: fork the privileged launcher now, before any
  * secret value is loaded, and have it set up the host (nftables, the
- * gateway address, the blackhole route).
+ * gateway address, the blackhole route). <cfg> is borrowed: the config is
+ * read once, so that "-c /dev/stdin" and "-c <(...)" work.
  */
 static int
-start_launcher(const char *path)
+start_launcher(const struct cfg *cfg)
 {
 	struct launcher_opts	 lo;
-	struct cfg		*pre;
 	char			 why[256];
-	int			 nerr = 0;
 
-	if ((pre = cfg_load(path, stderr, &nerr)) == NULL)
-		return -1;
-	if (!CFG_BACKEND_LAUNCHED(pre)) {
-		cfg_unref(pre);
+	if (!CFG_BACKEND_LAUNCHED(cfg))
 		return 0;
-	}
 	if (geteuid() != 0) {
 		log_warnx("launcher.backend %s needs root (namespaces, "
-		    "links, taps, nftables)", pre->c_launcher_backend ==
+		    "links, taps, nftables)", cfg->c_launcher_backend ==
 		    CFG_BACKEND_QEMU ? "qemu" : "netns");
-		cfg_unref(pre);
 		return -1;
 	}
-	if (launcher_opts_from_cfg(&lo, pre) == -1 ||
+	if (launcher_opts_from_cfg(&lo, cfg) == -1 ||
 	    (launcher = launcher_spawn(&lo)) == NULL) {
 		log_warnx("cannot start the launcher");
-		cfg_unref(pre);
 		return -1;
 	}
-	cfg_unref(pre);
 	if (launcher_setup_host(launcher, why, sizeof(why)) == -1) {
 		log_warnx("launcher: host setup failed: %s", why);
 		return -1;
@@ -226,33 +218,30 @@ prepare_tokens(struct cfg *cfg)
 }
 
 /*
- * Load <path> and prepare what it needs (state_dir, tokens, secrets, GeoIP,
- * CAs). Problems go to <errs>, one FILE:LINE:COL (or FILE: ...) line each.
+ * Prepare what a loaded <cfg> needs (state_dir, tokens, secrets, CAs).
+ * Problems go to <errs>, one "FILE: ..." line each. Returns 0 or -1; <cfg>
+ * stays the caller's either way.
  */
-static struct cfg *
-load_config(const char *path, FILE *errs)
+static int
+prepare_config(struct cfg *cfg, FILE *errs)
 {
-	struct cfg	*cfg;
+	const char	*path = cfg->c_file;
 	size_t		 i;
-	int		 nerr = 0;
 
-	cfg = cfg_load(path, errs, &nerr);
-	if (cfg == NULL)
-		return NULL;
 	if (mkdir_p(cfg->c_state_dir, 0700) == -1) {
 		fprintf(errs, "%s: state_dir %s: %s\n", path,
 		    cfg->c_state_dir, strerror(errno));
-		goto fail;
+		return -1;
 	}
 	if (prepare_tokens(cfg) == -1) {
 		fprintf(errs, "%s: sandbox tokens could not be prepared under "
 		    "%s/tokens (see the log)\n", path, cfg->c_state_dir);
-		goto fail;
+		return -1;
 	}
 	/* secret values: loaded now, held in locked memory */
 	if (cfg->c_nsecrets > 0 &&
 	    (cfg->c_store = sec_store_new(cfg, errs)) == NULL)
-		goto fail;
+		return -1;
 	/* static sandboxes get their CA now: fetchable before any request */
 	for (i = 0; i < cfg->c_nsandboxes; i++)
 		if (ca_get(cfg->c_state_dir, cfg->c_sandboxes[i].s_id) ==
@@ -260,12 +249,28 @@ load_config(const char *path, FILE *errs)
 			fprintf(errs, "%s: sandbox %s: its CA could not be "
 			    "created (see the log)\n", path,
 			    cfg->c_sandboxes[i].s_id);
-			goto fail;
+			return -1;
 		}
+	return 0;
+}
+
+/*
+ * Load <path> (a reload reads the file anew) and prepare it. Problems go to
+ * <errs>, one FILE:LINE:COL (or FILE: ...) line each.
+ */
+static struct cfg *
+load_config(const char *path, FILE *errs)
+{
+	struct cfg	*cfg;
+	int		 nerr = 0;
+
+	if ((cfg = cfg_load(path, errs, &nerr)) == NULL)
+		return NULL;
+	if (prepare_config(cfg, errs) == -1) {
+		cfg_unref(cfg);
+		return NULL;
+	}
 	return cfg;
-fail:
-	cfg_unref(cfg);
-	return NULL;
 }
 
 static void
@@ -490,12 +495,14 @@ main(int argc, char *argv[])
 	if (evthread_use_pthreads() != 0)
 		fatalx("evthread_use_pthreads failed");
 	tls_global_init();
-	if (start_launcher(cfg_path) == -1) {
-		launcher_close(launcher);
+	/* read once: a pipe or /dev/stdin has nothing left for a second
+	   read (which ran with all defaults) */
+	if ((current_cfg = cfg_load(cfg_path, stderr, &nerr)) == NULL)
 		return 1;
-	}
-	if ((current_cfg = load_config(cfg_path, stderr)) == NULL) {
+	if (start_launcher(current_cfg) == -1 ||
+	    prepare_config(current_cfg, stderr) == -1) {
 		launcher_close(launcher);
+		cfg_unref(current_cfg);
 		return 1;
 	}
 	/* names behind the DNS stub's addresses, for the transparent path */
@@ -509,6 +516,7 @@ main(int argc, char *argv[])
 	if (sbx_init(current_cfg->c_state_dir) == -1)
 		fatalx("sandbox state: cannot read");
 	sbx_sync_config(current_cfg);
+	conn_ident_warn(current_cfg);
 	if (aud_start(current_cfg) == -1)
 		fatalx("audit: cannot start");
 	if (bud_open(current_cfg->c_state_dir) == -1)

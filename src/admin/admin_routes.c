@@ -475,6 +475,20 @@ route_sandbox_delete(const struct admin_req *q, struct admin_resp *r,
 	r->ar_status = 204;
 }
 
+/*
+ * USD as a JSON number written exactly from integer micro-dollars
+ * ("0.041490"): a double alone would print as 0.041489999999999999.
+ */
+static json_object *
+money_json(uint64_t micro)
+{
+	char	text[32];
+
+	snprintf(text, sizeof(text), "%" PRIu64 ".%06" PRIu64,
+	    micro / 1000000, micro % 1000000);
+	return json_object_new_double_s((double)micro / 1e6, text);
+}
+
 static json_object *
 caps_json(const struct cfg_caps *caps)
 {
@@ -489,8 +503,7 @@ caps_json(const struct cfg_caps *caps)
 	if (caps->cp_has_usd) {
 		json_object_object_add(o, "usd_microusd",
 		    json_object_new_int64((int64_t)caps->cp_usd));
-		json_object_object_add(o, "usd", json_object_new_double(
-		    (double)caps->cp_usd / 1e6));
+		json_object_object_add(o, "usd", money_json(caps->cp_usd));
 	}
 	if (caps->cp_has_requests)
 		json_object_object_add(o, "requests",
@@ -548,8 +561,7 @@ route_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
 	    json_object_new_int64((int64_t)bc.bc_spend));
 	json_object_object_add(o, "reserved_microusd",
 	    json_object_new_int64((int64_t)bc.bc_reserved));
-	json_object_object_add(o, "spend_usd",
-	    json_object_new_double((double)bc.bc_spend / 1e6));
+	json_object_object_add(o, "spend_usd", money_json(bc.bc_spend));
 	json_object_object_add(o, "caps", caps_json(caps));
 	admin_json(r, 200, o);
 }

@@ -14,6 +14,7 @@
 #include "dns/net_guard.h"
 
 struct net_guard;
+struct net_self;
 struct sec_store;
 struct geo;
 
@@ -146,6 +147,14 @@ struct cfg_limits {
 	uint64_t	 l_upstream_timeout_ms;	/* 300s */
 	size_t		 l_max_connections;	/* 20000 */
 	size_t		 l_max_connections_per_sandbox; /* 512 */
+	size_t		 l_unidentified_per_source; /* 128: connections of one
+						   source address not
+						   identified yet */
+	size_t		 l_unidentified_share;	/* 50: percent of
+						   max_connections such
+						   connections may hold */
+	uint64_t	 l_identify_timeout_ms;	/* 10s: from accept to a
+						   head that identifies */
 	uint64_t	 l_body_bytes;		/* 16MiB */
 	uint64_t	 l_default_max_tokens;	/* 4096: worst case reserved
 						   when a request names none */
@@ -159,6 +168,12 @@ struct cfg {
 							   {"127.0.0.1:3128"} */
 	size_t			  c_nlisten_proxy;
 	char			 *c_default_sandbox;	/* NULL = none */
+	char			**c_listen_default;	/* per proxy listener:
+							   its default sandbox
+							   or NULL (resolved:
+							   see cfg_listen.c) */
+	int			 *c_listen_own;		/* given in the
+							   listener's map */
 	char			 *c_listen_admin;	/* "unix:/abs/path" or
 							   "HOST:PORT"; default
 							   unix:<state_dir>/
@@ -184,6 +199,8 @@ struct cfg {
 	struct cfg_host_override *c_upstream_hosts;
 	size_t			  c_nupstream_hosts;
 	struct net_guard	 *c_guard;	/* deny_networks/allow_networks */
+	struct net_self		 *c_self;	/* our own listeners: never an
+						   upstream */
 
 	size_t			  c_tls_cert_cache;	/* 10000 */
 	uint64_t		  c_tls_leaf_validity_ms; /* 7d, <= 30d */
@@ -262,6 +279,10 @@ struct cfg	*cfg_ref(struct cfg *);		/* atomic */
 void		 cfg_unref(struct cfg *);	/* frees at zero; NULL ok */
 
 const struct cfg_sandbox *cfg_sandbox_find(const struct cfg *, const char *id);
+/* The default sandbox of explicit listener <listener> (an index into
+   c_listen_proxy), or NULL: such a listener answers 407 without
+   credentials. */
+const char	*cfg_listen_default_sandbox(const struct cfg *, int listener);
 const struct cfg_policy	 *cfg_policy_find(const struct cfg *, const char *name);
 
 /* "500ms" "10s" "5m" "24h" "7d" -> ms. Returns 0 or -1. */

@@ -44,6 +44,8 @@ struct cfg_parse {
 	/* Resolved after the walk: YAML order must not matter. */
 	int			  cp_deny_seen;
 	const yaml_node_t	 *cp_default_sandbox;
+	const yaml_node_t	**cp_listen_nodes;	/* per listener: its own
+							   default_sandbox */
 	const yaml_node_t	**cp_sbx_policy;	/* per sandbox */
 	const yaml_node_t	 *cp_geo_node;	/* first policy "geo" */
 	const yaml_node_t	 *cp_backend_node;	/* launcher.backend */
@@ -101,6 +103,7 @@ cfg_key_fn	 cfg_set_size64;	/* uint64_t bytes */
 cfg_key_fn	 cfg_set_count;		/* size_t */
 cfg_key_fn	 cfg_set_count64;	/* uint64_t */
 cfg_key_fn	 cfg_set_money;		/* uint64_t µUSD */
+cfg_key_fn	 cfg_set_percent;	/* size_t, "25%" or 25 */
 cfg_key_fn	 cfg_set_bool;		/* int, 0 or 1 */
 
 /* cfg_util.c: value parsers; none of them prints. */
@@ -135,5 +138,14 @@ int		 cfg_source_read(struct cfg_parse *, const yaml_node_t *,
 
 /* cfg_load.c */
 void		 cfg_free(struct cfg *);
+
+/* cfg_listen.c: listen.proxy items as {address, default_sandbox}. */
+/* Parse <map> as listener <i> of at most <n>; returns its canonical
+   address (new string), or NULL after reporting why. */
+char		*cfg_listen_item_map(struct cfg_parse *, yaml_node_t *map,
+		    size_t n, size_t i);
+/* Give every listener its default sandbox and check those named. */
+void		 cfg_listen_finish(struct cfg_parse *);
+void		 cfg_listen_free(struct cfg *);
 
 #endif

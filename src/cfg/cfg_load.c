@@ -20,6 +20,7 @@
 
 #include "cfg/cfg_internal.h"
 #include "dns/net_guard.h"
+#include "dns/net_self.h"
 #include "geo/geo.h"
 #include "secrets/sec.h"
 #include "util/log.h"
@@ -69,23 +70,29 @@ cfg_k_proxy(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	char			*canon;
 	size_t			 i, n;
 
-	if (v->type == YAML_MAPPING_NODE) {
-		cfg_err(cp, v, "\"proxy\" must be a string or a list of "
-		    "strings, not a mapping");
-		return;
-	}
-	n = v->type == YAML_SCALAR_NODE ? 1 : cfg_seq_len(v);
+	/* one listener (an address or {address, default_sandbox}), or a
+	   list of them */
+	n = v->type != YAML_SEQUENCE_NODE ? 1 : cfg_seq_len(v);
 	if (n == 0) {
 		cfg_err(cp, v, "\"proxy\" needs at least one address");
 		return;
 	}
 	c->c_listen_proxy = xcalloc(n, sizeof(char *));
 	for (i = 0; i < n; i++) {
-		item = v->type == YAML_SCALAR_NODE ? v : cfg_seq_at(cp, v, i);
+		item = v->type != YAML_SEQUENCE_NODE ? v :
+		    cfg_seq_at(cp, v, i);
 		if (item == NULL)
 			break;
+		if (item->type == YAML_MAPPING_NODE) {
+			if ((canon = cfg_listen_item_map(cp, item, n,
+			    c->c_nlisten_proxy)) == NULL)
+				continue;
+			c->c_listen_proxy[c->c_nlisten_proxy++] = canon;
+			cfg_namev_add(&nv, canon, item);
+			continue;
+		}
 		if ((s = cfg_scalar(cp, item, "a \"proxy\" address",
-		    "a string")) == NULL)
+		    "a string or {address, default_sandbox}")) == NULL)
 			continue;
 		if ((why = cfg_parse_hostport(s, 0, &canon)) != NULL) {
 			cfg_err(cp, item, "bad listen address \"%s\": %s", s,
@@ -240,6 +247,12 @@ static const struct cfg_key cfg_limits_keys[] = {
 	    1, 0 },
 	{ "max_connections_per_sandbox", 0, cfg_set_count,
 	    LIM(l_max_connections_per_sandbox), 1, 0 },
+	{ "unidentified_per_source", 0, cfg_set_count,
+	    LIM(l_unidentified_per_source), 1, 0 },
+	{ "unidentified_share", 0, cfg_set_percent,
+	    LIM(l_unidentified_share), 1, 0 },
+	{ "identify_timeout", 0, cfg_set_duration,
+	    LIM(l_identify_timeout_ms), 1, 0 },
 	{ "upstream_timeout", 0, cfg_set_duration,
 	    LIM(l_upstream_timeout_ms), 1, 0 },
 	{ "body_bytes", 0, cfg_set_size64, LIM(l_body_bytes), 0, 0 },
@@ -2182,6 +2195,9 @@ cfg_new(char *file, char *dir)
 	c->c_limits.l_upstream_timeout_ms = 300 * 1000;
 	c->c_limits.l_max_connections = 20000;
 	c->c_limits.l_max_connections_per_sandbox = 512;
+	c->c_limits.l_unidentified_per_source = 128;
+	c->c_limits.l_unidentified_share = 50;
+	c->c_limits.l_identify_timeout_ms = 10 * 1000;
 	c->c_limits.l_body_bytes = 16 * 1024 * 1024;
 	c->c_limits.l_default_max_tokens = 4096;
 	c->c_tls_cert_cache = 10000;
@@ -2271,6 +2287,7 @@ cfg_finish(struct cfg_parse *cp)
 		c->c_listen_proxy[0] = xstrdup("127.0.0.1:3128");
 		c->c_nlisten_proxy = 1;
 	}
+	cfg_listen_finish(cp);
 	if (c->c_state_dir == NULL)
 		c->c_state_dir = cfg_path_join(c->c_dir, "state");
 	if (c->c_audit_file == NULL)
@@ -2293,6 +2310,7 @@ cfg_finish(struct cfg_parse *cp)
 		c->c_budget_store = xstrdup("file");
 	if (!cp->cp_deny_seen)
 		net_guard_deny_default(c->c_guard);
+	c->c_self = net_self_from_cfg(c);
 	if (cp->cp_toobig)
 		return;
 
@@ -2339,6 +2357,14 @@ cfg_parse_buf(struct cfg_parse *cp, const char *buf, size_t len)
 	yaml_node_t	*root;
 
 	root = cfg_doc_load(cp, buf, len);
+	/* nothing in it: most likely the wrong file, or a pipe read twice;
+	   running with every default would hide that */
+	if (cp->cp_errors == 0 && (root == NULL || cfg_is_null(root))) {
+		cfg_err_mark(cp, root != NULL ? &root->start_mark :
+		    &(yaml_mark_t){ 0, 0, 0 }, "the configuration is empty "
+		    "(refused: it would run with every default)");
+		root = NULL;
+	}
 	if (root != NULL) {
 		if (root->type != YAML_MAPPING_NODE && !cfg_is_null(root))
 			cfg_err(cp, root, "the configuration must be a "
@@ -2355,6 +2381,8 @@ cfg_parse_buf(struct cfg_parse *cp, const char *buf, size_t len)
 	cp->cp_sbx_policy = NULL;
 	free(cp->cp_secrefs);
 	cp->cp_secrefs = NULL;
+	free(cp->cp_listen_nodes);
+	cp->cp_listen_nodes = NULL;
 	cp->cp_nsecrefs = cp->cp_secrefs_cap = 0;
 }
 
@@ -2518,6 +2546,7 @@ cfg_free(struct cfg *c)
 	free(c->c_secrets);
 	free(c->c_file);
 	free(c->c_dir);
+	cfg_listen_free(c);
 	cfg_strv_free(c->c_listen_proxy, c->c_nlisten_proxy);
 	free(c->c_default_sandbox);
 	free(c->c_listen_admin);
@@ -2542,6 +2571,7 @@ cfg_free(struct cfg *c)
 	}
 	free(c->c_upstream_hosts);
 	net_guard_free(c->c_guard);
+	net_self_free(c->c_self);
 	for (i = 0; i < c->c_npolicies; i++) {
 		p = &c->c_policies[i];
 		free(p->p_name);

@@ -508,6 +508,38 @@ cfg_set_count64(struct cfg_parse *cp, const struct cfg_key *k,
 	memcpy((char *)arg + k->k_off, &n, sizeof(n));
 }
 
+/* A share as "25%" (or a bare 25), from k_min to 100; size_t percent. */
+void
+cfg_set_percent(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s;
+	char		 what[64], num[8];
+	uint64_t	 n;
+	size_t		 len, pct;
+
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	if ((s = cfg_scalar(cp, v, what, "a percentage")) == NULL)
+		return;
+	len = strlen(s);
+	if (len > 0 && s[len - 1] == '%')
+		len--;
+	if (len == 0 || len >= sizeof(num)) {
+		n = 0;
+		goto bad;
+	}
+	memcpy(num, s, len);
+	num[len] = '\0';
+	if (cfg_parse_uint(num, 100, &n) == -1 || n < k->k_min)
+		goto bad;
+	pct = (size_t)n;
+	memcpy((char *)arg + k->k_off, &pct, sizeof(pct));
+	return;
+bad:
+	cfg_err(cp, v, "\"%s\" must be a percentage from %llu%% to 100%%, "
+	    "not \"%s\"", k->k_name, (unsigned long long)k->k_min, s);
+}
+
 /* USD as a decimal, stored as uint64_t micro-dollars. */
 void
 cfg_set_money(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,

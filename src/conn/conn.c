@@ -32,6 +32,8 @@
 #include "conn/conn_reload.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
+#include "conn/conn_slots.h"
+#include "dns/net_self.h"
 #include "geo/geo.h"
 #include "http/http_target.h"
 #include "budget/bud.h"
@@ -94,8 +96,8 @@ timer_head(struct conn *c)
 {
 	const struct cfg_limits	*l = &c->c_cfg->c_limits;
 
-	conn_timer_arm(c, c->c_nreq == 0 ? l->l_header_timeout_ms :
-	    l->l_idle_timeout_ms);
+	conn_timer_arm(c, conn_slot_bound_ms(c, c->c_nreq == 0 ?
+	    l->l_header_timeout_ms : l->l_idle_timeout_ms));
 }
 
 static void
@@ -368,12 +370,14 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 {
 	struct conn	*c;
 	struct net_addr	 na;
+	const char	*why;
 	char		 ip[INET6_ADDRSTRLEN];
 	int		 one = 1, port = 0;
 
 	c = xcalloc(1, sizeof(*c));
 	c->c_worker = w;
 	c->c_cfg = cfg_ref(w->w_cfg);
+	c->c_listener = transparent ? -1 : w->w_accept_listener;
 	if (net_addr_from_sockaddr(sa, &na) == 0) {
 		net_addr_format(&na, ip, sizeof(ip));
 		port = sa->sa_family == AF_INET ?
@@ -409,13 +413,15 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	conn_touch(c);
 
 	conn_set_client_callbacks(c);
+	why = w->w_overload;
+	if (why == NULL &&
+	    worker_conn_count() > c->c_cfg->c_limits.l_max_connections)
+		why = "gateway connection limit reached";
+	if (why == NULL && !transparent)
+		why = conn_slot_take(c, sa);	/* until it identifies */
 	timer_head(c);
 
-	if (w->w_overload != NULL ||
-	    worker_conn_count() > c->c_cfg->c_limits.l_max_connections) {
-		const char *why = w->w_overload != NULL ? w->w_overload :
-		    "gateway connection limit reached";
-
+	if (why != NULL) {
 		req_begin(c);
 		if (transparent) {
 			snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
@@ -449,6 +455,7 @@ conn_free(struct conn *c)
 		__atomic_sub_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
 		sbx_unref(c->c_sbx);
 	}
+	conn_slot_release(c);
 	if (c->c_dns != NULL)
 		dns_cancel(c->c_dns);
 	if (c->c_up != NULL)
@@ -658,8 +665,8 @@ identify(struct conn *c)
 
 	i = http_msg_find(&c->c_req, "proxy-authorization", 0);
 	if (i == -1) {
-		if (cfg->c_default_sandbox != NULL)
-			s = sbx_find(cfg->c_default_sandbox);
+		if (conn_listener_default(c) != NULL)
+			s = sbx_find(conn_listener_default(c));
 		if (s == NULL) {
 			conn_deny(c, 407, "proxy_auth_required",
 			    "proxy credentials required");
@@ -693,6 +700,7 @@ identify(struct conn *c)
 		    "proxy credentials not valid");
 		return -1;
 	}
+	conn_slot_release(c);	/* counts against its sandbox from now on */
 	/* resolved per request: a reload may have changed the policy */
 	c->c_policy = cfg_policy_find(cfg, s->sb_policy);
 	/* for the scheduler's idle eviction; written at most once a second
@@ -745,6 +753,13 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 			snprintf(reason, sizeof(reason),
 			    "destination %s resolves to %s in denied network %s",
 			    c->c_r.r_host, ip, why);
+			c->c_r.r_allowed = 0;
+			conn_deny(c, 403, "denied", reason);
+			goto out;
+		}
+		/* allow_networks cannot open the gateway to itself */
+		if (net_self_check(c->c_cfg->c_self, &addrs[i], c->c_r.r_port,
+		    reason, sizeof(reason))) {
 			c->c_r.r_allowed = 0;
 			conn_deny(c, 403, "denied", reason);
 			goto out;
@@ -1310,7 +1325,8 @@ conn_feed_request_loop(struct conn *c)
 		if (c->c_state == CONN_HEAD && !c->c_r.r_active) {
 			req_begin(c);
 			/* the head deadline runs from its first byte */
-			conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
+			conn_timer_arm(c, conn_slot_bound_ms(c,
+			    c->c_cfg->c_limits.l_header_timeout_ms));
 		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
 			v.iov_base = (void *)"";
@@ -1507,7 +1523,7 @@ conn_feed_response_loop(struct conn *c)
 			c->c_r.r_status = c->c_resp.hm_status;
 			if (response_encoded_for_secret(c)) {
 				conn_upstream_failed(c, 502,
-				    "upstream_unreachable", "upstream sent an "
+				    "upstream_encoded_body", "upstream sent an "
 				    "encoded body for a request that carried a "
 				    "secret (it could not be scanned)");
 				return;

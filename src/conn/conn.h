@@ -26,6 +26,7 @@ struct bufferevent;
 struct sec_req;
 struct meter;
 struct cfg_rule;
+struct conn_slot;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
@@ -156,6 +157,10 @@ struct conn {
 	int			 c_deny_tls;	/* CONNECT denied by policy: the
 						   403 goes inside TLS */
 	struct conn_req		 c_r;
+	struct conn_slot	*c_slot;	/* not identified yet: see
+						   conn_slots.h */
+	int			 c_listener;	/* explicit: index in
+						   c_listen_proxy; -1 else */
 };
 
 /* Take ownership of an accepted socket. */
@@ -258,6 +263,13 @@ void	conn_connect_deny_timeout(struct conn *);
 /* conn_transparent.c: does <p> start like an HTTP/1.x request line?
  * 1 yes, 0 no, -1 not decided yet (a few more bytes will tell). */
 int	conn_looks_like_http(const unsigned char *p, size_t len);
+/* conn_ident.c */
+/* The default sandbox of the listener <c> came in on, or NULL. */
+const char *conn_listener_default(const struct conn *);
+/* At start: log a warning for each listener with a default sandbox while
+   other sandboxes (with tokens) exist: a client sending credentials only
+   after a 407 would run as the default one there. */
+void	conn_ident_warn(const struct cfg *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);

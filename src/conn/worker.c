@@ -73,6 +73,19 @@ accept_ok(struct worker *w)
 	}
 }
 
+/* Which proxy listener <l> is: its index in c_listen_proxy (they come
+   first in w_listeners, in config order). */
+static int
+listener_index(struct worker *w, struct evconnlistener *l)
+{
+	size_t	i;
+
+	for (i = 0; i < w->w_nlisteners; i++)
+		if (w->w_listeners[i] == l)
+			return (int)i;
+	return -1;
+}
+
 static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int socklen, void *arg)
@@ -81,6 +94,7 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 
 	accept_ok(w);
 	__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
+	w->w_accept_listener = listener_index(w, l);
 	conn_accept(w, fd, sa, socklen, 0);
 }
 
@@ -159,6 +173,7 @@ accept_failed(struct evconnlistener *l, struct worker *w, int transparent)
 		if (fd != -1) {
 			__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
 			w->w_overload = "file descriptor limit reached";
+			w->w_accept_listener = listener_index(w, l);
 			conn_accept(w, fd, (struct sockaddr *)&ss, (int)len,
 			    transparent);
 			w->w_overload = NULL;

@@ -46,6 +46,9 @@ struct worker {
 						   overloaded with this */
 	struct event		 *w_sweep_ev;	/* reload_grace after a reload:
 						   close revoked tunnels */
+	int			  w_accept_listener; /* conn_accept: index of
+						   the proxy listener in
+						   c_listen_proxy */
 };
 
 /* Bind every listener of <cfg> once per worker, start the threads. */

@@ -28,6 +28,11 @@ limits:
   idle_timeout: 20s
   max_connections: 300
   max_connections_per_sandbox: 40
+  # attacker and client share 127.0.0.1: the per-source and share bounds
+  # of unidentified connections would refuse the client too (that defence
+  # is 416-fair-slots'); here the limits under test are the others
+  unidentified_per_source: 1000
+  unidentified_share: 100%
 upstream:
   allow_networks: ["127.0.0.1/32"]
   hosts: {"api.test": "127.0.0.1"}

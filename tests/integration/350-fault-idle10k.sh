@@ -22,6 +22,11 @@ export AIRLOCK_PORT ORIGIN_PORT T N
 limits:
   header_timeout: 120s
   idle_timeout: 120s
+  # every connection comes from 127.0.0.1 and never identifies: lift the
+  # unidentified-connection bounds (416-fair-slots tests those)
+  unidentified_per_source: 20000
+  unidentified_share: 100%
+  identify_timeout: 120s
 upstream:
   allow_networks: ["127.0.0.1/32"]
   hosts: {"api.test": "127.0.0.1"}

@@ -170,8 +170,26 @@ static const struct err_case err_cases[] = {
 	    "\"ports\" must be a list, not a single value" },
 	{ "policies: {name: p}\n", "t.yaml:1:11: ",
 	    "\"policies\" must be a list, not a mapping" },
-	{ "listen:\n  proxy: {a: 1}\n", "t.yaml:2:10: ",
-	    "\"proxy\" must be a string or a list of strings, not a mapping" },
+	{ "listen:\n  proxy: {default_sandbox: null}\n", "t.yaml:2:10: ",
+	    "missing required key \"address\" in a \"proxy\" listener" },
+	{ "listen:\n  proxy: {address: \"127.0.0.1:1\", a: 1}\n", "t.yaml:2:35: ",
+	    "unknown key \"a\" in a \"proxy\" listener" },
+	{ "listen:\n  proxy:\n    - {address: \"127.0.0.1\"}\n",
+	    "t.yaml:3:17: ", "bad listen address \"127.0.0.1\"" },
+	{ "listen:\n  proxy:\n    - {address: \"127.0.0.1:1\", "
+	    "default_sandbox: nobody}\n", "t.yaml:3:49: ",
+	    "default_sandbox \"nobody\" of listener 127.0.0.1:1 is not a "
+	    "defined sandbox" },
+	{ "listen:\n  proxy:\n    - {address: \"127.0.0.1:1\", "
+	    "default_sandbox: [a]}\n", "t.yaml:3:49: ",
+	    "\"default_sandbox\" must be a sandbox id, not a list" },
+	{ "listen:\n  proxy:\n    - {address: \"127.0.0.1:1\"}\n"
+	    "    - \"127.0.0.1:1\"\n", "t.yaml:4:7: ",
+	    "duplicate listen address" },
+	{ "listen:\n  proxy: [{address: \"127.0.0.1:1\", "
+	    "defualt_sandbox: x}]\n", "t.yaml:2:36: ",
+	    "unknown key \"defualt_sandbox\" in a \"proxy\" listener (did "
+	    "you mean \"default_sandbox\"?)" },
 	{ "workers: {n: 1}\n", "t.yaml:1:10: ",
 	    "\"workers\" must be a number, not a mapping" },
 	{ "- a\n- b\n", "t.yaml:1:1: ",
@@ -980,12 +998,149 @@ START_TEST(test_cfg_defaults)
 }
 END_TEST
 
-/* Empty files, empty lists and explicit nulls all mean "the defaults". */
+/* Each explicit listener's default sandbox: listen.default_sandbox for a
+ * plain address, its own (null: none) for {address, default_sandbox}. */
+START_TEST(test_cfg_listen_defaults)
+{
+	static const char	*yaml =
+	    "listen:\n"
+	    "  proxy:\n"
+	    "    - \"127.0.0.1:1\"\n"
+	    "    - {address: \"127.0.0.1:2\", default_sandbox: null}\n"
+	    "    - {address: \"127.0.0.1:3\", default_sandbox: b}\n"
+	    "    - {address: \"[::1]:4\"}\n"
+	    "  default_sandbox: a\n"
+	    "policies: [{name: p}]\n"
+	    "sandboxes: [{id: a, policy: p}, {id: b, policy: p}]\n";
+	static const char	*one =
+	    "listen:\n"
+	    "  proxy: {address: \"127.0.0.1:5\", default_sandbox: a}\n"
+	    "policies: [{name: p}]\n"
+	    "sandboxes: [{id: a, policy: p}]\n";
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	c = load(yaml, &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	free(out);
+	ck_assert_uint_eq(c->c_nlisten_proxy, 4);
+	ck_assert_str_eq(c->c_listen_proxy[1], "127.0.0.1:2");
+	ck_assert_str_eq(c->c_listen_proxy[3], "[::1]:4");
+	ck_assert_str_eq(cfg_listen_default_sandbox(c, 0), "a");
+	ck_assert_ptr_null(cfg_listen_default_sandbox(c, 1));
+	ck_assert_str_eq(cfg_listen_default_sandbox(c, 2), "b");
+	ck_assert_str_eq(cfg_listen_default_sandbox(c, 3), "a");
+	ck_assert_ptr_null(cfg_listen_default_sandbox(c, 4));
+	ck_assert_ptr_null(cfg_listen_default_sandbox(c, -1));
+	cfg_unref(c);
+
+	c = load(one, &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	free(out);
+	ck_assert_uint_eq(c->c_nlisten_proxy, 1);
+	ck_assert_str_eq(c->c_listen_proxy[0], "127.0.0.1:5");
+	ck_assert_str_eq(cfg_listen_default_sandbox(c, 0), "a");
+	ck_assert_ptr_null(c->c_default_sandbox);
+	cfg_unref(c);
+
+	/* the defaults: one listener, no default sandbox */
+	c = load("policies: []\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	free(out);
+	ck_assert_ptr_null(cfg_listen_default_sandbox(c, 0));
+	cfg_unref(c);
+}
+END_TEST
+
+/* limits for connections that have not identified yet. */
+START_TEST(test_cfg_unidentified_limits)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	c = load("policies: []\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	free(out);
+	ck_assert_uint_eq(c->c_limits.l_unidentified_per_source, 128);
+	ck_assert_uint_eq(c->c_limits.l_unidentified_share, 50);
+	ck_assert_uint_eq(c->c_limits.l_identify_timeout_ms, 10000);
+	cfg_unref(c);
+	c = load("limits:\n  unidentified_per_source: 3\n"
+	    "  unidentified_share: 25%\n  identify_timeout: 1500ms\n",
+	    &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	free(out);
+	ck_assert_uint_eq(c->c_limits.l_unidentified_per_source, 3);
+	ck_assert_uint_eq(c->c_limits.l_unidentified_share, 25);
+	ck_assert_uint_eq(c->c_limits.l_identify_timeout_ms, 1500);
+	cfg_unref(c);
+	c = load("limits: {unidentified_share: 100}\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	free(out);
+	ck_assert_uint_eq(c->c_limits.l_unidentified_share, 100);
+	cfg_unref(c);
+	ck_assert_ptr_null(load("limits:\n  unidentified_share: 0%\n", &out,
+	    &nerr));
+	ck_assert_msg(has_error(out, "t.yaml:2:23: ", "\"unidentified_share\" "
+	    "must be a percentage from 1% to 100%, not \"0%\""), "%s", out);
+	free(out);
+	ck_assert_ptr_null(load("limits:\n  unidentified_share: 101%\n", &out,
+	    &nerr));
+	ck_assert_msg(has_error(out, "t.yaml:2:23: ", "not \"101%\""), "%s",
+	    out);
+	free(out);
+	ck_assert_ptr_null(load("limits:\n  unidentified_share: \"%\"\n",
+	    &out, &nerr));
+	ck_assert_msg(has_error(out, "t.yaml:2:23: ", "percentage"), "%s", out);
+	free(out);
+	ck_assert_ptr_null(load("limits:\n  unidentified_per_source: 0\n",
+	    &out, &nerr));
+	ck_assert_msg(has_error(out, "t.yaml:2:28: ",
+	    "\"unidentified_per_source\" must be at least 1"), "%s", out);
+	free(out);
+	ck_assert_ptr_null(load("limits:\n  identify_timeout: 0s\n", &out,
+	    &nerr));
+	ck_assert_msg(has_error(out, "t.yaml:2:21: ", "identify_timeout"), "%s",
+	    out);
+	free(out);
+}
+END_TEST
+
+/* An empty file is refused (a pipe read twice came back empty and ran
+ * with every default), at FILE:LINE:COL. */
+START_TEST(test_cfg_empty_file)
+{
+	static const struct {
+		const char	*doc;
+		const char	*where;
+	} cases[] = {
+		{ "", "t.yaml:1:1: " },
+		{ "# nothing but a comment\n", "t.yaml:1:1: " },
+		{ "\n\n~\n", "t.yaml:3:1: " },
+		{ "---\nnull\n", "t.yaml:2:1: " },
+	};
+	struct cfg	*c;
+	char		*out;
+	size_t		 i;
+	int		 nerr;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		c = load(cases[i].doc, &out, &nerr);
+		ck_assert_msg(c == NULL, "doc %zu loaded", i);
+		ck_assert_int_eq(nerr, 1);
+		ck_assert_msg(has_error(out, cases[i].where,
+		    "the configuration is empty"), "doc %zu: %s", i, out);
+		free(out);
+	}
+}
+END_TEST
+
+/* Empty lists and explicit nulls all mean "the defaults". */
 START_TEST(test_cfg_empty_and_null)
 {
 	static const char	*docs[] = {
-		"",
-		"# nothing but a comment\n",
 		"policies: []\nsandboxes: []\n",
 		"listen:\nlimits: ~\nupstream: null\naudit:\n",
 		("listen:\n  default_sandbox: null\nupstream:\n"
@@ -2501,6 +2656,9 @@ suite_cfg(void)
 	tcase_add_test(tc, test_cfg_full);
 	tcase_add_test(tc, test_cfg_defaults);
 	tcase_add_test(tc, test_cfg_empty_and_null);
+	tcase_add_test(tc, test_cfg_empty_file);
+	tcase_add_test(tc, test_cfg_listen_defaults);
+	tcase_add_test(tc, test_cfg_unidentified_limits);
 	tcase_add_test(tc, test_cfg_networks_empty);
 	tcase_add_loop_test(tc, test_cfg_tls, 0,
 	    (int)(sizeof(tls_cases) / sizeof(tls_cases[0])));

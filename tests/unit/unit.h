@@ -7,6 +7,7 @@
 Suite	*suite_cfg(void);
 Suite	*suite_pol(void);
 Suite	*suite_net_guard(void);
+Suite	*suite_net_self(void);
 Suite	*suite_http(void);
 Suite	*suite_ca(void);
 Suite	*suite_tls(void);
