@@ -128,6 +128,9 @@ struct conn {
 	int			 c_depth;	/* inside our callbacks */
 	int			 c_in_feed;	/* inside the request loop */
 	int			 c_tunnel_eof;	/* a tunnel side ended */
+	int			 c_tunnel_dead;	/* sides that failed (conn_tunnel.c) */
+	struct evbuffer_cb_entry *c_tunnel_drain_cb; /* watching the upstream's
+						   TLS socket drain */
 	int			 c_client_eof;	/* client half-closed */
 	int			 c_tls;		/* intercepted session is up */
 	char			 c_tls_host[256]; /* TLS server name we serve */
@@ -236,7 +239,12 @@ void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);
-void	conn_tunnel_eof(struct conn *);
+/* <bev> (client or upstream) reported <what> (EOF or error). */
+void	conn_tunnel_eof(struct conn *, struct bufferevent *, short what);
 void	conn_tunnel_check(struct conn *);
+/* The timer of a tunnel that is ending. */
+void	conn_tunnel_timer(struct conn *);
+/* Before the upstream is freed. */
+void	conn_tunnel_fini(struct conn *);
 
 #endif
