@@ -30,7 +30,7 @@ MODES = ("http", "wss", "splice", "t-ws", "t-wss")
 ENDS = ("client-close", "client-rst", "client-fin", "client-rst-busy",
         "client-fin-busy", "server-close", "server-rst", "server-fin",
         "server-flood-close", "server-flood-rst", "server-flood-fin")
-FLOOD = 600000
+FLOOD = int(os.environ.get("WS_FLOOD", "600000"))
 
 
 def env(name):
