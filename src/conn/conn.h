@@ -137,7 +137,7 @@ struct conn {
 	int			 c_tls_port;	/* CONNECT port */
 	char			 c_tls_fronting[256]; /* CONNECT host when
 						   the SNI differs */
-	int			 c_tls_h2_only;	/* client offered only h2 */
+	int			 c_tls_h2_only;	/* client offered ALPN, no HTTP/1.x */
 	int			 c_tls_shut;	/* close_notify sent */
 	int			 c_flushed;	/* all written, socket drained */
 	struct event		*c_linger_ev;	/* lingering close reads */
