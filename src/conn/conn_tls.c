@@ -148,11 +148,10 @@ conn_tls_peek(struct conn *c)
 		conn_resolve(c);
 		return;
 	}
-	/* offers ALPN, but no HTTP/1.x: refused in the handshake (2: h2
-	   alone) */
-	c->c_tls_h2_only = h.th_alpn_count == 0 || h.th_alpn_http11 ||
-	    h.th_alpn_http10 ? 0 : h.th_alpn_h2 && h.th_alpn_count == 1 ? 2 :
-	    1;
+	/* ALPN without HTTP/1.x is refused in the handshake; 2: h2 alone */
+	c->c_tls_h2_only = 0;
+	if (h.th_alpn_count > 0 && !h.th_alpn_http11 && !h.th_alpn_http10)
+		c->c_tls_h2_only = h.th_alpn_h2 && h.th_alpn_count == 1 ? 2 : 1;
 	if (h.th_has_sni && strcmp(sni, c->c_r.r_host) != 0) {
 		/* serve the name asked for, then refuse inside TLS */
 		snprintf(c->c_tls_fronting, sizeof(c->c_tls_fronting), "%s",
