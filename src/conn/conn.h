@@ -128,7 +128,7 @@ struct conn {
 	int			 c_depth;	/* inside our callbacks */
 	int			 c_in_feed;	/* inside the request loop */
 	int			 c_tunnel_eof;	/* a tunnel side ended */
-	int			 c_tunnel_dead;	/* sides that failed (conn_tunnel.c) */
+	int			 c_tunnel_dead;	/* sides that failed */
 	struct evbuffer_cb_entry *c_tunnel_drain_cb; /* watching the upstream's
 						   TLS socket drain */
 	int			 c_client_eof;	/* client half-closed */
@@ -137,7 +137,7 @@ struct conn {
 	int			 c_tls_port;	/* CONNECT port */
 	char			 c_tls_fronting[256]; /* CONNECT host when
 						   the SNI differs */
-	int			 c_tls_h2_only;	/* client offered ALPN, no HTTP/1.x */
+	int			 c_tls_h2_only;	/* ALPN without HTTP/1.x */
 	int			 c_tls_shut;	/* close_notify sent */
 	int			 c_flushed;	/* all written, socket drained */
 	struct event		*c_linger_ev;	/* lingering close reads */
