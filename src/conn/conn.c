@@ -458,6 +458,7 @@ conn_free(struct conn *c)
 	conn_slot_release(c);
 	if (c->c_dns != NULL)
 		dns_cancel(c->c_dns);
+	conn_tunnel_fini(c);
 	if (c->c_up != NULL)
 		upstream_free(c->c_up);
 	if (c->c_timer != NULL)
@@ -1663,8 +1664,8 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (c->c_r.r_active && c->c_r.r_reason[0] == '\0')
 		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
 		    "client closed the connection");
-	if (c->c_state == CONN_TUNNEL && (what & BEV_EVENT_EOF))
-		conn_tunnel_eof(c);	/* flush what the client sent */
+	if (c->c_state == CONN_TUNNEL)
+		conn_tunnel_eof(c, bev, what);	/* flush what the client sent */
 	else if ((what & BEV_EVENT_EOF) && c->c_r.r_active &&
 	    (c->c_state == CONN_WAIT || c->c_state == CONN_FORWARD) &&
 	    !c->c_closing) {
@@ -1777,7 +1778,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		goto out;
 	}
 	if (c->c_state == CONN_TUNNEL) {
-		conn_tunnel_eof(c);
+		conn_tunnel_eof(c, bev, what);
 		goto out;
 	}
 	if (what & BEV_EVENT_EOF) {
@@ -1837,6 +1838,10 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	case CONN_BODY_BUFFER:
 	case CONN_FORWARD:
 	case CONN_TUNNEL:
+		if (c->c_state == CONN_TUNNEL && c->c_tunnel_eof) {
+			conn_tunnel_timer(c);	/* ending: grace, drained */
+			break;
+		}
 		if (c->c_state == CONN_FORWARD && !c->c_r.r_resp_started &&
 		    c->c_r.r_req_done) {
 			conn_upstream_failed(c, 504, "upstream_timeout",

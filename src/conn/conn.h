@@ -129,13 +129,16 @@ struct conn {
 	int			 c_depth;	/* inside our callbacks */
 	int			 c_in_feed;	/* inside the request loop */
 	int			 c_tunnel_eof;	/* a tunnel side ended */
+	int			 c_tunnel_dead;	/* sides that failed */
+	struct evbuffer_cb_entry *c_tunnel_drain_cb; /* watching the upstream's
+						   TLS socket drain */
 	int			 c_client_eof;	/* client half-closed */
 	int			 c_tls;		/* intercepted session is up */
 	char			 c_tls_host[256]; /* TLS server name we serve */
 	int			 c_tls_port;	/* CONNECT port */
 	char			 c_tls_fronting[256]; /* CONNECT host when
 						   the SNI differs */
-	int			 c_tls_h2_only;	/* client offered only h2 */
+	int			 c_tls_h2_only;	/* ALPN without HTTP/1.x */
 	int			 c_tls_shut;	/* close_notify sent */
 	int			 c_flushed;	/* all written, socket drained */
 	struct event		*c_linger_ev;	/* lingering close reads */
@@ -273,7 +276,12 @@ void	conn_ident_warn(const struct cfg *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);
-void	conn_tunnel_eof(struct conn *);
+/* <bev> (client or upstream) reported <what> (EOF or error). */
+void	conn_tunnel_eof(struct conn *, struct bufferevent *, short what);
 void	conn_tunnel_check(struct conn *);
+/* The timer of a tunnel that is ending. */
+void	conn_tunnel_timer(struct conn *);
+/* Before the upstream is freed. */
+void	conn_tunnel_fini(struct conn *);
 
 #endif

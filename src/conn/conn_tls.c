@@ -149,7 +149,10 @@ conn_tls_peek(struct conn *c)
 		conn_resolve(c);
 		return;
 	}
-	c->c_tls_h2_only = h.th_alpn_count > 0 && !h.th_alpn_http11;
+	/* ALPN without HTTP/1.x is refused in the handshake; 2: h2 alone */
+	c->c_tls_h2_only = 0;
+	if (h.th_alpn_count > 0 && !h.th_alpn_http11 && !h.th_alpn_http10)
+		c->c_tls_h2_only = h.th_alpn_h2 && h.th_alpn_count == 1 ? 2 : 1;
 	if (h.th_has_sni && strcmp(sni, c->c_r.r_host) != 0) {
 		/* serve the name asked for, then refuse inside TLS */
 		snprintf(c->c_tls_fronting, sizeof(c->c_tls_fronting), "%s",
@@ -182,21 +185,19 @@ conn_tls_handshake_event(struct conn *c, short what)
 		return;
 	}
 	if (c->c_tls_h2_only)
-		snprintf(reason, sizeof(reason), "client offers only h2 "
-		    "(ALPN); airlock speaks HTTP/1.1");
-	else {
-		e = bufferevent_get_openssl_error(c->c_bev);
-		if (e != 0)
-			ERR_error_string_n(e, err, sizeof(err));
-		else
-			snprintf(err, sizeof(err), "%s",
-			    (what & BEV_EVENT_EOF) ? "client closed" :
-			    "connection error");
-		snprintf(reason, sizeof(reason),
-		    "client TLS handshake failed: %s", err);
-	}
+		snprintf(err, sizeof(err), "client offers %s (ALPN); airlock "
+		    "speaks HTTP/1.1 and HTTP/1.0", c->c_tls_h2_only == 2 ?
+		    "only h2" : "no HTTP/1.x protocol");
+	else if ((e = bufferevent_get_openssl_error(c->c_bev)) != 0)
+		ERR_error_string_n(e, err, sizeof(err));
+	else
+		snprintf(err, sizeof(err), "%s", (what & BEV_EVENT_EOF) ?
+		    "client closed" : "connection error");
+	snprintf(reason, sizeof(reason), "client TLS handshake failed: %s",
+	    err);
 	ERR_clear_error();
-	c->c_r.r_allowed = 0;
+	/* policy allowed the CONNECT and it was answered 200: the record
+	   says so, and that the client went away in the handshake */
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
 	log_info("%s: sandbox %s, %s: %s", c->c_client, c->c_sbx->sb_id,
 	    c->c_tls_host, reason);

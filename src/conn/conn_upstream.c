@@ -87,9 +87,11 @@ upstream_pool_put(struct worker *w, struct upstream *u)
 	tv.tv_sec = (time_t)(ms / 1000);
 	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
 	bufferevent_set_timeouts(u->u_bev, &tv, NULL);
-	conn_bev_enable(u->u_bev, EV_READ);
 	TAILQ_INSERT_HEAD(&w->w_idle, u, u_entry);
 	w->w_nidle++;
+	/* last: enabling a TLS filter reads at once, and a close_notify
+	   already there retires <u> (pool_event_cb) before this returns */
+	conn_bev_enable(u->u_bev, EV_READ);
 }
 
 struct upstream *

@@ -21,6 +21,7 @@ struct tls_hello {
 	int	th_alpn_count;	/* protocols offered; 0 = no ALPN */
 	int	th_alpn_h2;
 	int	th_alpn_http11;
+	int	th_alpn_http10;	/* curl -0 offers only this */
 	int	th_tls13;	/* supported_versions lists TLS 1.3 */
 };
 
@@ -43,9 +44,9 @@ void	tls_global_init(void);
 
 /*
  * Server context for intercepted clients: TLS 1.2+ (cfg min_version),
- * ALPN picks http/1.1 and refuses a client that offers only h2, session
- * tickets with the shared keys. Certificates are set per SSL. New
- * reference, or NULL after logging.
+ * ALPN picks http/1.1 (else http/1.0) and refuses a client that offers
+ * neither (h2 only), session tickets with the shared keys. Certificates
+ * are set per SSL. New reference, or NULL after logging.
  */
 SSL_CTX	*tls_server_ctx_new(const struct cfg *);
 

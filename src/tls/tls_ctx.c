@@ -53,14 +53,17 @@ tls_prefer_aes128(SSL_CTX *ctx)
 }
 
 /*
- * airlock speaks HTTP/1.1 to clients. A client that offers ALPN without
- * http/1.1 (h2 only) is refused with no_application_protocol.
+ * airlock speaks HTTP/1.1 and HTTP/1.0 to clients: http/1.1 when offered,
+ * else http/1.0 (curl -0). A client that offers ALPN with neither (h2
+ * only) is refused with no_application_protocol; one that offers no ALPN
+ * never comes here.
  */
 static int
 alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg)
 {
-	unsigned int	i = 0;
+	const unsigned char	*http10 = NULL;
+	unsigned int		 i = 0;
 
 	while (i < inlen) {
 		unsigned int	n = in[i];
@@ -72,7 +75,14 @@ alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 			*outlen = 8;
 			return SSL_TLSEXT_ERR_OK;
 		}
+		if (n == 8 && memcmp(in + i + 1, "http/1.0", 8) == 0)
+			http10 = in + i + 1;
 		i += 1 + n;
+	}
+	if (http10 != NULL) {
+		*out = http10;
+		*outlen = 8;
+		return SSL_TLSEXT_ERR_OK;
 	}
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }

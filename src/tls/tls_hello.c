@@ -101,6 +101,8 @@ parse_alpn(struct rd *ext, struct tls_hello *h)
 			h->th_alpn_h2 = 1;
 		else if (plen == 8 && memcmp(proto.p, "http/1.1", 8) == 0)
 			h->th_alpn_http11 = 1;
+		else if (plen == 8 && memcmp(proto.p, "http/1.0", 8) == 0)
+			h->th_alpn_http10 = 1;
 	}
 	return 0;
 }

@@ -71,6 +71,23 @@ START_TEST(test_tls_hello_no_sni_h2_only)
 }
 END_TEST
 
+/* curl -0 offers http/1.0 alone (issue 15.7) */
+START_TEST(test_tls_hello_http10)
+{
+	uint8_t			buf[8192];
+	size_t			len;
+	struct tls_hello	h;
+
+	len = client_hello("api.example.test", "\x08http/1.0", 9, 0, buf,
+	    sizeof(buf));
+	ck_assert_int_eq(tls_hello_parse(buf, len, &h), TLS_HELLO_OK);
+	ck_assert_int_eq(h.th_alpn_count, 1);
+	ck_assert(h.th_alpn_http10);
+	ck_assert(!h.th_alpn_http11);
+	ck_assert(!h.th_alpn_h2);
+}
+END_TEST
+
 /* Every prefix is "more", never a verdict, never a crash. */
 START_TEST(test_tls_hello_prefixes)
 {
@@ -145,6 +162,7 @@ suite_tls(void)
 
 	tcase_add_test(tc, test_tls_hello_sni_alpn);
 	tcase_add_test(tc, test_tls_hello_no_sni_h2_only);
+	tcase_add_test(tc, test_tls_hello_http10);
 	tcase_add_test(tc, test_tls_hello_prefixes);
 	tcase_add_test(tc, test_tls_hello_two_records);
 	tcase_add_test(tc, test_tls_hello_garbage);
