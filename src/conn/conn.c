@@ -917,6 +917,8 @@ on_request_head(struct conn *c)
 	struct http_msg		*m = &c->c_req;
 	struct pol_request	 pr;
 	struct pol_result	 res;
+	enum pol_verdict	 verdict;
+	char			 override[24];
 	size_t			 n;
 	int			 i;
 
@@ -950,18 +952,33 @@ on_request_head(struct conn *c)
 	pr.pr_port = c->c_r.r_port;
 	pr.pr_method = c->c_r.r_method;
 	pr.pr_path = c->c_r.r_connect ? NULL : c->c_r.r_path;
-	if (c->c_policy == NULL ||
-	    pol_evaluate(c->c_policy, &pr, &res) != POL_ALLOW) {
-		conn_deny(c, 403, "denied", c->c_policy == NULL ?
+	/* frameworks act on these instead of the method: judge that one */
+	pr.pr_method_override = NULL;
+	if (!c->c_r.r_connect && (i = http_msg_method_override(m, override,
+	    sizeof(override))) != 0) {
+		if (i == -1) {
+			conn_deny(c, 400, "bad_request", "method-override "
+			    "headers that do not name one method");
+			return;
+		}
+		pr.pr_method_override = override;
+	}
+	verdict = c->c_policy == NULL ? POL_DENY :
+	    pol_evaluate(c->c_policy, &pr, &res);
+	if (verdict != POL_DENY) {
+		/* "policy#N"; room kept for '#' and the digits */
+		n = util_copy_str(c->c_r.r_rule, c->c_policy->p_name,
+		    sizeof(c->c_r.r_rule) - 22);
+		c->c_r.r_rule[n++] = '#';
+		util_u64_dec((uint64_t)res.pr_rule, c->c_r.r_rule + n);
+	}
+	if (verdict != POL_ALLOW) {
+		conn_deny(c, verdict == POL_BAD ? 400 : 403, verdict == POL_BAD ?
+		    "bad_request" : "denied", c->c_policy == NULL ?
 		    "the sandbox's policy is not in the running config" :
 		    res.pr_reason);
 		return;
 	}
-	/* "policy#N"; room kept for '#' and the digits */
-	n = util_copy_str(c->c_r.r_rule, c->c_policy->p_name,
-	    sizeof(c->c_r.r_rule) - 22);
-	c->c_r.r_rule[n++] = '#';
-	util_u64_dec((uint64_t)res.pr_rule, c->c_r.r_rule + n);
 	c->c_r.r_allowed = 1;
 
 	if (c->c_r.r_connect) {
@@ -1151,6 +1168,7 @@ write_request_head(struct conn *c)
 		    util_strncaseeq(name, nlen, "content-length") ||
 		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0) ||
 		    sec_req_drops(sr, name, nlen) ||
+		    conn_header_stripped(c, name, nlen) ||
 		    (c->c_r.r_body != NULL &&
 		    util_strncaseeq(name, nlen, "expect")))
 			continue;
@@ -1519,6 +1537,14 @@ conn_feed_response_loop(struct conn *c)
 			conn_request_finished(c);
 			return;
 		case HTTP_FEED_UPGRADE:
+			if (!c->c_r.r_upgrade) {
+				/* nothing asked for it: no tunnel, no 101 */
+				conn_upstream_failed(c, 502,
+				    "upstream_unreachable", "upstream switched "
+				    "protocols (101) for a request that asked "
+				    "for no upgrade");
+				return;
+			}
 			c->c_r.r_status = c->c_resp.hm_status;
 			write_response_head(c, 0);
 			conn_client_flush(c);
