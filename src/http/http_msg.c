@@ -606,6 +606,7 @@ http_msg_feed(struct http_msg *m, const char *data, size_t len,
 	const char	*pos, *why;
 	size_t		 used;
 	int		 in_head = !m->hm_head_done;
+	int		 was_complete = m->hm_complete;
 
 	*consumed = 0;
 	if (m->hm_err_status != 0)
@@ -628,9 +629,10 @@ http_msg_feed(struct http_msg *m, const char *data, size_t len,
 		used = pos != NULL && pos >= data ? (size_t)(pos - data) : 0;
 	}
 	*consumed = used;
-	/* the chunk line this feed ends in counts on into the next one */
-	if (!in_head && m->hm_framing == HTTP_BODY_CHUNKED && !m->hm_trailers &&
-	    !m->hm_complete && m->hm_err_status == 0 &&
+	/* the chunk line this feed ends in counts on into the next one;
+	   the last chunk's line may end the message (no trailers) */
+	if (!in_head && !was_complete && m->hm_framing == HTTP_BODY_CHUNKED &&
+	    !m->hm_trailers && m->hm_err_status == 0 &&
 	    chunk_gap_check(m, data + used) != 0)
 		return HTTP_FEED_ERROR;
 	m->hm_chunk_mark = NULL;

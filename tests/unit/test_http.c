@@ -342,6 +342,10 @@ static const struct {
 	{ "last ext 4000",	4000,	0,	1, 0 },
 	{ "last ext 5000",	5000,	0,	1, 400 },
 	{ "last zeros 9000",	0,	9000,	1, 400 },
+	/* 2: the last chunk's line ends the message, no trailers */
+	{ "last ext 4000, end",	4000,	0,	2, 0 },
+	{ "last ext 5000, end",	5000,	0,	2, 400 },
+	{ "last zeros 5000, end", 0,	5000,	2, 400 },
 };
 
 START_TEST(test_http_chunk_line)
@@ -365,9 +369,12 @@ START_TEST(test_http_chunk_line)
 		n += chunkline_cases[_i].ext - 1;
 	}
 	/* a big trailer is the arena's business, not the chunk line's */
-	n += (size_t)snprintf(raw + n, sz - n, chunkline_cases[_i].last ?
-	    "\r\nX-Trailer: %0*d\r\n\r\n" : "\r\nabc\r\n0\r\n"
-	    "X-Trailer: %0*d\r\n\r\n", 6000, 7);
+	if (chunkline_cases[_i].last == 2)
+		n += (size_t)snprintf(raw + n, sz - n, "\r\n\r\n");
+	else
+		n += (size_t)snprintf(raw + n, sz - n, chunkline_cases[_i].last ?
+		    "\r\nX-Trailer: %0*d\r\n\r\n" : "\r\nabc\r\n0\r\n"
+		    "X-Trailer: %0*d\r\n\r\n", 6000, 7);
 	for (bytewise = 0; bytewise < 2; bytewise++) {
 		http_msg_init(&m, HTTP_REQUEST, 65536);
 		st = feed_all(&m, raw, n, bytewise);
