@@ -957,8 +957,8 @@ on_request_head(struct conn *c)
 	if (!c->c_r.r_connect && (i = http_msg_method_override(m, override,
 	    sizeof(override))) != 0) {
 		if (i == -1) {
-			conn_deny(c, 400, "bad_request", "method-override "
-			    "headers that do not name one method");
+			conn_reply_error(c, 400, "bad_request", "method-"
+			    "override headers that do not name one method", 1);
 			return;
 		}
 		pr.pr_method_override = override;
@@ -972,9 +972,13 @@ on_request_head(struct conn *c)
 		c->c_r.r_rule[n++] = '#';
 		util_u64_dec((uint64_t)res.pr_rule, c->c_r.r_rule + n);
 	}
+	if (verdict == POL_BAD) {
+		/* ambiguous, like a malformed target: the connection ends */
+		conn_reply_error(c, 400, "bad_request", res.pr_reason, 1);
+		return;
+	}
 	if (verdict != POL_ALLOW) {
-		conn_deny(c, verdict == POL_BAD ? 400 : 403, verdict == POL_BAD ?
-		    "bad_request" : "denied", c->c_policy == NULL ?
+		conn_deny(c, 403, "denied", c->c_policy == NULL ?
 		    "the sandbox's policy is not in the running config" :
 		    res.pr_reason);
 		return;
