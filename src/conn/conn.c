@@ -863,6 +863,7 @@ request_target(struct conn *c)
 	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls ||
 	    c->c_transparent, &t,
 	    &why) == -1) {
+		http_target_fini(&t);	/* conn_reply_error() reads it again */
 		conn_reply_error(c, 400, "bad_request", why, 1);
 		return -1;
 	}
