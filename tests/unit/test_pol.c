@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cfg/cfg.h"
@@ -614,6 +615,63 @@ START_TEST(test_path_enc_slash_readings)
 }
 END_TEST
 
+/*
+ * Random paths over the pieces that make readings differ: whatever is
+ * accepted is a fixed point, reads without dot segments once "%2F" is
+ * decoded, and never climbs; nothing overruns (the ASan build).
+ */
+START_TEST(test_path_random_readings)
+{
+	static const char *const piece[] = {
+		"/", "/", "a", ".", "..", "%2F", "%2f", "%2E", "%2e", ";", "%3B",
+		"%25", "2F", "x;y", "%41", "%5C", "//", "/..", "/.",
+	};
+	char		in[64], once[256], twice[256], slashed[256];
+	uint32_t	seed = 0x2f2f2f2fu;
+	size_t		n, k, np = sizeof(piece) / sizeof(piece[0]);
+	int		iter, accepted = 0, withslash = 0;
+
+	for (iter = 0; iter < 50000; iter++) {
+		in[0] = '/';
+		n = 1;
+		for (k = 0; k < 6; k++) {
+			const char *p;
+
+			seed = seed * 1103515245u + 12345u;
+			p = piece[(seed >> 16) % np];
+			if (n + strlen(p) >= sizeof(in))
+				break;
+			memcpy(in + n, p, strlen(p));
+			n += strlen(p);
+		}
+		in[n] = '\0';
+		if (pol_path_normalize(in, n, once, sizeof(once)) == -1)
+			continue;
+		accepted++;
+		ck_assert_msg(pol_path_normalize(once, strlen(once), twice,
+		    sizeof(twice)) == 0 && strcmp(once, twice) == 0,
+		    "%s -> %s is not a fixed point", in, once);
+		ck_assert_msg(once[0] == '/' && strstr(once, "/../") == NULL &&
+		    strstr(once, "/./") == NULL, "%s -> %s has dots", in, once);
+		if (!pol_path_has_enc_slash(once))
+			continue;
+		withslash++;
+		ck_assert_int_eq(pol_path_slash_reading(once, slashed,
+		    sizeof(slashed)), 0);
+		ck_assert_msg(strstr(slashed, "/../") == NULL &&
+		    strstr(slashed, "/./") == NULL &&
+		    (strlen(slashed) < 3 ||
+		    strcmp(slashed + strlen(slashed) - 3, "/..") != 0) &&
+		    (strlen(slashed) < 2 ||
+		    strcmp(slashed + strlen(slashed) - 2, "/.") != 0),
+		    "%s -> %s reads as %s", in, once, slashed);
+	}
+	/* the generator reaches both outcomes */
+	ck_assert_int_gt(accepted, 1000);
+	ck_assert_int_gt(withslash, 100);
+}
+END_TEST
+
 /* pol_host_normalize */
 
 static const struct {
@@ -742,6 +800,7 @@ suite_pol(void)
 	    NELEM(path_cases));
 	tcase_add_loop_test(tc, test_path_enc_slash_readings, 0,
 	    NELEM(path_cases));
+	tcase_add_test(tc, test_path_random_readings);
 	tcase_add_loop_test(tc, test_host_normalize, 0, NELEM(hostn_cases));
 	tcase_add_test(tc, test_host_normalize_lengths);
 	suite_add_tcase(s, tc);
