@@ -123,7 +123,8 @@ chunk_gap_check(struct http_msg *m, const char *at)
 	const char	*from = m->hm_chunk_mark != NULL ? m->hm_chunk_mark :
 			    m->hm_feed_start;
 
-	m->hm_chunk_gap += (uint64_t)(at - from);
+	if (at > from)
+		m->hm_chunk_gap += (uint64_t)(at - from);
 	if (m->hm_chunk_gap > HTTP_MAX_CHUNK_LINE + 4)
 		return chunk_line_too_long(m);
 	return 0;
@@ -631,7 +632,8 @@ http_msg_feed(struct http_msg *m, const char *data, size_t len,
 	*consumed = used;
 	/* the chunk line this feed ends in counts on into the next one;
 	   the last chunk's line may end the message (no trailers) */
-	if (!in_head && !was_complete && m->hm_framing == HTTP_BODY_CHUNKED &&
+	if ((err == HPE_OK || err == HPE_PAUSED) && !in_head &&
+	    !was_complete && m->hm_framing == HTTP_BODY_CHUNKED &&
 	    !m->hm_trailers && m->hm_err_status == 0 &&
 	    chunk_gap_check(m, data + used) != 0)
 		return HTTP_FEED_ERROR;
