@@ -615,13 +615,6 @@ http_msg_feed(struct http_msg *m, const char *data, size_t len,
 	m->hm_feed_start = data;
 	m->hm_feed_end = data + len;
 	m->hm_chunk_mark = NULL;
-	/* before llhttp: its own complaints about the line are vaguer, and
-	   the state machine stops at the line's end */
-	if (in_head && m->hm_type == HTTP_REQUEST &&
-	    (why = request_line_bad(m, data, len)) != NULL) {
-		msg_fail(m, 400, why);
-		return HTTP_FEED_ERROR;
-	}
 	err = llhttp_execute(&m->hm_parser, data, len);
 	if (err == HPE_OK)
 		used = len;
@@ -630,6 +623,19 @@ http_msg_feed(struct http_msg *m, const char *data, size_t len,
 		used = pos != NULL && pos >= data ? (size_t)(pos - data) : 0;
 	}
 	*consumed = used;
+	/*
+	 * The request line's own verdict wins over whatever llhttp or its
+	 * callbacks said about the same bytes, so that the answer does not
+	 * depend on how the bytes were split; llhttp has read the target
+	 * meanwhile, for the audit. The state machine stops at the line's
+	 * end, so the bytes after it are not looked at.
+	 */
+	if (in_head && m->hm_type == HTTP_REQUEST &&
+	    (why = request_line_bad(m, data, len)) != NULL) {
+		m->hm_err_status = 400;
+		snprintf(m->hm_err_reason, sizeof(m->hm_err_reason), "%s", why);
+		return HTTP_FEED_ERROR;
+	}
 	/* the chunk line this feed ends in counts on into the next one;
 	   the last chunk's line may end the message (no trailers) */
 	if ((err == HPE_OK || err == HPE_PAUSED) && !in_head &&

@@ -188,8 +188,8 @@ t.ok(rec and b"X-Original-URL: /admin" in rec[0],
 O = b"open.test:%d" % op
 H = b"Host: " + O + b"\r\n"
 framing = (
-    ("e1", b"GET  http://" + O + b"/e1 HTTP/1.1\r\n" + H + b"\r\n", None),
-    ("e2", b"GET http://" + O + b"/e2 HTTP/1.1 \r\n" + H + b"\r\n", None),
+    ("e1", b"GET  http://" + O + b"/e1 HTTP/1.1\r\n" + H + b"\r\n", "/e1"),
+    ("e2", b"GET http://" + O + b"/e2 HTTP/1.1 \r\n" + H + b"\r\n", "/e2"),
     ("e3", b"GET http://" + O + b"/e3 HTTP/1.1\r\nHost: u:p@" + O +
      b"\r\n\r\n", "/e3"),
     ("e4", b"POST http://" + O + b"/e4 HTTP/1.1\r\n" + H +
@@ -200,7 +200,7 @@ framing = (
     ("e6", b"GET http://" + O + b"/e6 HTTP/1.1\r\n" + H +
      b"Connection: Host\r\n\r\n", "/e6"),
     ("e7", b"\r\n\r\n\r\nGET http://" + O + b"/e7 HTTP/1.1\r\n" + H +
-     b"\r\n", None),
+     b"\r\n", "/e7"),
     ("e8", b"CONNECT " + O + b" HTTP/1.1\r\n" + H +
      b"Content-Length: 5\r\n\r\nhello", None),
     ("e9", b"CONNECT " + O + b" HTTP/1.1\r\n" + H +
