@@ -686,6 +686,10 @@ cfg_path_glob_check(const char *s)
 		if (*p == '?' || *p == '#')
 			return "the query is not matched: leave out \"?\" and "
 			    "what follows";
+		/* requests are matched with an encoded slash read as '/' */
+		if (p[0] == '%' && p[1] == '2' && (p[2] == 'F' || p[2] == 'f'))
+			return "has \"%2F\": an encoded slash in a request is "
+			    "matched as \"/\", write \"/\"";
 	}
 	len = strlen(s);
 	if (strstr(s, "/./") != NULL || strstr(s, "/../") != NULL ||

@@ -887,6 +887,7 @@ request_target(struct conn *c)
 	}
 	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls ||
 	    c->c_transparent || c->c_tunnel_http, &t, &why) == -1) {
+		http_target_fini(&t);	/* conn_reply_error() reads it again */
 		conn_reply_error(c, 400, "bad_request", why, 1);
 		return -1;
 	}
@@ -941,6 +942,8 @@ on_request_head(struct conn *c)
 	struct http_msg		*m = &c->c_req;
 	struct pol_request	 pr;
 	struct pol_result	 res;
+	enum pol_verdict	 verdict;
+	char			 override[24];
 	size_t			 n;
 	int			 i;
 
@@ -981,8 +984,32 @@ on_request_head(struct conn *c)
 	pr.pr_port = c->c_r.r_port;
 	pr.pr_method = c->c_r.r_method;
 	pr.pr_path = c->c_r.r_connect ? NULL : c->c_r.r_path;
-	if (c->c_policy == NULL ||
-	    pol_evaluate(c->c_policy, &pr, &res) != POL_ALLOW) {
+	/* frameworks act on these instead of the method: judge that one */
+	pr.pr_method_override = NULL;
+	if (!c->c_r.r_connect && (i = http_msg_method_override(m, override,
+	    sizeof(override))) != 0) {
+		if (i == -1) {
+			conn_reply_error(c, 400, "bad_request", "method-"
+			    "override headers that do not name one method", 1);
+			return;
+		}
+		pr.pr_method_override = override;
+	}
+	verdict = c->c_policy == NULL ? POL_DENY :
+	    pol_evaluate(c->c_policy, &pr, &res);
+	if (verdict != POL_DENY) {
+		/* "policy#N"; room kept for '#' and the digits */
+		n = util_copy_str(c->c_r.r_rule, c->c_policy->p_name,
+		    sizeof(c->c_r.r_rule) - 22);
+		c->c_r.r_rule[n++] = '#';
+		util_u64_dec((uint64_t)res.pr_rule, c->c_r.r_rule + n);
+	}
+	if (verdict == POL_BAD) {
+		/* ambiguous, like a malformed target: the connection ends */
+		conn_reply_error(c, 400, "bad_request", res.pr_reason, 1);
+		return;
+	}
+	if (verdict != POL_ALLOW) {
 		const char *why = c->c_policy == NULL ? "the sandbox's policy "
 		    "is not in the running config" : res.pr_reason;
 
@@ -992,11 +1019,6 @@ on_request_head(struct conn *c)
 			conn_deny(c, 403, "denied", why);
 		return;
 	}
-	/* "policy#N"; room kept for '#' and the digits */
-	n = util_copy_str(c->c_r.r_rule, c->c_policy->p_name,
-	    sizeof(c->c_r.r_rule) - 22);
-	c->c_r.r_rule[n++] = '#';
-	util_u64_dec((uint64_t)res.pr_rule, c->c_r.r_rule + n);
 	c->c_r.r_allowed = 1;
 
 	if (c->c_r.r_connect) {
@@ -1189,6 +1211,7 @@ write_request_head(struct conn *c)
 		    util_strncaseeq(name, nlen, "content-length") ||
 		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0) ||
 		    sec_req_drops(sr, name, nlen) ||
+		    conn_header_stripped(c, name, nlen) ||
 		    (c->c_r.r_body != NULL &&
 		    util_strncaseeq(name, nlen, "expect")))
 			continue;
@@ -1558,6 +1581,14 @@ conn_feed_response_loop(struct conn *c)
 			conn_request_finished(c);
 			return;
 		case HTTP_FEED_UPGRADE:
+			if (!c->c_r.r_upgrade) {
+				/* nothing asked for it: no tunnel, no 101 */
+				conn_upstream_failed(c, 502,
+				    "upstream_unreachable", "upstream switched "
+				    "protocols (101) for a request that asked "
+				    "for no upgrade");
+				return;
+			}
 			c->c_r.r_status = c->c_resp.hm_status;
 			write_response_head(c, 0);
 			conn_client_flush(c);

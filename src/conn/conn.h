@@ -181,6 +181,19 @@ void	conn_drain(struct conn *);
 /* Free without audit (worker teardown). */
 void	conn_free(struct conn *);
 
+/* conn_facts.c */
+/*
+ * Before a refusal is audited: fill in the method, host, port and path
+ * the current request had shown so far (a refused path as sent).
+ */
+void	conn_req_early_facts(struct conn *);
+/*
+ * Is <name> a header left out towards the upstream: X-Original-URL and
+ * its kind on a rule with paths or methods (they would name another path).
+ */
+int	conn_header_stripped(const struct conn *, const char *name,
+	    size_t len);
+
 /* conn_reply.c */
 /*
  * Answer the current request from the gateway itself with SPEC's JSON

@@ -191,6 +191,7 @@ stream_allowed(struct conn *c, const struct cfg *cfg, char *why,
 		return 0;
 	}
 	sbx_unref(s);
+	memset(&pr, 0, sizeof(pr));
 	pr.pr_host = c->c_r.r_host;
 	pr.pr_port = c->c_r.r_port;
 	pr.pr_method = c->c_r.r_connect ? "CONNECT" : c->c_r.r_method;

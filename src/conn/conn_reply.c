@@ -63,6 +63,7 @@ conn_reply_error(struct conn *c, int status, const char *code,
 		upstream_free(c->c_up);
 		c->c_up = NULL;
 	}
+	conn_req_early_facts(c);
 	c->c_r.r_status = status;
 	c->c_r.r_code = code;
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);

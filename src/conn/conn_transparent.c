@@ -119,6 +119,7 @@ trans_policy(struct conn *c)
 		conn_refuse(c, "the audit log cannot be written");
 		return -1;
 	}
+	memset(&pr, 0, sizeof(pr));
 	pr.pr_host = c->c_r.r_host;
 	pr.pr_port = c->c_r.r_port;
 	pr.pr_method = "CONNECT";

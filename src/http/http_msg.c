@@ -3,7 +3,10 @@
  * is ever set; on top of it we refuse what llhttp tolerates but a proxy
  * must not relay: duplicate Content-Length, Content-Length together with
  * Transfer-Encoding, transfer codings other than plain "chunked", control
- * bytes in values, several Host headers.
+ * bytes in values, several Host headers, userinfo in Host, a Connection
+ * header naming a field the message depends on, CONNECT with a body,
+ * extra whitespace in the request line, more than a few empty lines
+ * before it, and chunk lines over HTTP_MAX_CHUNK_LINE.
  */
 #include "config.h"
 
@@ -102,11 +105,45 @@ head_too_large(struct http_msg *m)
 }
 
 static int
+chunk_line_too_long(struct http_msg *m)
+{
+	return msg_fail(m, m->hm_type == HTTP_REQUEST ? 400 : 502,
+	    "chunk line (size and extensions) over 4 KiB");
+}
+
+/*
+ * Framing bytes of a chunked body (CRLF, size, extensions, CRLF) between
+ * the previous data and <at> in the current feed. Every chunk line must
+ * fit in HTTP_MAX_CHUNK_LINE: llhttp bounds neither extensions nor leading
+ * zeros, and a line that never ends costs parsing time for nothing.
+ */
+static int
+chunk_gap_check(struct http_msg *m, const char *at)
+{
+	const char	*from = m->hm_chunk_mark != NULL ? m->hm_chunk_mark :
+			    m->hm_feed_start;
+
+	if (at > from)
+		m->hm_chunk_gap += (uint64_t)(at - from);
+	if (m->hm_chunk_gap > HTTP_MAX_CHUNK_LINE + 4)
+		return chunk_line_too_long(m);
+	return 0;
+}
+
+static int
 on_header_field(llhttp_t *p, const char *at, size_t len)
 {
 	struct http_msg		*m = msg_of(p);
 	struct http_header	*h;
 
+	if (m->hm_head_done && m->hm_framing == HTTP_BODY_CHUNKED &&
+	    !m->hm_trailers) {
+		/* the last chunk's line ended before the trailers began;
+		   the trailers are bounded by the arena */
+		if (chunk_gap_check(m, at) != 0)
+			return HPE_USER;
+		m->hm_trailers = 1;
+	}
 	if (m->hm_last != 2) {
 		if (m->hm_nhdrs == HTTP_MAX_HEADERS)
 			return head_too_large(m);
@@ -195,11 +232,44 @@ look_alike(const char *name, size_t len)
 	return 0;
 }
 
+/*
+ * Fields whose removal by a hop that honours Connection changes how the
+ * request is framed, routed or upgraded (Varnish CVE-2022-45059): a
+ * request that names one in Connection reads two ways.
+ */
+static const char *const conn_critical[] = {
+	"host", "content-length", "transfer-encoding", "content-encoding",
+	"content-type", "sec-websocket-key", "sec-websocket-version",
+};
+
+/* What only a request head must pass; returns 0 or an llhttp error. */
+static int
+request_head_check(struct http_msg *m, int nframing)
+{
+	const char	*v;
+	size_t		 vlen, k;
+	int		 i;
+
+	for (i = 0; (i = http_msg_find(m, "host", i)) != -1; i++) {
+		hdr_value(m, i, &v, &vlen);
+		if (memchr(v, '@', vlen) != NULL)
+			return msg_fail(m, 400, "userinfo in Host");
+	}
+	for (k = 0; k < sizeof(conn_critical) / sizeof(conn_critical[0]); k++)
+		if (http_msg_connection_has(m, conn_critical[k]))
+			return msg_fail(m, 400, "Connection header names a "
+			    "field the request depends on");
+	if (m->hm_parser.method == HTTP_CONNECT && nframing > 0)
+		return msg_fail(m, 400, "CONNECT with Content-Length or "
+		    "Transfer-Encoding");
+	return 0;
+}
+
 /* Checks the head as a whole; returns 0 or an llhttp error. */
 static int
 msg_check_head(struct http_msg *m)
 {
-	int		 ncl, nte, i, req = m->hm_type == HTTP_REQUEST;
+	int		 ncl, nte, i, rc, req = m->hm_type == HTTP_REQUEST;
 	int		 bad = req ? 400 : 502;
 	const char	*v;
 	size_t		 vlen;
@@ -238,6 +308,8 @@ msg_check_head(struct http_msg *m)
 			return msg_fail(m, bad, "empty header name");
 	if (req && http_msg_count(m, "host") > 1)
 		return msg_fail(m, 400, "more than one Host header");
+	if (req && (rc = request_head_check(m, ncl + nte)) != 0)
+		return rc;
 	if (m->hm_parser.http_major != 1)
 		return msg_fail(m, req ? 505 : 502, "HTTP version not supported");
 	return 0;
@@ -283,6 +355,12 @@ on_body(llhttp_t *p, const char *at, size_t len)
 {
 	struct http_msg	*m = msg_of(p);
 
+	if (m->hm_framing == HTTP_BODY_CHUNKED) {
+		if (chunk_gap_check(m, at) != 0)
+			return HPE_USER;
+		m->hm_chunk_gap = 0;
+		m->hm_chunk_mark = at + len;
+	}
 	m->hm_body_bytes += len;
 	if (m->hm_on_body != NULL)
 		m->hm_on_body(m->hm_arg, at, len);
@@ -339,6 +417,12 @@ msg_clear(struct http_msg *m)
 	m->hm_body_bytes = 0;
 	m->hm_raw_prev = m->hm_raw_prev2 = 0;
 	m->hm_raw_lines = 0;
+	m->hm_rl_state = 0;
+	m->hm_rl_empty = m->hm_rl_spaces = 0;
+	m->hm_rl_prev = 0;
+	m->hm_chunk_gap = 0;
+	m->hm_chunk_mark = NULL;
+	m->hm_trailers = 0;
 }
 
 void
@@ -453,20 +537,99 @@ head_bytes_bad(struct http_msg *m, const char *p, size_t len)
 	return 0;
 }
 
+enum {
+	RL_START = 0,		/* at the start of a line before it */
+	RL_EMPTY_CR,		/* an empty line's CR */
+	RL_LINE,		/* in the request line */
+	RL_DONE,
+};
+
+/* One byte of the request line: NULL, or why it is refused. */
+static const char *
+request_line_byte(struct http_msg *m, char ch)
+{
+	const char	*extra = "extra whitespace in the request line";
+
+	switch (ch) {
+	case ' ':
+		if (m->hm_rl_prev == 0 || m->hm_rl_prev == ' ' ||
+		    ++m->hm_rl_spaces > 2)
+			return extra;
+		break;
+	case '\t': case '\v': case '\f':
+		return extra;
+	case '\r':
+		if (m->hm_rl_prev == ' ')
+			return extra;
+		if (m->hm_rl_spaces != 2)
+			return "request line is not METHOD SP TARGET SP VERSION";
+		m->hm_rl_state = RL_DONE;
+		break;
+	case '\n':
+		m->hm_rl_state = RL_DONE;	/* bare LF: head_bytes_bad() */
+		break;
+	}
+	m->hm_rl_prev = ch;
+	return NULL;
+}
+
+/*
+ * The request line, on the raw bytes: exactly "METHOD SP TARGET SP
+ * VERSION" (llhttp accepts runs of spaces between them) after at most
+ * HTTP_MAX_EMPTY_LINES empty lines (llhttp skips any number). The state
+ * carries over between feeds. Returns NULL or why it is refused.
+ */
+static const char *
+request_line_bad(struct http_msg *m, const char *p, size_t len)
+{
+	const char	*why;
+	size_t		 i;
+
+	for (i = 0; i < len && m->hm_rl_state != RL_DONE; i++) {
+		switch (m->hm_rl_state) {
+		case RL_START:
+			if (p[i] == '\r') {
+				m->hm_rl_state = RL_EMPTY_CR;
+				continue;
+			}
+			m->hm_rl_state = RL_LINE;
+			m->hm_rl_prev = 0;
+			/* FALLTHROUGH */
+		case RL_LINE:
+			if ((why = request_line_byte(m, p[i])) != NULL)
+				return why;
+			break;
+		case RL_EMPTY_CR:
+			if (p[i] != '\n') {
+				m->hm_rl_state = RL_DONE; /* head_bytes_bad() */
+				break;
+			}
+			if (++m->hm_rl_empty > HTTP_MAX_EMPTY_LINES)
+				return "too many empty lines before the request "
+				    "line";
+			m->hm_rl_state = RL_START;
+			break;
+		}
+	}
+	return NULL;
+}
+
 enum http_feed
 http_msg_feed(struct http_msg *m, const char *data, size_t len,
     size_t *consumed)
 {
 	llhttp_errno_t	 err;
-	const char	*pos;
+	const char	*pos, *why;
 	size_t		 used;
 	int		 in_head = !m->hm_head_done;
+	int		 was_complete = m->hm_complete;
 
 	*consumed = 0;
 	if (m->hm_err_status != 0)
 		return HTTP_FEED_ERROR;
 	m->hm_feed_start = data;
 	m->hm_feed_end = data + len;
+	m->hm_chunk_mark = NULL;
 	err = llhttp_execute(&m->hm_parser, data, len);
 	if (err == HPE_OK)
 		used = len;
@@ -475,6 +638,27 @@ http_msg_feed(struct http_msg *m, const char *data, size_t len,
 		used = pos != NULL && pos >= data ? (size_t)(pos - data) : 0;
 	}
 	*consumed = used;
+	/*
+	 * The request line's own verdict wins over whatever llhttp or its
+	 * callbacks said about the same bytes, so that the answer does not
+	 * depend on how the bytes were split; llhttp has read the target
+	 * meanwhile, for the audit. The state machine stops at the line's
+	 * end, so the bytes after it are not looked at.
+	 */
+	if (in_head && m->hm_type == HTTP_REQUEST &&
+	    (why = request_line_bad(m, data, len)) != NULL) {
+		m->hm_err_status = 400;
+		snprintf(m->hm_err_reason, sizeof(m->hm_err_reason), "%s", why);
+		return HTTP_FEED_ERROR;
+	}
+	/* the chunk line this feed ends in counts on into the next one;
+	   the last chunk's line may end the message (no trailers) */
+	if ((err == HPE_OK || err == HPE_PAUSED) && !in_head &&
+	    !was_complete && m->hm_framing == HTTP_BODY_CHUNKED &&
+	    !m->hm_trailers && m->hm_err_status == 0 &&
+	    chunk_gap_check(m, data + used) != 0)
+		return HTTP_FEED_ERROR;
+	m->hm_chunk_mark = NULL;
 	/* line endings of the head are checked on the raw bytes */
 	if (in_head && head_bytes_bad(m, data, m->hm_head_done ? used : len) &&
 	    m->hm_err_status == 0) {
@@ -592,4 +776,49 @@ http_msg_is_hop(const struct http_msg *m, const char *name, size_t len)
 	memcpy(tmp, name, len);
 	tmp[len] = '\0';
 	return http_msg_connection_has(m, tmp);
+}
+
+static int
+is_tchar(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') ||
+	    (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+int
+http_msg_method_override(const struct http_msg *m, char *out, size_t outsz)
+{
+	static const char *const names[] = {
+		"x-http-method-override", "x-http-method", "x-method-override",
+	};
+	const char	*v;
+	size_t		 vlen, k, j;
+	int		 i, found = 0;
+
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		for (i = 0; (i = http_msg_find(m, names[k], i)) != -1; i++) {
+			hdr_value(m, i, &v, &vlen);
+			if (vlen == 0 || vlen >= outsz)
+				return -1;
+			for (j = 0; j < vlen; j++)
+				if (!is_tchar((unsigned char)v[j]))
+					return -1;
+			if (found && !util_strncaseeq(v, vlen, out))
+				return -1;	/* two methods: which one? */
+			for (j = 0; j < vlen; j++)
+				out[j] = (char)toupper((unsigned char)v[j]);
+			out[vlen] = '\0';
+			found = 1;
+		}
+	}
+	return found;
+}
+
+int
+http_is_path_override(const char *name, size_t len)
+{
+	return util_strncaseeq(name, len, "x-original-url") ||
+	    util_strncaseeq(name, len, "x-rewrite-url") ||
+	    util_strncaseeq(name, len, "x-original-uri");
 }

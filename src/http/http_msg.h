@@ -12,6 +12,9 @@
 
 #define HTTP_MAX_HEADERS	128
 #define HTTP_MAX_URI		8192
+#define HTTP_MAX_EMPTY_LINES	2	/* CRLFs tolerated before a request
+					   line (RFC 9112 2.2: at least one) */
+#define HTTP_MAX_CHUNK_LINE	4096	/* chunk size and extensions */
 
 struct http_header {
 	uint32_t	h_name;		/* offsets into hm_buf */
@@ -62,6 +65,13 @@ struct http_msg {
 	char		 hm_raw_prev;	/* last two raw head bytes */
 	char		 hm_raw_prev2;
 	unsigned	 hm_raw_lines;	/* LFs seen in the head */
+	int		 hm_rl_state;	/* request line check, http_msg.c */
+	unsigned	 hm_rl_empty;	/* empty lines before it */
+	unsigned	 hm_rl_spaces;	/* SPs in it */
+	char		 hm_rl_prev;	/* its previous byte, 0 at its start */
+	uint64_t	 hm_chunk_gap;	/* framing bytes since chunk data */
+	const char	*hm_chunk_mark;	/* end of the last data in this feed */
+	int		 hm_trailers;	/* the trailer section has begun */
 
 	int		 hm_method;	/* llhttp_method_t */
 	int		 hm_status;	/* response status */
@@ -122,5 +132,21 @@ int	http_msg_is_hop(const struct http_msg *, const char *name,
 	    size_t len);
 /* Does the Connection header (a token list) contain <token>? */
 int	http_msg_connection_has(const struct http_msg *, const char *token);
+
+/*
+ * The method that X-HTTP-Method-Override, X-HTTP-Method or
+ * X-Method-Override name (frameworks act on it instead of the request
+ * line's), upper-cased into <out>. Returns 0 when there is none, 1 with
+ * it in <out>, -1 when a value is not a method token, does not fit, or
+ * the headers disagree.
+ */
+int	http_msg_method_override(const struct http_msg *, char *out,
+	    size_t outsz);
+
+/*
+ * Is <name> a header some frameworks take as the request's path instead
+ * of the request line's (X-Original-URL, X-Rewrite-URL, X-Original-URI)?
+ */
+int	http_is_path_override(const char *name, size_t len);
 
 #endif

@@ -82,8 +82,10 @@ parse_path_query(const char *p, const char *end, struct http_target *t,
 	    sz) == -1) {
 		free(t->t_path);
 		t->t_path = NULL;
-		*why = "path is not acceptable (encoded separator, NUL or "
-		    "climbs above /)";
+		t->t_path_raw = xstrndup(p, (size_t)((q ? q : end) - p));
+		*why = "path is not acceptable (encoded backslash or NUL, "
+		    "dot segment with parameters, climbs above /, or reads "
+		    "two ways around an encoded slash)";
 		return -1;
 	}
 	t->t_query = q != NULL ? xstrndup(q + 1, (size_t)(end - q - 1)) : NULL;
@@ -94,7 +96,7 @@ int
 http_target_parse(const char *url, size_t len, int allow_https,
     int allow_origin, struct http_target *t, const char **why)
 {
-	const char	*p = url, *end = url + len, *auth;
+	const char	*p = url, *end = url + len, *auth, *at;
 
 	memset(t, 0, sizeof(*t));
 	if (memchr(url, '#', len) != NULL) {
@@ -120,7 +122,10 @@ http_target_parse(const char *url, size_t len, int allow_https,
 	auth = p;
 	while (p < end && *p != '/' && *p != '?')
 		p++;
-	if (memchr(auth, '@', (size_t)(p - auth)) != NULL) {
+	if ((at = memrchr(auth, '@', (size_t)(p - auth))) != NULL) {
+		/* the host it names, for the audit only */
+		(void)http_authority_parse(at + 1, (size_t)(p - at - 1),
+		    t->t_https ? 443 : 80, 0, t, why);
 		*why = "userinfo in request target";
 		return -1;
 	}
@@ -135,5 +140,6 @@ http_target_fini(struct http_target *t)
 {
 	free(t->t_path);
 	free(t->t_query);
-	t->t_path = t->t_query = NULL;
+	free(t->t_path_raw);
+	t->t_path = t->t_query = t->t_path_raw = NULL;
 }

@@ -16,6 +16,8 @@ struct http_target {
 	int	 t_https;	/* absolute-form with https:// */
 	char	*t_path;	/* normalised path, no query (heap) */
 	char	*t_query;	/* after '?', raw (heap), or NULL */
+	char	*t_path_raw;	/* a refused path as sent, for the audit
+				   (heap), or NULL */
 };
 
 /*
@@ -30,7 +32,9 @@ int	http_authority_parse(const char *s, size_t len, int default_port,
  * or, when <allow_origin>, origin-form ("/path?q", host left empty).
  * Userinfo and fragments are refused; so are paths pol_path_normalize()
  * refuses. On success the caller owns t_path/t_query
- * (http_target_fini()).
+ * (http_target_fini()). On failure, what could be read is left for the
+ * audit: t_host/t_port when the authority parsed (after any userinfo),
+ * t_path_raw when the path was refused; http_target_fini() frees it.
  */
 int	http_target_parse(const char *url, size_t len, int allow_https,
 	    int allow_origin, struct http_target *, const char **why);

@@ -11,7 +11,15 @@ struct cfg_policy;
 enum pol_verdict {
 	POL_ALLOW = 0,
 	POL_DENY,
+	POL_BAD,		/* ambiguous under the rule: answer 400 */
 };
+
+/*
+ * Longest path with an encoded slash that is judged (the request target
+ * is bounded by HTTP_MAX_URI anyway): both readings are built on the
+ * stack.
+ */
+#define POL_PATH_MAX	8256
 
 struct pol_request {
 	const char	*pr_host;	/* normalised: lowercase, no trailing
@@ -20,6 +28,9 @@ struct pol_request {
 	const char	*pr_method;	/* as sent, e.g. "GET" */
 	const char	*pr_path;	/* normalised by pol_path_normalize(),
 					   no query; NULL for CONNECT */
+	const char	*pr_method_override; /* the method a method-override
+					   header names, upper-cased, or
+					   NULL; read only with a pr_path */
 };
 
 struct pol_result {
@@ -34,6 +45,12 @@ struct pol_result {
  * "host evil.test is not allowed", "port 8080 is not allowed for host
  * a.test", "method DELETE is not allowed for a.test:80",
  * "path /admin is not allowed for a.test:80".
+ *
+ * A path with "%2F" is matched with each encoded slash read as '/' (the
+ * path normaliser has made sure both readings agree, see SPEC "Paths").
+ * A method-override header's method must be allowed by the rule too. A
+ * rule with "paths" that would allow a path with "%25" and two hex
+ * digits (double encoding) answers POL_BAD, with pr_rule set, instead.
  */
 enum pol_verdict pol_evaluate(const struct cfg_policy *,
 	    const struct pol_request *, struct pol_result *);
@@ -56,11 +73,30 @@ int	pol_glob_match(const char *pattern, const char *s);
  * Normalise the path of a request target (no query; <in> is the path part
  * only): decode percent-encoded unreserved characters (ALPHA DIGIT - . _ ~),
  * upper-case the hex of other escapes, resolve "." and ".." segments.
- * Returns 0 with the result in <out>, or -1 (caller answers 400) when the
- * path does not start with '/', contains %2F, %5C or %00 (any case), a bad
- * escape, a raw NUL or backslash, climbs above "/", or does not fit.
+ * "%2F" is not a separator: it stays as the client wrote it ("%2f" too),
+ * and the path is refused unless decoding it before resolving dots gives
+ * the same path (no "..%2F", no dot segment popping one). Returns 0 with
+ * the result in <out>, or -1 (caller answers 400) when the path does not
+ * start with '/', contains %5C or %00 (any case), a bad escape, a raw NUL
+ * or backslash, a dot segment with ";" parameters ("..;", ".;x"), climbs
+ * above "/", reads two ways around an encoded slash, or does not fit.
  */
 int	pol_path_normalize(const char *in, size_t len, char *out, size_t outsz);
+
+/* Does a normalised path contain "%2F" (either case)? */
+int	pol_path_has_enc_slash(const char *path);
+
+/*
+ * <path> with every "%2F" read as '/', into <out>. 0, or -1 when it does
+ * not fit.
+ */
+int	pol_path_slash_reading(const char *path, char *out, size_t outsz);
+
+/*
+ * Does a normalised path hold "%25" followed by two hex digits, which an
+ * upstream that decodes twice reads as another escape ("%252e" → ".")?
+ */
+int	pol_path_double_encoded(const char *path);
 
 /*
  * Normalise a host name for matching: lowercase, strip one trailing dot,

@@ -152,11 +152,15 @@ pol_path_match(const struct cfg_rule *r, const char *path)
  * CONNECT. So with pr_path == NULL a rule matches on host and port alone:
  * an intercepted tunnel has each inner request judged again in full; a
  * spliced one cannot be looked into, which is what "intercept: false"
- * asks for.
+ * asks for. <path> is the reading of pr_path that globs see. A method
+ * that a method-override header names must be allowed as well
+ * (*by_override says that it was what failed).
  */
 static enum pol_depth
-pol_rule_match(const struct cfg_rule *r, const struct pol_request *req)
+pol_rule_match(const struct cfg_rule *r, const struct pol_request *req,
+    const char *path, int *by_override)
 {
+	*by_override = 0;
 	if (!pol_host_match(r->r_host, req->pr_host))
 		return POL_D_NONE;
 	if (!pol_port_match(r, req->pr_port))
@@ -165,35 +169,23 @@ pol_rule_match(const struct cfg_rule *r, const struct pol_request *req)
 		return POL_D_ALL;
 	if (!pol_method_match(r, req->pr_method))
 		return POL_D_PORT;
-	if (!pol_path_match(r, req->pr_path))
+	if (req->pr_method_override != NULL &&
+	    !pol_method_match(r, req->pr_method_override)) {
+		*by_override = 1;
+		return POL_D_PORT;
+	}
+	if (!pol_path_match(r, path))
 		return POL_D_METHOD;
 	return POL_D_ALL;
 }
 
-enum pol_verdict
-pol_evaluate(const struct cfg_policy *pol, const struct pol_request *req,
-    struct pol_result *res)
+static void
+pol_deny_reason(const struct pol_request *req, enum pol_depth best,
+    int by_override, struct pol_result *res)
 {
-	enum pol_depth	 best = POL_D_NONE, d;
 	const char	*host = req->pr_host != NULL ? req->pr_host : "";
 	const char	*lb = "", *rb = "";
-	size_t		 i;
 
-	res->pr_rule = -1;
-	res->pr_reason[0] = '\0';
-	for (i = 0; pol != NULL && i < pol->p_nrules; i++) {
-		d = pol_rule_match(&pol->p_rules[i], req);
-		if (d == POL_D_ALL) {
-			res->pr_verdict = POL_ALLOW;
-			res->pr_rule = (int)i;
-			return POL_ALLOW;
-		}
-		if (d > best)
-			best = d;
-	}
-
-	/* Name the most specific thing some rule would have allowed. */
-	res->pr_verdict = POL_DENY;
 	if (strchr(host, ':') != NULL) {
 		lb = "[";	/* keep "[::1]:80" readable */
 		rb = "]";
@@ -205,10 +197,17 @@ pol_evaluate(const struct cfg_policy *pol, const struct pol_request *req,
 		    lb, host, rb, req->pr_port);
 		break;
 	case POL_D_PORT:
-		snprintf(res->pr_reason, sizeof(res->pr_reason),
-		    "method %s is not allowed for %s%s%s:%d",
-		    req->pr_method != NULL ? req->pr_method : "-",
-		    lb, host, rb, req->pr_port);
+		if (by_override)
+			snprintf(res->pr_reason, sizeof(res->pr_reason),
+			    "method %s, named by a method-override header, is "
+			    "not allowed for %s%s%s:%d",
+			    req->pr_method_override, lb, host, rb,
+			    req->pr_port);
+		else
+			snprintf(res->pr_reason, sizeof(res->pr_reason),
+			    "method %s is not allowed for %s%s%s:%d",
+			    req->pr_method != NULL ? req->pr_method : "-",
+			    lb, host, rb, req->pr_port);
 		break;
 	case POL_D_HOST:
 		snprintf(res->pr_reason, sizeof(res->pr_reason),
@@ -219,5 +218,69 @@ pol_evaluate(const struct cfg_policy *pol, const struct pol_request *req,
 		    "host %s is not allowed", host);
 		break;
 	}
+}
+
+/*
+ * A rule with "paths" judged the path as sent; an upstream that decodes
+ * twice reads "%252e%252e" as "..". That is not a path this rule can
+ * vouch for.
+ */
+static enum pol_verdict
+pol_double_encoded(const struct pol_request *req, size_t rule,
+    struct pol_result *res)
+{
+	res->pr_verdict = POL_BAD;
+	res->pr_rule = (int)rule;
+	snprintf(res->pr_reason, sizeof(res->pr_reason), "path %s has an "
+	    "encoded %% before two hex digits (double encoding), refused "
+	    "under a rule with paths", req->pr_path);
+	return POL_BAD;
+}
+
+enum pol_verdict
+pol_evaluate(const struct cfg_policy *pol, const struct pol_request *req,
+    struct pol_result *res)
+{
+	enum pol_depth	 best = POL_D_NONE, d;
+	char		 slashed[POL_PATH_MAX];
+	const char	*path = req->pr_path;
+	const struct cfg_rule *r;
+	int		 by_override, best_override = 0, dbl = 0;
+	size_t		 i;
+
+	res->pr_rule = -1;
+	res->pr_reason[0] = '\0';
+	if (path != NULL && pol_path_has_enc_slash(path)) {
+		/* both readings agree (pol_path_normalize): "%2F" is '/' */
+		if (pol_path_slash_reading(path, slashed, sizeof(slashed)) ==
+		    -1) {
+			res->pr_verdict = POL_BAD;
+			snprintf(res->pr_reason, sizeof(res->pr_reason),
+			    "path with encoded slashes is too long");
+			return POL_BAD;
+		}
+		path = slashed;
+	}
+	if (req->pr_path != NULL)
+		dbl = pol_path_double_encoded(req->pr_path);
+	for (i = 0; pol != NULL && i < pol->p_nrules; i++) {
+		r = &pol->p_rules[i];
+		d = pol_rule_match(r, req, path, &by_override);
+		if (d == POL_D_ALL) {
+			if (dbl && r->r_paths != NULL && r->r_npaths > 0)
+				return pol_double_encoded(req, i, res);
+			res->pr_verdict = POL_ALLOW;
+			res->pr_rule = (int)i;
+			return POL_ALLOW;
+		}
+		if (d > best) {
+			best = d;
+			best_override = by_override;
+		}
+	}
+
+	/* Name the most specific thing some rule would have allowed. */
+	res->pr_verdict = POL_DENY;
+	pol_deny_reason(req, best, best_override, res);
 	return POL_DENY;
 }

@@ -39,13 +39,23 @@ pol_unreserved(unsigned char c)
 	    c == '~';
 }
 
+/* Is <p> (at least 3 bytes readable) "%2F" in either case? */
+static int
+pol_is_enc_slash(const char *p)
+{
+	return p[0] == '%' && p[1] == '2' && (p[2] == 'F' || p[2] == 'f');
+}
+
 /*
  * First pass: check escapes, decode the unreserved ones, upper-case the
- * rest. The result is never longer than the input. Returns its length or
- * -1.
+ * rest. An encoded slash is decoded to '/' when <slash> is set, else kept
+ * exactly as the client wrote it ("%2f" stays "%2f": it goes upstream
+ * like that) and counted in *nslash. The result is never longer than the
+ * input. Returns its length or -1.
  */
 static ssize_t
-pol_path_decode(const char *in, size_t len, char *out, size_t outsz)
+pol_path_decode(const char *in, size_t len, char *out, size_t outsz,
+    int slash, size_t *nslash)
 {
 	static const char	 hex[] = "0123456789ABCDEF";
 	const unsigned char	*p = (const unsigned char *)in;
@@ -53,6 +63,7 @@ pol_path_decode(const char *in, size_t len, char *out, size_t outsz)
 	int			 hi, lo;
 	unsigned char		 c;
 
+	*nslash = 0;
 	for (i = 0; i < len; i++) {
 		c = p[i];
 		/* NUL, controls, space and DEL never belong in a path */
@@ -69,15 +80,17 @@ pol_path_decode(const char *in, size_t len, char *out, size_t outsz)
 		if ((hi = pol_hexval(p[i + 1])) == -1 ||
 		    (lo = pol_hexval(p[i + 2])) == -1)
 			return -1;
-		i += 2;
 		c = (unsigned char)(hi << 4 | lo);
-		/*
-		 * An encoded '/' or '\' would be one segment to us and a
-		 * separator to some upstreams; NUL ends strings there.
-		 */
-		if (c == '/' || c == '\\' || c == '\0')
+		/* a '\' is a separator to some upstreams; NUL ends strings */
+		if (c == '\\' || c == '\0')
 			return -1;
-		if (pol_unreserved(c)) {
+		if (c == '/' && !slash) {
+			if (w + 3 >= outsz)
+				return -1;
+			memcpy(out + w, in + i, 3);	/* as sent */
+			w += 3;
+			(*nslash)++;
+		} else if (pol_unreserved(c) || c == '/') {
 			if (w + 1 >= outsz)
 				return -1;
 			out[w++] = (char)c;
@@ -88,17 +101,39 @@ pol_path_decode(const char *in, size_t len, char *out, size_t outsz)
 			out[w++] = hex[hi];
 			out[w++] = hex[lo];
 		}
+		i += 2;
 	}
 	out[w] = '\0';
 	return (ssize_t)w;
 }
 
 /*
+ * Is the segment b[s, s + seg) a dot segment with ";" parameters (".;x",
+ * "..;", "..%3B")? Tomcat and Spring strip parameters before resolving
+ * dots, so "/v1/..;/admin" is "/admin" there: such a segment cannot be
+ * judged as the name it looks like to everyone else.
+ */
+static int
+pol_dot_params(const char *b, size_t s, size_t seg)
+{
+	size_t	d = 0;
+
+	while (d < seg && d < 2 && b[s + d] == '.')
+		d++;
+	if (d == 0 || d == seg)
+		return 0;
+	return b[s + d] == ';' || (seg - d >= 3 && b[s + d] == '%' &&
+	    b[s + d + 1] == '3' && (b[s + d + 2] == 'B' ||
+	    b[s + d + 2] == 'b'));
+}
+
+/*
  * Second pass, in place: RFC 3986 5.2.4 remove_dot_segments, except that
  * ".." at the root is an error rather than ignored, since a client that
- * sends it is probing. A trailing "." or ".." leaves a trailing slash.
- * Writing never overtakes reading: w stays at or before the slash that
- * starts the segment being read.
+ * sends it is probing, and so is a dot segment with parameters. A
+ * trailing "." or ".." leaves a trailing slash. Writing never overtakes
+ * reading: w stays at or before the slash that starts the segment being
+ * read.
  */
 static ssize_t
 pol_path_dots(char *b, size_t n)
@@ -113,6 +148,8 @@ pol_path_dots(char *b, size_t n)
 			r++;
 		seg = r - s;
 		last = r == n;
+		if (pol_dot_params(b, s, seg))
+			return -1;
 		if (seg == 1 && b[s] == '.') {
 			if (last)
 				b[w++] = '/';
@@ -135,18 +172,107 @@ pol_path_dots(char *b, size_t n)
 	return (ssize_t)w;
 }
 
+/* Does the path (starting with '/') have a ".", ".." or ".;" segment? */
+static int
+pol_path_has_dots(const char *b)
+{
+	const char	*seg = b;
+	size_t		 len;
+
+	while (*seg == '/') {
+		seg++;
+		len = strcspn(seg, "/");
+		if ((len == 1 && seg[0] == '.') ||
+		    (len == 2 && seg[0] == '.' && seg[1] == '.') ||
+		    pol_dot_params(seg, 0, len))
+			return 1;
+		seg += len;
+	}
+	return 0;
+}
+
+int
+pol_path_slash_reading(const char *path, char *out, size_t outsz)
+{
+	size_t	r, w = 0;
+
+	if (outsz == 0)
+		return -1;
+	for (r = 0; path[r] != '\0'; r++) {
+		if (w + 1 >= outsz)
+			return -1;
+		if (pol_is_enc_slash(path + r)) {
+			out[w++] = '/';
+			r += 2;
+		} else
+			out[w++] = path[r];
+	}
+	out[w] = '\0';
+	return 0;
+}
+
+int
+pol_path_has_enc_slash(const char *path)
+{
+	for (; *path != '\0'; path++)
+		if (pol_is_enc_slash(path))
+			return 1;
+	return 0;
+}
+
+int
+pol_path_double_encoded(const char *path)
+{
+	const char	*p;
+
+	for (p = path; (p = strstr(p, "%25")) != NULL; p += 3)
+		if (pol_hexval((unsigned char)p[3]) != -1 &&
+		    pol_hexval((unsigned char)p[4]) != -1)
+			return 1;
+	return 0;
+}
+
+/*
+ * A path with "%2F": both readings an upstream may use must name the
+ * same thing. <kept> is the path with "%2F" kept as data (dots resolved);
+ * the other reading decodes "%2F" before resolving. They agree exactly
+ * when decoding "%2F" in <kept> makes no dot segment and the client's
+ * own path, decoded the same way, resolves to the same string; otherwise
+ * "/a/b%2F..%2F..%2Fadmin" or "/a/x%2Fy/../z" would be one resource to
+ * us and another to the upstream. Returns 0 or -1.
+ */
+static int
+pol_path_slash_agree(const char *in, size_t len, const char *kept)
+{
+	char	slashed[POL_PATH_MAX], decoded[POL_PATH_MAX];
+	size_t	nslash;
+	ssize_t	n;
+
+	if (pol_path_slash_reading(kept, slashed, sizeof(slashed)) == -1 ||
+	    pol_path_has_dots(slashed))
+		return -1;
+	if ((n = pol_path_decode(in, len, decoded, sizeof(decoded), 1,
+	    &nslash)) == -1 || pol_path_dots(decoded, (size_t)n) == -1)
+		return -1;
+	return strcmp(slashed, decoded) == 0 ? 0 : -1;
+}
+
 int
 pol_path_normalize(const char *in, size_t len, char *out, size_t outsz)
 {
 	ssize_t	n;
+	size_t	nslash;
 
 	if (in == NULL || out == NULL || outsz == 0)
 		return -1;
 	if (len == 0 || in[0] != '/')
 		return -1;
-	if ((n = pol_path_decode(in, len, out, outsz)) == -1)
+	if ((n = pol_path_decode(in, len, out, outsz, 0, &nslash)) == -1)
 		return -1;
 	if (pol_path_dots(out, (size_t)n) == -1)
+		return -1;
+	if (nslash > 0 && (len >= POL_PATH_MAX ||
+	    pol_path_slash_agree(in, len, out) == -1))
 		return -1;
 	return 0;
 }

@@ -65,6 +65,13 @@ fuzz_head(const struct http_msg *m)
 	}
 	(void)http_msg_connection_has(m, "close");
 	(void)http_msg_connection_has(m, "upgrade");
+	{
+		char	method[24];
+
+		if (http_msg_method_override(m, method, sizeof(method)) == 1 &&
+		    strlen(method) >= sizeof(method))
+			abort();
+	}
 }
 
 static void

@@ -25,6 +25,17 @@ reqs = {
     'expect': 'PUT /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc',
     'cl-te': 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
     'obs-fold': 'GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n',
+    # issue 15.6 and 14.10: strict framing, encoded paths, overrides
+    'two-spaces': 'GET  / HTTP/1.1\r\nHost: a\r\n\r\n',
+    'empty-lines': '\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n',
+    'host-userinfo': 'GET / HTTP/1.1\r\nHost: u:p@a\r\n\r\n',
+    'connection-cl': 'POST / HTTP/1.1\r\nHost: a\r\nConnection: Content-Length\r\nContent-Length: 5\r\n\r\nhello',
+    'chunk-ext-long': 'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;' + 'x' * 4200 + '\r\nhello\r\n0\r\n\r\n',
+    'chunk-zeros': 'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n' + '0' * 4200 + '5\r\nhello\r\n0\r\n\r\n',
+    'connect-cl': 'CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\nContent-Length: 5\r\n\r\nhello',
+    'enc-slash': 'GET /@scope%2fname HTTP/1.1\r\nHost: a\r\n\r\nGET /v1/..%2Fadmin HTTP/1.1\r\nHost: a\r\n\r\n',
+    'dot-params': 'GET /v1/..;/admin HTTP/1.1\r\nHost: a\r\n\r\n',
+    'override': 'POST / HTTP/1.1\r\nHost: a\r\nX-HTTP-Method-Override: DELETE\r\nX-HTTP-Method: PUT\r\nX-Original-URL: /admin\r\nContent-Length: 0\r\n\r\n',
 }
 for k, v in reqs.items():
     put('http_request', k, bytes([len(v) // 2 % 256, 0]) + v.encode())

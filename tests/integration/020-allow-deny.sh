@@ -168,7 +168,16 @@ for target, want in (("/a/../v1/x?m=n1", b"GET /v1/x?m=n1 HTTP/1.1\r\n"),
     if want is not None:
         t.ok(any(x.startswith(want) for x in itlib.origin_records(olog)),
              "origin saw %r" % want)
-for target, m in (("/v1/a%2Fb", "s1"), ("/v1/a%2fb", "s2"),
+# an encoded slash is data, and goes upstream as the client wrote it
+for target, m in (("/v1/a%2Fb", "e1"), ("/v1/a%2fb", "e2")):
+    r = roundtrip(ap, req("GET", U + target + "?m=" + m))
+    t.ok(r is not None and r.status == 404 and
+         r.header("Server") == "airlock-origin",
+         "path %s allowed" % target, repr(r))
+    t.ok(any(x.startswith(b"GET %s?m=%s HTTP/1.1\r\n" % (
+        target.encode(), m.encode())) for x in itlib.origin_records(olog)),
+         "origin saw %s byte for byte" % target)
+for target, m in (("/v1/..%2Fecho", "s1"), ("/v1/x%2F..%2F..%2Fecho", "s2"),
                   ("/v1/a%5Cb", "s3"), ("/v1/a%00b", "s4"),
                   ("/../v1/x", "s5"), ("/v1/../../v1/x", "s6")):
     r = roundtrip(ap, req("GET", U + target + "?m=" + m))

@@ -439,6 +439,41 @@ def build_cases(A, fuzz_dir, gadgets_path):
          b"\r\n"),
         ("origin-form", b"GET /c/origin HTTP/1.1\r\n" + H + b"\r\n"),
         ("trace", b"TRACE @T@ HTTP/1.1\r\n" + H + b"\r\n"),
+        # strict framing, issue 15.6: the request line, Host, Connection,
+        # chunk lines, CONNECT; refused by airlock's parser
+        ("two-spaces-version", b"GET @T@  HTTP/1.1\r\n" + H + b"\r\n"),
+        ("space-before-crlf", b"GET @T@ HTTP/1.1 \r\n" + H + b"\r\n"),
+        ("space-before-method", b" GET @T@ HTTP/1.1\r\n" + H + b"\r\n"),
+        ("tab-before-version", b"GET @T@\tHTTP/1.1\r\n" + H + b"\r\n"),
+        ("empty-lines-3", b"\r\n\r\n\r\n" + G + b"\r\n"),
+        ("host-userinfo", b"GET @T@ HTTP/1.1\r\nHost: u:p@" + A +
+         b"\r\n\r\n"),
+        ("connection-host", G + b"Connection: close, Host\r\n\r\n"),
+        ("connection-ctype", P + b"Connection: Content-Type\r\n"
+         b"Content-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"),
+        ("connection-te-late", P + b"Transfer-Encoding: chunked\r\n"
+         b"Connection: keep-alive\r\nConnection: transfer-encoding\r\n"
+         b"\r\n5\r\nhello\r\n0\r\n\r\n" + sm(b"connection-te-late")),
+        ("chunk-ext-5k", P + b"Transfer-Encoding: chunked\r\n\r\n5;" +
+         b"x" * 5000 + b"\r\nhello\r\n0\r\n\r\n" + sm(b"chunk-ext-5k")),
+        ("chunk-zeros-5k", P + b"Transfer-Encoding: chunked\r\n\r\n" +
+         b"0" * 5000 + b"5\r\nhello\r\n0\r\n\r\n"),
+        ("chunk-last-ext-5k", P + b"Transfer-Encoding: chunked\r\n\r\n"
+         b"5\r\nhello\r\n0;" + b"y" * 5000 + b"\r\n\r\n"),
+        ("connect-cl", b"CONNECT " + A + b" HTTP/1.1\r\n" + H +
+         b"Content-Length: 5\r\n\r\nhello"),
+        ("connect-te", b"CONNECT " + A + b" HTTP/1.1\r\n" + H +
+         b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+        # parsed, then refused by the gateway: paths that read two ways,
+        # method overrides that name two methods
+        ("enc-slash-dots", b"GET @T@/..%2Fx HTTP/1.1\r\n" + H + b"\r\n"),
+        ("enc-slash-pop", b"GET @T@/a%2Fb/../x HTTP/1.1\r\n" + H +
+         b"\r\n"),
+        ("dot-params", b"GET @T@/..;/x HTTP/1.1\r\n" + H + b"\r\n"),
+        ("dot-params-enc", b"GET @T@/.%2e%3b/x HTTP/1.1\r\n" + H +
+         b"\r\n"),
+        ("override-two", P + b"X-HTTP-Method-Override: DELETE\r\n"
+         b"X-HTTP-Method: PUT\r\nContent-Length: 0\r\n\r\n"),
         # accepted: framed exactly once, the body airlock parsed
         ("get", G + b"\r\n"),
         ("get-no-host", b"GET @T@ HTTP/1.1\r\n\r\n"),
@@ -507,6 +542,15 @@ def build_cases(A, fuzz_dir, gadgets_path):
          b"POST http://" + A + b"/p/2 HTTP/1.1\r\n" + H +
          b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
          b"GET http://" + A + b"/p/3 HTTP/1.1\r\n" + H + b"\r\n"),
+        ("empty-lines-2", b"\r\n\r\n" + G + b"\r\n"),
+        ("chunk-ext-4k", P + b"Transfer-Encoding: chunked\r\n\r\n5;" +
+         b"x" * 4000 + b"\r\nhello\r\n0\r\n\r\n"),
+        ("enc-slash", b"GET @T@/@scope%2fname HTTP/1.1\r\n" + H + b"\r\n"),
+        ("enc-slash-upper", b"GET @T@/group%2Fproject/x HTTP/1.1\r\n" + H +
+         b"\r\n"),
+        ("override-one", P + b"X-HTTP-Method-Override: DELETE\r\n"
+         b"Content-Length: 0\r\n\r\n"),
+        ("x-original-url", G + b"X-Original-URL: /admin\r\n\r\n"),
         ("cut-head", G + b"X-Cut: 1\r\n"),
         ("cut-body", P + b"Content-Length: 10\r\n\r\nhello"),
         ("cut-chunk", P + b"Transfer-Encoding: chunked\r\n\r\n5\r\nhel"),
@@ -536,6 +580,21 @@ def build_cases(A, fuzz_dir, gadgets_path):
                               b"5\r\nhello\r\n0\r\n\r\n" +
                               sm(b"g%d" % i)))
     return cases
+
+
+# Generated cases whose fate SPEC fixes (issues 14.10, 15.2, 15.6): the
+# comparison above only checks that parser and gateway agree.
+MUST = dict([(n, "refused") for n in (
+    "two-spaces", "two-spaces-version", "space-before-crlf",
+    "space-before-method", "tab-in-line", "tab-before-version",
+    "empty-lines-3", "host-userinfo", "connection-host", "connection-te",
+    "connection-cl", "connection-ctype", "connection-te-late",
+    "chunk-ext-5k", "chunk-zeros-5k", "chunk-last-ext-5k", "connect-cl",
+    "connect-te", "enc-slash-dots", "enc-slash-pop", "dot-params",
+    "dot-params-enc", "override-two")] +
+    [(n, "forwarded") for n in (
+        "empty-lines-2", "chunk-ext-4k", "enc-slash", "enc-slash-upper",
+        "override-one", "x-original-url", "chunked-ext")])
 
 
 def retarget(d):
@@ -674,6 +733,7 @@ def main():
 
     stats = {}
     used = set()
+    outcome = {}       # generated case name -> how its first message ended
     for c, rs, err in results:
         src = c["src"]
         st = stats.setdefault(src, {"cases": 0, "forwarded": 0,
@@ -689,6 +749,10 @@ def main():
             tgt = m.get("target", b"")
             path = tgt[len(pfx):] if tgt.startswith(pfx) else None
             r = rs[i] if i < len(rs) else None
+            if first and src == "generated":
+                outcome[c["name"]] = "refused" if m["r"] == "error" or (
+                    r is not None and itlib.is_gateway_error(r)) else \
+                    "forwarded" if r is not None else "unanswered"
             if m["r"] == "error":
                 if first:
                     st["refused-by-parser"] += 1
@@ -765,6 +829,14 @@ def main():
         if not ok:
             fails.append("upstream received a cut message for %r, which "
                          "airlock's parser did not leave cut" % (path,))
+
+    # what SPEC decides, whichever of parser and gateway applies it
+    for name, want in list(MUST.items()):
+        got = outcome.get(name)
+        if got is None:
+            fails.append("case %s missing from the generated set" % name)
+        elif got != want:
+            fails.append("case %s: %s, SPEC says %s" % (name, got, want))
 
     total = sum(s["cases"] for s in stats.values())
     print("# %d cases, %d upstream connections, sent in %.1fs" %

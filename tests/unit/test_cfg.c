@@ -235,6 +235,9 @@ static const struct err_case err_cases[] = {
 	    "\"methods\" is an empty list" },
 	{ POL "        paths: [\"v1/*\"]\n", "t.yaml:5:17: ",
 	    "bad path \"v1/*\": must start with \"/\" or \"*\"" },
+	{ POL "        paths: [\"/@scope%2f*\"]\n", "t.yaml:5:17: ",
+	    "bad path \"/@scope%2f*\": has \"%2F\": an encoded slash in a "
+	    "request is matched as \"/\", write \"/\"" },
 	{ "policies:\n  - name: p\n    rules:\n      - host: a.*.com\n",
 	    "t.yaml:4:15: ", "bad host \"a.*.com\"" },
 	{ "policies:\n  - name: p\n    rules:\n      - host: \"**\"\n",

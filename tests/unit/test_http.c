@@ -1,6 +1,7 @@
 /* http_msg: llhttp glue, strict framing, header model. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,58 @@ static const struct http_case reject_cases[] = {
 	    "chunked\r\n\r\n", 400 },
 	{ "cl look-alike", "POST http://a/ HTTP/1.1\r\ncontent_length: 5"
 	    "\r\n\r\nhello", 400 },
+	/* strict framing (issue 15.6): request line, Host, Connection, CONNECT */
+	{ "two spaces after method", "GET  http://a/ HTTP/1.1\r\nHost: a\r\n"
+	    "\r\n", 400 },
+	{ "two spaces before version", "GET http://a/  HTTP/1.1\r\nHost: a"
+	    "\r\n\r\n", 400 },
+	{ "space before CRLF", "GET http://a/ HTTP/1.1 \r\nHost: a\r\n\r\n",
+	    400 },
+	{ "space before method", " GET http://a/ HTTP/1.1\r\nHost: a\r\n"
+	    "\r\n", 400 },
+	{ "tab after method", "GET\thttp://a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+	    400 },
+	{ "tab before version", "GET http://a/\tHTTP/1.1\r\nHost: a\r\n\r\n",
+	    400 },
+	{ "vtab in line", "GET http://a/\v HTTP/1.1\r\nHost: a\r\n\r\n",
+	    400 },
+	{ "http/0.9 line", "GET http://a/\r\n\r\n", 400 },
+	{ "three empty lines first", "\r\n\r\n\r\nGET http://a/ HTTP/1.1"
+	    "\r\nHost: a\r\n\r\n", 400 },
+	{ "many empty lines first", "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n",
+	    400 },
+	{ "two empty lines first", "\r\n\r\nGET http://a/ HTTP/1.1\r\n"
+	    "Host: a\r\n\r\n", 0 },
+	{ "empty line then space", "\r\n GET http://a/ HTTP/1.1\r\n"
+	    "Host: a\r\n\r\n", 400 },
+	{ "userinfo in host", "GET http://a/ HTTP/1.1\r\nHost: u:p@a\r\n"
+	    "\r\n", 400 },
+	{ "userinfo in host, origin-form", "GET / HTTP/1.1\r\nHost: evil@a"
+	    "\r\n\r\n", 400 },
+	{ "connection names content-length", "POST http://a/ HTTP/1.1\r\n"
+	    "Host: a\r\nConnection: Content-Length\r\nContent-Length: 5\r\n"
+	    "\r\nhello", 400 },
+	{ "connection names transfer-encoding", "POST http://a/ HTTP/1.1\r\n"
+	    "Host: a\r\nConnection: keep-alive, transfer-encoding\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "connection names host", "GET http://a/ HTTP/1.1\r\nHost: a\r\n"
+	    "Connection: close\r\nConnection: HOST\r\n\r\n", 400 },
+	{ "connection names content-type", "GET http://a/ HTTP/1.1\r\n"
+	    "Connection: content-type\r\n\r\n", 400 },
+	{ "connection names sec-websocket-key", "GET http://a/ HTTP/1.1\r\n"
+	    "Connection: Upgrade, Sec-WebSocket-Key\r\nUpgrade: websocket\r\n"
+	    "\r\n", 400 },
+	{ "connection upgrade is fine", "GET http://a/ HTTP/1.1\r\nHost: a\r\n"
+	    "Connection: keep-alive, Upgrade, X-Foo\r\nUpgrade: websocket\r\n"
+	    "X-Foo: 1\r\n\r\n", 0 },
+	{ "connect with content-length", "CONNECT a:443 HTTP/1.1\r\nHost: "
+	    "a:443\r\nContent-Length: 5\r\n\r\nhello", 400 },
+	{ "connect with content-length 0", "CONNECT a:443 HTTP/1.1\r\nHost: "
+	    "a:443\r\nContent-Length: 0\r\n\r\n", 400 },
+	{ "connect with transfer-encoding", "CONNECT a:443 HTTP/1.1\r\nHost: "
+	    "a:443\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "connect plain", "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n",
+	    0 },
 	{ "good get", "GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", 0 },
 	{ "good chunked", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: "
 	    "Chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 0 },
@@ -318,6 +371,174 @@ START_TEST(test_http_response_framing)
 }
 END_TEST
 
+/* Chunk lines: size and extensions bounded by HTTP_MAX_CHUNK_LINE. */
+static const struct {
+	const char	*name;
+	size_t		 ext;		/* bytes of ";" + 'x' run */
+	size_t		 zeros;		/* leading zeros of the size */
+	int		 last;		/* on the last chunk's line */
+	int		 status;
+} chunkline_cases[] = {
+	{ "ext 4000",		4000,	0,	0, 0 },
+	{ "ext 4100",		4100,	0,	0, 400 },
+	{ "ext 64k",		65536,	0,	0, 400 },
+	{ "zeros 4000",		0,	4000,	0, 0 },
+	{ "zeros 5000",		0,	5000,	0, 400 },
+	{ "last ext 4000",	4000,	0,	1, 0 },
+	{ "last ext 5000",	5000,	0,	1, 400 },
+	{ "last zeros 9000",	0,	9000,	1, 400 },
+	/* 2: the last chunk's line ends the message, no trailers */
+	{ "last ext 4000, end",	4000,	0,	2, 0 },
+	{ "last ext 5000, end",	5000,	0,	2, 400 },
+	{ "last zeros 5000, end", 0,	5000,	2, 400 },
+};
+
+START_TEST(test_http_chunk_line)
+{
+	const char	*head = "POST http://a/ HTTP/1.1\r\nHost: a\r\n"
+			    "Transfer-Encoding: chunked\r\n\r\n"
+			    "5\r\nhello\r\n";
+	struct http_msg	 m;
+	size_t		 n = 0, sz = 128 * 1024;
+	char		*raw = malloc(sz);
+	int		 st, bytewise;
+
+	ck_assert_ptr_nonnull(raw);
+	n += (size_t)snprintf(raw, sz, "%s", head);
+	memset(raw + n, '0', chunkline_cases[_i].zeros);
+	n += chunkline_cases[_i].zeros;
+	raw[n++] = chunkline_cases[_i].last ? '0' : '3';
+	if (chunkline_cases[_i].ext > 0) {
+		raw[n++] = ';';
+		memset(raw + n, 'x', chunkline_cases[_i].ext - 1);
+		n += chunkline_cases[_i].ext - 1;
+	}
+	/* a big trailer is the arena's business, not the chunk line's */
+	if (chunkline_cases[_i].last == 2)
+		n += (size_t)snprintf(raw + n, sz - n, "\r\n\r\n");
+	else
+		n += (size_t)snprintf(raw + n, sz - n, chunkline_cases[_i].last ?
+		    "\r\nX-Trailer: %0*d\r\n\r\n" : "\r\nabc\r\n0\r\n"
+		    "X-Trailer: %0*d\r\n\r\n", 6000, 7);
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		http_msg_init(&m, HTTP_REQUEST, 65536);
+		st = feed_all(&m, raw, n, bytewise);
+		ck_assert_msg(st == chunkline_cases[_i].status,
+		    "%s (bytewise %d): got %d want %d (%s)",
+		    chunkline_cases[_i].name, bytewise, st,
+		    chunkline_cases[_i].status, m.hm_err_reason);
+		if (st == 0)
+			ck_assert(m.hm_complete);
+		http_msg_fini(&m);
+	}
+	free(raw);
+}
+END_TEST
+
+/* The same bound holds for a response from the upstream (502 there). */
+START_TEST(test_http_chunk_line_response)
+{
+	struct http_msg	 m;
+	char		 raw[8192];
+	size_t		 n, used, u2;
+
+	n = (size_t)snprintf(raw, sizeof(raw), "HTTP/1.1 200 OK\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n3;");
+	memset(raw + n, 'e', 5000);
+	n += 5000;
+	n += (size_t)snprintf(raw + n, sizeof(raw) - n, "\r\nabc\r\n0\r\n"
+	    "\r\n");
+	http_msg_init(&m, HTTP_RESPONSE, 65536);
+	ck_assert_int_eq(http_msg_feed(&m, raw, n, &used), HTTP_FEED_HEAD);
+	http_msg_resume(&m);
+	ck_assert_int_eq(http_msg_feed(&m, raw + used, n - used, &u2),
+	    HTTP_FEED_ERROR);
+	ck_assert_int_eq(m.hm_err_status, 502);
+	http_msg_fini(&m);
+}
+END_TEST
+
+/* Empty lines count per message: keep-alive resets them. */
+START_TEST(test_http_empty_lines_per_message)
+{
+	static const char raw[] = "GET http://a/1 HTTP/1.1\r\nHost: a\r\n"
+	    "\r\n\r\n\r\nGET http://a/2 HTTP/1.1\r\nHost: a\r\n\r\n";
+	struct http_msg	m;
+	size_t		used, off = 0;
+	enum http_feed	f;
+
+	http_msg_init(&m, HTTP_REQUEST, 65536);
+	f = http_msg_feed(&m, raw, sizeof(raw) - 1, &used);
+	ck_assert_int_eq(f, HTTP_FEED_HEAD);
+	off += used;
+	http_msg_resume(&m);
+	f = http_msg_feed(&m, raw + off, sizeof(raw) - 1 - off, &used);
+	ck_assert_int_eq(f, HTTP_FEED_DONE);
+	off += used;
+	http_msg_reset(&m);
+	f = http_msg_feed(&m, raw + off, sizeof(raw) - 1 - off, &used);
+	ck_assert_int_eq(f, HTTP_FEED_HEAD);
+	ck_assert(strncmp(http_msg_str(&m, m.hm_url), "http://a/2",
+	    m.hm_url_len) == 0);
+	http_msg_fini(&m);
+}
+END_TEST
+
+/* Method-override headers: one method, upper-cased, or refused. */
+static const struct {
+	const char	*hdrs;
+	int		 rc;
+	const char	*method;
+} override_cases[] = {
+	{ "",						0, "" },
+	{ "X-HTTP-Method-Override: DELETE\r\n",	1, "DELETE" },
+	{ "X-HTTP-Method: patch\r\n",			1, "PATCH" },
+	{ "x-method-override: Put\r\n",		1, "PUT" },
+	{ "X-HTTP-Method-Override: DELETE\r\n"
+	    "X-Method-Override: delete\r\n",		1, "DELETE" },
+	{ "X-HTTP-Method-Override: DELETE\r\n"
+	    "X-HTTP-Method: GET\r\n",			-1, "" },
+	{ "X-HTTP-Method-Override: GET\r\n"
+	    "X-HTTP-Method-Override: DELETE\r\n",	-1, "" },
+	{ "X-HTTP-Method-Override: DELETE, GET\r\n",	-1, "" },
+	{ "X-HTTP-Method-Override: \r\n",		-1, "" },
+	{ "X-HTTP-Method-Override: DE(LETE\r\n",	-1, "" },
+	{ "X-HTTP-Method-Override: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n",
+							-1, "" },
+	{ "X-Other-Override: DELETE\r\n",		0, "" },
+};
+
+START_TEST(test_http_method_override)
+{
+	struct http_msg	m;
+	char		raw[512], out[24];
+	size_t		used;
+	int		rc;
+
+	snprintf(raw, sizeof(raw), "POST http://a/ HTTP/1.1\r\nHost: a\r\n"
+	    "%s\r\n", override_cases[_i].hdrs);
+	http_msg_init(&m, HTTP_REQUEST, 65536);
+	ck_assert_int_eq(http_msg_feed(&m, raw, strlen(raw), &used),
+	    HTTP_FEED_HEAD);
+	out[0] = '\0';
+	rc = http_msg_method_override(&m, out, sizeof(out));
+	ck_assert_int_eq(rc, override_cases[_i].rc);
+	if (rc == 1)
+		ck_assert_str_eq(out, override_cases[_i].method);
+	http_msg_fini(&m);
+}
+END_TEST
+
+START_TEST(test_http_path_override_names)
+{
+	ck_assert(http_is_path_override("X-Original-URL", 14));
+	ck_assert(http_is_path_override("x-rewrite-url", 13));
+	ck_assert(http_is_path_override("X-ORIGINAL-URI", 14));
+	ck_assert(!http_is_path_override("X-Original", 10));
+	ck_assert(!http_is_path_override("X-Forwarded-For", 15));
+}
+END_TEST
+
 Suite *
 suite_http(void)
 {
@@ -332,6 +553,13 @@ suite_http(void)
 	tcase_add_test(tc, test_http_hop_by_hop);
 	tcase_add_test(tc, test_http_ignore_upgrade);
 	tcase_add_test(tc, test_http_response_framing);
+	tcase_add_loop_test(tc, test_http_chunk_line, 0,
+	    sizeof(chunkline_cases) / sizeof(chunkline_cases[0]));
+	tcase_add_test(tc, test_http_chunk_line_response);
+	tcase_add_test(tc, test_http_empty_lines_per_message);
+	tcase_add_loop_test(tc, test_http_method_override, 0,
+	    sizeof(override_cases) / sizeof(override_cases[0]));
+	tcase_add_test(tc, test_http_path_override_names);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cfg/cfg.h"
@@ -283,6 +284,7 @@ START_TEST(test_evaluate_long_reason)
 	struct pol_result	res;
 
 	/* a reason longer than pr_reason is cut, not overrun */
+	memset(&req, 0, sizeof(req));
 	path[0] = '/';
 	memset(path + 1, 'x', sizeof(path) - 2);
 	path[sizeof(path) - 1] = '\0';
@@ -293,6 +295,107 @@ START_TEST(test_evaluate_long_reason)
 	ck_assert_int_eq(pol_evaluate(&main_pol, &req, &res), POL_DENY);
 	ck_assert_uint_eq(strlen(res.pr_reason), sizeof(res.pr_reason) - 1);
 	ck_assert(strncmp(res.pr_reason, "path /xxx", 9) == 0);
+}
+END_TEST
+
+/*
+ * Encoded slashes, method overrides, double encoding (issues 14.10, 15.2,
+ * 15.6). A path with "%2F" is matched with each encoded slash read as '/'
+ * (pol_path_normalize() refused it when the readings differ).
+ */
+static char	*p_scope[] = { "/@scope/*" };
+static char	*p_all[] = { "/*" };
+static char	*p_gl[] = { "/api/v4/projects/*" };
+
+static struct cfg_rule	enc_rules[] = {
+	/* 0 */ RULE("registry.test", A(ports_443), ANY, A(p_scope)),
+	/* 1 */ RULE("npm.test", A(ports_443), ANY, A(p_all)),
+	/* 2 */ RULE("gl.test", A(ports_443), A(m_get), A(p_gl)),
+	/* 3 */ RULE("api.openai.com", A(ports_443), A(m_getpost), A(p_v1)),
+	/* 4 */ RULE("open.test", A(ports_443), ANY, ANY),
+	/* 5 */ RULE("api.openai.com", A(ports_443), A(m_delete), ANY),
+};
+static const struct cfg_policy	enc_pol = {
+	.p_name = "enc", .p_rules = enc_rules,
+	.p_nrules = NELEM(enc_rules),
+};
+
+static const struct {
+	const char		*host;
+	const char		*method;
+	const char		*override;
+	const char		*path;
+	enum pol_verdict	 verdict;
+	int			 rule;
+	const char		*reason;
+} enc_cases[] = {
+	{ "registry.test", "GET", NULL, "/@scope%2fname", POL_ALLOW, 0, "" },
+	{ "registry.test", "GET", NULL, "/@scope%2Fname", POL_ALLOW, 0, "" },
+	{ "registry.test", "GET", NULL, "/@scope/name/-/name-1.0.0.tgz",
+	    POL_ALLOW, 0, "" },
+	{ "registry.test", "GET", NULL, "/@other%2Fname", POL_DENY, -1,
+	    "path /@other%2Fname is not allowed for registry.test:443" },
+	{ "registry.test", "GET", NULL, "/@scope", POL_DENY, -1,
+	    "path /@scope is not allowed for registry.test:443" },
+	{ "registry.test", "GET", NULL, "/@scope%2F", POL_ALLOW, 0, "" },
+	{ "npm.test", "GET", NULL, "/@scope%2fname", POL_ALLOW, 1, "" },
+	{ "npm.test", "GET", NULL, "/%2F", POL_ALLOW, 1, "" },
+	{ "gl.test", "GET", NULL, "/api/v4/projects/group%2Fproject/issues",
+	    POL_ALLOW, 2, "" },
+	{ "gl.test", "GET", NULL, "/api%2Fv4%2Fprojects%2Fg", POL_ALLOW, 2,
+	    "" },
+	{ "gl.test", "GET", NULL, "/api/v4%2Fother", POL_DENY, -1,
+	    "path /api/v4%2Fother is not allowed for gl.test:443" },
+	/* method overrides are judged against the rule's methods */
+	{ "api.openai.com", "POST", "GET", "/v1/x", POL_ALLOW, 3, "" },
+	{ "api.openai.com", "POST", "PATCH", "/v1/x", POL_DENY, -1,
+	    "method PATCH, named by a method-override header, is not "
+	    "allowed for api.openai.com:443" },
+	/* rule 5 allows DELETE of any path: the override may go there */
+	{ "api.openai.com", "DELETE", NULL, "/v1/x", POL_ALLOW, 5, "" },
+	{ "api.openai.com", "POST", "DELETE", "/v1/x", POL_DENY, -1,
+	    "method DELETE, named by a method-override header, is not "
+	    "allowed for api.openai.com:443" },
+	{ "open.test", "POST", "DELETE", "/x", POL_ALLOW, 4, "" },
+	{ "gl.test", "GET", "DELETE", "/api/v4/projects/1", POL_DENY, -1,
+	    "method DELETE, named by a method-override header, is not "
+	    "allowed for gl.test:443" },
+	/* a tunnel has no method to override */
+	{ "gl.test", "CONNECT", "DELETE", NULL, POL_ALLOW, 2, "" },
+	/* double encoding: 400 under a rule with paths that would allow */
+	{ "api.openai.com", "GET", NULL, "/v1/%252e%252e/admin", POL_BAD, 3,
+	    "path /v1/%252e%252e/admin has an encoded % before two hex "
+	    "digits (double encoding), refused under a rule with paths" },
+	{ "api.openai.com", "GET", NULL, "/v1/a%252Fb", POL_BAD, 3, NULL },
+	{ "registry.test", "GET", NULL, "/@scope/%2541", POL_BAD, 0, NULL },
+	{ "api.openai.com", "GET", NULL, "/v1/100%25", POL_ALLOW, 3, "" },
+	{ "api.openai.com", "GET", NULL, "/v1/%25zz", POL_ALLOW, 3, "" },
+	{ "api.openai.com", "GET", NULL, "/v2/%2541", POL_DENY, -1,
+	    "path /v2/%2541 is not allowed for api.openai.com:443" },
+	{ "open.test", "GET", NULL, "/x/%252e%252e/y", POL_ALLOW, 4, "" },
+};
+
+START_TEST(test_evaluate_encoded)
+{
+	struct pol_request	req;
+	struct pol_result	res;
+	enum pol_verdict	v;
+
+	memset(&req, 0, sizeof(req));
+	req.pr_host = enc_cases[_i].host;
+	req.pr_port = 443;
+	req.pr_method = enc_cases[_i].method;
+	req.pr_method_override = enc_cases[_i].override;
+	req.pr_path = enc_cases[_i].path;
+	memset(&res, 0xa5, sizeof(res));
+	v = pol_evaluate(&enc_pol, &req, &res);
+	ck_assert_msg(v == enc_cases[_i].verdict, "%s %s: verdict %d (%s)",
+	    enc_cases[_i].host, enc_cases[_i].path ? enc_cases[_i].path : "-",
+	    v, res.pr_reason);
+	ck_assert_int_eq(res.pr_verdict, v);
+	ck_assert_int_eq(res.pr_rule, enc_cases[_i].rule);
+	if (enc_cases[_i].reason != NULL)
+		ck_assert_str_eq(res.pr_reason, enc_cases[_i].reason);
 }
 END_TEST
 
@@ -370,12 +473,47 @@ static const struct {
 	{ "/a;b=c/d",			"/a;b=c/d" },
 	{ "/a+b@c:d",			"/a+b@c:d" },
 	{ "/caf\xc3\xa9",		"/caf\xc3\xa9" },
+	/* %2F is data, kept as the client wrote it (SPEC "Paths") */
+	{ "/a%2Fb",			"/a%2Fb" },
+	{ "/a%2fb",			"/a%2fb" },
+	{ "/@scope%2fname",		"/@scope%2fname" },
+	{ "/@scope%2Fname",		"/@scope%2Fname" },
+	{ "/api/v4/projects/group%2Fproject/issues",
+					"/api/v4/projects/group%2Fproject/issues" },
+	{ "/%2F",			"/%2F" },
+	{ "/a%2F%2Fb",			"/a%2F%2Fb" },
+	{ "/a/x%2Fy/./z",		"/a/x%2Fy/z" },
+	{ "/a/b/../x%2Fy",		"/a/x%2Fy" },
+	{ "/%7Euser%2F%7e",		"/~user%2F~" },
+	{ "/o/a%2F.b%2F..c",		"/o/a%2F.b%2F..c" },
+	/* ";" parameters: fine outside dot segments */
+	{ "/v1/...;/x",			"/v1/...;/x" },
+	{ "/v1/.x;y/z",			"/v1/.x;y/z" },
+	{ "/v1/x;..",			"/v1/x;.." },
+	/* double encoding is judged by the rule (pol_evaluate) */
+	{ "/v1/%252e%252e/admin",	"/v1/%252e%252e/admin" },
 	/* rejected */
+	{ "/v1/..%2Fadmin",		NULL },
+	{ "/v1/..%2fadmin",		NULL },
+	{ "/v1/x%2F..%2F..%2Fadmin",	NULL },
+	{ "/v1/%2e%2e%2Fadmin",		NULL },
+	{ "/a%2F.",			NULL },
+	{ "/a%2F%2E",			NULL },
+	{ "/a%2F..",			NULL },
+	{ "/%2F..%2F..",		NULL },
+	{ "/a/x%2Fy/../z",		NULL },	/* reads /a/z and /a/x/z */
+	{ "/a/x%2F..;/z",		NULL },
+	{ "/v1/..;/admin",		NULL },
+	{ "/v1/.;x/",			NULL },
+	{ "/v1/..;jsessionid=1/x",	NULL },
+	{ "/v1/..%3B/admin",		NULL },
+	{ "/v1/..%3b/admin",		NULL },
+	{ "/v1/%2e%2e;/admin",		NULL },
+	{ "/v1/.;",			NULL },
+	{ "/a%5C%2Fb",			NULL },
 	{ "",				NULL },
 	{ "a/b",			NULL },
 	{ "*",				NULL },
-	{ "/a%2Fb",			NULL },
-	{ "/a%2fb",			NULL },
 	{ "/a%5Cb",			NULL },
 	{ "/a%5cb",			NULL },
 	{ "/a%00b",			NULL },
@@ -454,6 +592,83 @@ START_TEST(test_path_normalize_idempotent)
 	ck_assert_int_eq(pol_path_normalize(once, strlen(once), twice,
 	    sizeof(twice)), 0);
 	ck_assert_str_eq(once, twice);
+}
+END_TEST
+
+/*
+ * Every accepted normalisation of a path with "%2F" reads the same under
+ * both readings: no dot segment appears once the slashes are decoded.
+ */
+START_TEST(test_path_enc_slash_readings)
+{
+	char		once[256], slashed[256];
+	const char	*in = path_cases[_i].in;
+
+	if (pol_path_normalize(in, strlen(in), once, sizeof(once)) == -1 ||
+	    !pol_path_has_enc_slash(once))
+		return;
+	ck_assert_int_eq(pol_path_slash_reading(once, slashed,
+	    sizeof(slashed)), 0);
+	ck_assert_msg(strstr(slashed, "/./") == NULL &&
+	    strstr(slashed, "/../") == NULL, "%s reads as %s", in, slashed);
+	ck_assert_int_eq(pol_path_slash_reading(once, slashed, 2), -1);
+}
+END_TEST
+
+/*
+ * Random paths over the pieces that make readings differ: whatever is
+ * accepted is a fixed point, reads without dot segments once "%2F" is
+ * decoded, and never climbs; nothing overruns (the ASan build).
+ */
+START_TEST(test_path_random_readings)
+{
+	static const char *const piece[] = {
+		"/", "/", "a", ".", "..", "%2F", "%2f", "%2E", "%2e", ";", "%3B",
+		"%25", "2F", "x;y", "%41", "%5C", "//", "/..", "/.",
+	};
+	char		in[64], once[256], twice[256], slashed[256];
+	uint32_t	seed = 0x2f2f2f2fu;
+	size_t		n, k, np = sizeof(piece) / sizeof(piece[0]);
+	int		iter, accepted = 0, withslash = 0;
+
+	for (iter = 0; iter < 50000; iter++) {
+		in[0] = '/';
+		n = 1;
+		for (k = 0; k < 6; k++) {
+			const char *p;
+
+			seed = seed * 1103515245u + 12345u;
+			p = piece[(seed >> 16) % np];
+			if (n + strlen(p) >= sizeof(in))
+				break;
+			memcpy(in + n, p, strlen(p));
+			n += strlen(p);
+		}
+		in[n] = '\0';
+		if (pol_path_normalize(in, n, once, sizeof(once)) == -1)
+			continue;
+		accepted++;
+		ck_assert_msg(pol_path_normalize(once, strlen(once), twice,
+		    sizeof(twice)) == 0 && strcmp(once, twice) == 0,
+		    "%s -> %s is not a fixed point", in, once);
+		ck_assert_msg(once[0] == '/' && strstr(once, "/../") == NULL &&
+		    strstr(once, "/./") == NULL, "%s -> %s has dots", in, once);
+		if (!pol_path_has_enc_slash(once))
+			continue;
+		withslash++;
+		ck_assert_int_eq(pol_path_slash_reading(once, slashed,
+		    sizeof(slashed)), 0);
+		ck_assert_msg(strstr(slashed, "/../") == NULL &&
+		    strstr(slashed, "/./") == NULL &&
+		    (strlen(slashed) < 3 ||
+		    strcmp(slashed + strlen(slashed) - 3, "/..") != 0) &&
+		    (strlen(slashed) < 2 ||
+		    strcmp(slashed + strlen(slashed) - 2, "/.") != 0),
+		    "%s -> %s reads as %s", in, once, slashed);
+	}
+	/* the generator reaches both outcomes */
+	ck_assert_int_gt(accepted, 1000);
+	ck_assert_int_gt(withslash, 100);
 }
 END_TEST
 
@@ -574,6 +789,7 @@ suite_pol(void)
 	tc = tcase_create("evaluate");
 	tcase_add_loop_test(tc, test_evaluate, 0, NELEM(eval_cases));
 	tcase_add_test(tc, test_evaluate_long_reason);
+	tcase_add_loop_test(tc, test_evaluate_encoded, 0, NELEM(enc_cases));
 	tcase_add_loop_test(tc, test_host_allowed, 0, NELEM(allowed_cases));
 	suite_add_tcase(s, tc);
 
@@ -582,6 +798,9 @@ suite_pol(void)
 	tcase_add_test(tc, test_path_normalize_edges);
 	tcase_add_loop_test(tc, test_path_normalize_idempotent, 0,
 	    NELEM(path_cases));
+	tcase_add_loop_test(tc, test_path_enc_slash_readings, 0,
+	    NELEM(path_cases));
+	tcase_add_test(tc, test_path_random_readings);
 	tcase_add_loop_test(tc, test_host_normalize, 0, NELEM(hostn_cases));
 	tcase_add_test(tc, test_host_normalize_lengths);
 	suite_add_tcase(s, tc);
