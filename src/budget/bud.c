@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "budget/bud.h"
+#include "budget/bud_internal.h"
 #include "cfg/cfg.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -68,25 +69,6 @@ __extension__ typedef unsigned __int128 u128;
 #define BUD_COMPACT_SIZE	(64ULL << 20)
 #define BUD_NBUCKETS0		256
 
-struct bud_sb {
-	struct bud_sb		*sb_next;	/* hash chain */
-	char			*sb_id;
-	char			*sb_esc;	/* as in the ledger */
-	pthread_mutex_t		 sb_lock;
-	struct bud_counters	 sb_c;	/* its window in sb_ws_ms */
-	uint64_t		 sb_ws_ms;	/* window start, 0: none */
-	uint64_t		 sb_win_ms;	/* window length last seen */
-	int			 sb_win_known;	/* sb_win_ms is set */
-	/* Rate bucket; one token is sb_rate_ms units, n units/ms refill. */
-	uint32_t		 sb_rate_n;
-	uint64_t		 sb_rate_ms;
-	uint64_t		 sb_tok;
-	uint64_t		 sb_tok_ms;	/* last refill, monotonic */
-	/* Counted but not yet in the ledger. */
-	uint64_t		 sb_d_in;
-	uint64_t		 sb_d_out;
-	uint64_t		 sb_d_req;
-};
 
 /* The sandbox table. Entries live until bud_close(), so a pointer found
  * under the table lock stays valid after it is released. */
@@ -266,7 +248,7 @@ bud_grow(void)
 }
 
 /* The sandbox <id>, created (empty, lifetime) if <create>; else NULL. */
-static struct bud_sb *
+struct bud_sb *
 bud_find(const char *id, int create)
 {
 	struct bud_sb	*sb = NULL;
@@ -465,7 +447,7 @@ bud_window_start(uint64_t now_ms, uint64_t win_ms)
 }
 
 /* Roll to the current window of the last caps seen, if any were. */
-static void
+void
 bud_roll_known(struct bud_sb *sb)
 {
 	if (sb->sb_win_known)

@@ -112,13 +112,13 @@ get(const char *sb)
 
 static struct cfg_price	prices[] = {
 	/* gpt-4o-mini: 0.15 / 0.60, cached 0.075 */
-	{ "gpt-4o-mini*", 150000, 600000, 75000, 150000 },
+	{ "gpt-4o-mini*", 150000, 600000, 75000, 150000, 16384 },
 	/* claude: 3 / 15, cache read 0.30, cache write 3.75 */
-	{ "claude-sonnet-4*", 3000000, 15000000, 300000, 3750000 },
+	{ "claude-sonnet-4*", 3000000, 15000000, 300000, 3750000, 64000 },
 	/* defaults as the loader fills them: cached = cache_write = input */
-	{ "plain-*", 2000000, 8000000, 2000000, 2000000 },
+	{ "plain-*", 2000000, 8000000, 2000000, 2000000, 0 },
 	/* shadowed by the first entry for gpt-4o-mini */
-	{ "gpt-4o*", 2500000, 10000000, 1250000, 2500000 },
+	{ "gpt-4o*", 2500000, 10000000, 1250000, 2500000, 0 },
 };
 
 static struct cfg *
@@ -247,7 +247,7 @@ END_TEST
 START_TEST(test_price_huge)
 {
 	struct cfg_price	p = { "big", 100000000, 100000000, 100000000,
-				    100000000 };
+				    100000000, 0 };
 	struct cfg		c;
 	struct usage		u;
 
