@@ -384,7 +384,9 @@ conn_budget_end(struct conn *c, struct aud_rec *r, struct usage *u)
 	c->c_r.r_admitted = 0;
 	memset(u, 0, sizeof(*u));
 	if (c->c_r.r_async)
-		cost = c->c_r.r_reserved;
+		/* the job's price, unless the provider said no */
+		cost = c->c_r.r_resp_done && (c->c_r.r_status < 200 ||
+		    c->c_r.r_status >= 300) ? 0 : c->c_r.r_reserved;
 	else if (c->c_r.r_meter != NULL) {
 		meter_finish(c->c_r.r_meter, u);
 		if (u->u_model[0] == '\0')
