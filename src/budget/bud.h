@@ -35,9 +35,10 @@ struct meter;
 
 /*
  * An incremental usage extractor for one response body. <sse> when the
- * response is text/event-stream, else a JSON body (parsed with json-c's
- * incremental tokener, bounded by <max_json> bytes; beyond it metering
- * gives up and u_found stays 0). Feed any split of the body.
+ * response is text/event-stream, else a JSON body (read as it streams by
+ * a yajl scanner that builds no tree, bounded by <max_json> bytes, 64
+ * levels and a fixed memory budget; beyond them metering gives up and
+ * u_found stays 0). Feed any split of the body.
  * OpenAI: chat completions, completions, embeddings ("usage": prompt/
  * completion tokens, prompt_tokens_details.cached_tokens), Responses API
  * (input/output tokens, input_tokens_details.cached_tokens; in SSE the

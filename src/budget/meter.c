@@ -2,10 +2,11 @@
  * Usage metering: extract the token usage a provider reports from a
  * response body fed in arbitrary pieces. Pure: no I/O, no globals.
  *
- * JSON bodies go through json-c's incremental tokener; SSE bodies are cut
- * into events by a small byte-level state machine (so a split at any byte,
- * CR/LF included, is harmless) and each event's data is parsed on its own.
- * Every buffer is bounded; anything unexpected just yields no usage.
+ * JSON bodies stream through jscan (yajl, no tree: only the usage keys
+ * are kept); SSE bodies are cut into events by a small byte-level state
+ * machine (so a split at any byte, CR/LF included, is harmless) and each
+ * event's data streams through jscan on its own, nothing held. Every
+ * buffer is bounded; anything unexpected just yields no usage.
  */
 #include "config.h"
 

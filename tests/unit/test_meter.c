@@ -980,6 +980,41 @@ START_TEST(test_req_scan_shapes)
 }
 END_TEST
 
+/* A response of a hostile shape is metered in bounded memory: 4 MiB of
+ * {} before the usage (fed in 4 KiB pieces) still yields it; one string
+ * longer than the parser's budget gives the document up. */
+START_TEST(test_response_shapes)
+{
+	static const char	 tail[] = "],\"model\":\"g\",\"usage\":"
+	    "{\"prompt_tokens\":3,\"completion_tokens\":4}}";
+	size_t			 len = 4 * 1024 * 1024, i;
+	struct usage		 u;
+	char			*b;
+
+	b = malloc(len + sizeof(tail) + 16);
+	ck_assert_ptr_nonnull(b);
+	memcpy(b, "{\"a\":[", 6);
+	for (i = 6; i + 3 < len; i += 3)
+		memcpy(b + i, "{},", 3);
+	memcpy(b + i - 1, tail, sizeof(tail));
+	run_meter(METER_OPENAI, 0, 2 * len, b, strlen(b), 4096, 0, &u);
+	ck_assert_int_eq(u.u_found, 1);
+	ck_assert_uint_eq(u.u_output, 4);
+	/* [[[[...: over the nesting bound, no usage, no growth */
+	memset(b, '[', len);
+	run_meter(METER_OPENAI, 0, 2 * len, b, len, 4096, 0, &u);
+	ck_assert_int_eq(u.u_found, 0);
+	/* a 2 MiB string split across pieces: over the memory budget */
+	memcpy(b, "{\"a\":\"", 6);
+	memset(b + 6, 'x', 2 * 1024 * 1024);
+	memcpy(b + 6 + 2 * 1024 * 1024, "\",\"usage\":{\"prompt_tokens\":3}}",
+	    31);
+	run_meter(METER_OPENAI, 0, 2 * len, b, strlen(b), 4096, 0, &u);
+	ck_assert_int_eq(u.u_found, 0);
+	free(b);
+}
+END_TEST
+
 Suite *
 suite_meter(void)
 {
@@ -1005,6 +1040,7 @@ suite_meter(void)
 	tcase_add_test(tc, test_req_scan_refused);
 	tcase_add_test(tc, test_req_scan_rewrite);
 	tcase_add_test(tc, test_req_scan_shapes);
+	tcase_add_test(tc, test_response_shapes);
 	suite_add_tcase(s, tc);
 
 	if (fixtures == NULL)
