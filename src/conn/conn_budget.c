@@ -243,7 +243,9 @@ conn_budget_admit(struct conn *c)
 		c->c_r.r_admitted = 1;
 		c->c_r.r_reserved = reserve;
 		c->c_r.r_bud = sb;
-		(void)flow_charge(c);	/* the room left */
+		c->c_r.r_room_in = c->c_r.r_room_out = UINT64_MAX;
+		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out)
+			(void)flow_charge(c);	/* the room left */
 		return 0;
 	case BUD_EXCEEDED:
 		c->c_r.r_allowed = 0;
@@ -292,9 +294,11 @@ conn_budget_flow(struct conn *c)
 
 	if (!q->r_admitted || q->r_bud == NULL || c->c_closing)
 		return;
-	if (!q->r_budget_over && q->r_bytes_in == q->r_charged_in &&
-	    q->r_bytes_out == q->r_charged_out)
-		return;
+	if (!q->r_budget_over && q->r_room_in == UINT64_MAX &&
+	    q->r_room_out == UINT64_MAX &&
+	    (q->r_bytes_in - q->r_charged_in) +
+	    (q->r_bytes_out - q->r_charged_out) < CONN_BUDGET_BATCH)
+		return;	/* no bytes cap: 64 KiB batches, the rest at the end */
 	if (flow_charge(c) == -1 && !q->r_budget_over)
 		q->r_budget_over = q->r_room_out == 0 ? 2 : 1;
 	if (q->r_budget_over)
