@@ -299,7 +299,15 @@ conn_budget_flow(struct conn *c)
 	    (q->r_bytes_in - q->r_charged_in) +
 	    (q->r_bytes_out - q->r_charged_out) < CONN_BUDGET_BATCH)
 		return;	/* no bytes cap: 64 KiB batches, the rest at the end */
-	if (flow_charge(c) == -1 && !q->r_budget_over)
+	/*
+	 * Bodies and tunnel bytes were checked before they moved
+	 * (conn_budget_allow); what passes a cap here is a head, or another
+	 * request of the sandbox: a tunnel is cut (more would follow), a
+	 * request goes on (its next body byte is refused; the sandbox's next
+	 * request is refused at admission).
+	 */
+	if (flow_charge(c) == -1 && !q->r_budget_over &&
+	    c->c_state == CONN_TUNNEL)
 		q->r_budget_over = q->r_room_out == 0 ? 2 : 1;
 	if (q->r_budget_over)
 		conn_budget_cut(c);
