@@ -65,7 +65,7 @@ struct req_facts {
 					   max_output_tokens; 0 = none */
 	uint64_t	 rf_choices;	/* max(n, best_of, 1) */
 	int		 rf_stream;
-	int		 rf_background;	/* "background" not false/null */
+	int		 rf_background;	/* "background" not false, null */
 	/* An OpenAI stream without include_usage: replace the bytes
 	   [rf_cut_from, rf_cut_to) with rf_insert (static). */
 	int		 rf_rewrite;

@@ -42,7 +42,7 @@ struct jscan {
 	yajl_alloc_funcs	 j_af;
 	size_t			 j_n;
 	struct jscan_path	 j_p[JSCAN_MAXFIELDS];
-	uint64_t		 j_len[JSCAN_MAXLEVEL + 1]; /* paths of n comps */
+	uint64_t		 j_len[JSCAN_MAXLEVEL + 1]; /* by length */
 	uint64_t		 j_desc[JSCAN_MAXFIELDS];  /* paths below i */
 	struct jscan_val	 j_v[JSCAN_MAXFIELDS];
 	struct jscan_level	 j_stack[JSCAN_DEPTH];

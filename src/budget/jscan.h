@@ -33,7 +33,7 @@ enum jscan_type {
 enum jscan_status {
 	JSCAN_OK = 0,		/* a whole document, nothing after it */
 	JSCAN_MORE,		/* so far so good: feed on */
-	JSCAN_SYNTAX,		/* not JSON (or bytes after the document) */
+	JSCAN_SYNTAX,		/* not JSON, or bytes after it */
 	JSCAN_TOO_DEEP,		/* nesting over JSCAN_DEPTH */
 	JSCAN_TOO_BIG,		/* the memory budget would be passed */
 };
@@ -42,7 +42,7 @@ struct jscan_val {
 	enum jscan_type	 jv_type;	/* of the last occurrence */
 	int		 jv_count;	/* occurrences (duplicate keys) */
 	int		 jv_bool;
-	char		 jv_text[JSCAN_TEXT];	/* number or string, cut */
+	char		 jv_text[JSCAN_TEXT];	/* scalar text, cut */
 	size_t		 jv_len;	/* its whole length */
 	uint64_t	 jv_key_end;	/* offset just after its key */
 	uint64_t	 jv_val_end;	/* offset just after its value */

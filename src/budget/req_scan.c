@@ -136,8 +136,9 @@ req_scan(const char *body, size_t len, int openai, struct req_facts *rf)
 	}
 	for (i = F_MODEL; i < F_COUNT; i++)
 		if (jscan_get(js, i)->jv_count > 1) {
-			snprintf(rf->rf_why, sizeof(rf->rf_why), "metered request "
-			    "body gives \"%s\" more than once", req_paths[i]);
+			snprintf(rf->rf_why, sizeof(rf->rf_why),
+			    "metered request body gives \"%s\" more than once",
+			    req_paths[i]);
 			goto out;
 		}
 	v = jscan_get(js, F_MODEL);
@@ -151,8 +152,9 @@ req_scan(const char *body, size_t len, int openai, struct req_facts *rf)
 			rf->rf_max_out = m;
 	if (choices(jscan_get(js, F_N), &n) == -1 ||
 	    choices(jscan_get(js, F_BEST_OF), &best) == -1) {
-		snprintf(rf->rf_why, sizeof(rf->rf_why), "\"n\" and \"best_of\" "
-		    "must be whole numbers in a metered request");
+		snprintf(rf->rf_why, sizeof(rf->rf_why),
+		    "\"n\" and \"best_of\" must be whole numbers in a "
+		    "metered request");
 		goto out;
 	}
 	rf->rf_choices = n > best ? n : best;

@@ -138,9 +138,9 @@ metered_reserve(struct conn *c, const struct cfg_rule *rule,
 		if (!rule->r_has_async) {
 			c->c_r.r_allowed = 0;
 			conn_deny(c, 403, "denied", "asynchronous LLM work "
-			    "(batches, fine-tuning, runs, background responses) "
-			    "reports no usage to meter; the rule must price it "
-			    "with async_usd");
+			    "(batches, fine-tuning, runs, background "
+			    "responses) reports no usage to meter; the rule "
+			    "must price it with async_usd");
 			return -1;
 		}
 		c->c_r.r_async = 1;
@@ -298,7 +298,7 @@ conn_budget_flow(struct conn *c)
 	    q->r_room_out == UINT64_MAX &&
 	    (q->r_bytes_in - q->r_charged_in) +
 	    (q->r_bytes_out - q->r_charged_out) < CONN_BUDGET_BATCH)
-		return;	/* no bytes cap: 64 KiB batches, the rest at the end */
+		return;	/* no bytes cap: 64 KiB batches, the rest at end */
 	/*
 	 * Bodies and tunnel bytes were checked before they moved
 	 * (conn_budget_allow); what passes a cap here is a head, or another
@@ -363,7 +363,8 @@ conn_budget_response_head(struct conn *c)
 		v = http_msg_str(m, m->hm_hdrs[i].h_value);
 		vlen = m->hm_hdrs[i].h_value_len;
 		util_trim_ows(&v, &vlen);
-		sse = vlen >= 17 && strncasecmp(v, "text/event-stream", 17) == 0;
+		sse = vlen >= 17 &&
+		    strncasecmp(v, "text/event-stream", 17) == 0;
 	}
 	c->c_r.r_meter = meter_new(rule->r_meter == CFG_METER_OPENAI ?
 	    METER_OPENAI : METER_ANTHROPIC, sse,
