@@ -11,6 +11,8 @@
 
 #include "budget/bud.h"
 
+struct cfg_caps;
+
 struct bud_sb {
 	struct bud_sb		*sb_next;	/* hash chain */
 	char			*sb_id;
@@ -38,5 +40,18 @@ struct bud_sb {
 struct bud_sb	*bud_find(const char *id, int create);
 /* Roll to the current window of the last caps seen; sb_lock held. */
 void		 bud_roll_known(struct bud_sb *);
+/* Roll under <caps> (NULL: lifetime) and remember its window; locked. */
+void		 bud_roll_caps(struct bud_sb *, const struct cfg_caps *);
+/* Milliseconds for the rate bucket (a test clock when set). */
+uint64_t	 bud_mono_ms(void);
+/*
+ * Queue one ledger line (printf format, ending in "\n"), with the
+ * sandbox's lock held so its lines keep their order; its sequence number
+ * for bud_led_wait(), 0 without a ledger.
+ */
+uint64_t	 bud_led_queue(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+/* Wait until line <seq> is durable: 0, or -1 if the ledger failed. */
+int		 bud_led_wait(uint64_t seq);
 
 #endif
