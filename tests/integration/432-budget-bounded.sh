@@ -1,9 +1,10 @@
 #!/bin/sh
 # Bounded parsing of metered bodies (issue 14, point 7). Metered request
 # bodies are read with a streaming parser (yajl, no tree) under a fixed
-# memory bound: three hostile 4 MiB bodies (a list of {}, [[[... nesting,
-# many keys) raise airlockd's peak RSS (VmHWM) by little more than the one
-# body it must hold (the json-c tree took +838 MB for the first), and
+# memory bound: four hostile 4 MiB bodies (a list of {}, [[[... nesting,
+# many keys, a list of {} in a stream, which gets include_usage) raise
+# airlockd's peak RSS (VmHWM) by little more than the one body it must
+# hold (the json-c tree took +838 MB for the first), and
 # another sandbox's requests on the same worker (workers: 1) are not
 # stalled meanwhile (they waited 4.1 s). The measured figures are printed.
 . "$top_srcdir/tests/integration/lib.sh"
@@ -96,8 +97,12 @@ def hostile():
     nest = b'{"model":"m","messages":' + b"[" * (n - 30)
     keys = b"{" + b"".join(b'"k%07d":1,' % i for i in range(n // 13)) + \
         b'"model":"m","max_tokens":5}'
+    # a stream: include_usage is spliced in, the body is not rebuilt
+    shead = b'{"model":"m","stream":true,"max_tokens":5,"messages":['
+    sobjs = shead + b"{}," * ((n - len(shead)) // 3 - 1) + b"{}]}"
     return [("4 MiB of {}", objs, 200), ("4 MiB of [[[ nesting", nest, 400),
-            ("4 MiB of keys", keys, 200)]
+            ("4 MiB of keys", keys, 200),
+            ("4 MiB of {} in a stream", sobjs, 200)]
 
 # warm up: the worker's usual buffers, the allocator's pools
 b = budlib.Client(ap, "b.openai.test", op, "b:tok")
@@ -129,13 +134,20 @@ for what, body, want in shapes:
     dt = time.time() - t0
     t.ok(r is not None and r.status == want, "%s → %d (%.2f s)"
          % (what, want, dt), repr(r)[:200])
+    if r is not None and b'"stream":true' in body[:60]:
+        # the mock streams usage only when include_usage was set
+        rec = budlib.audit_for(os.environ["T"] + "/audit.jsonl",
+                               r.header("X-Airlock-Request-Id"))
+        t.ok(rec is not None and (rec.get("usage") or {}).get(
+            "output_tokens") == 5, what + ": include_usage was added "
+             "(the stream reported its usage)", rec)
     a.close()
 time.sleep(0.3)
 stop[0] = True
 th.join(30)
 peak = hwm_kb()
 grow = (peak - base) / 1024.0
-print("# VmHWM %d KiB before, %d KiB after the three 4 MiB bodies: "
+print("# VmHWM %d KiB before, %d KiB after the four 4 MiB bodies: "
       "+%.1f MiB" % (base, peak, grow))
 # One 4 MiB body is held whole (it must be, to price it before it goes
 # out); parsing adds under 1 MiB; the rest is margin for the buffers the
