@@ -59,10 +59,12 @@ sandboxes:
   - {id: b, policy: p, token: "literal:tok"}
 YAML
 start_airlockd "$T/airlock.yaml"
-# AddressSanitizer keeps freed memory in quarantine: a looser bound there
+# AddressSanitizer keeps freed memory in quarantine (+50-66 MiB measured
+# for the four bodies): a looser bound there, still far from the +1 GiB of
+# a tree
 GROW_MAX=8
 STALL_MAX=0.5
-if is_asan; then GROW_MAX=64; STALL_MAX=2.0; fi
+if is_asan; then GROW_MAX=160; STALL_MAX=2.0; fi
 export AIRLOCK_PID GROW_MAX STALL_MAX
 
 PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "bounded"
