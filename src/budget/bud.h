@@ -35,9 +35,10 @@ struct meter;
 
 /*
  * An incremental usage extractor for one response body. <sse> when the
- * response is text/event-stream, else a JSON body (parsed with json-c's
- * incremental tokener, bounded by <max_json> bytes; beyond it metering
- * gives up and u_found stays 0). Feed any split of the body.
+ * response is text/event-stream, else a JSON body (read as it streams by
+ * a yajl scanner that builds no tree, bounded by <max_json> bytes, 64
+ * levels and a fixed memory budget; beyond them metering gives up and
+ * u_found stays 0). Feed any split of the body.
  * OpenAI: chat completions, completions, embeddings ("usage": prompt/
  * completion tokens, prompt_tokens_details.cached_tokens), Responses API
  * (input/output tokens, input_tokens_details.cached_tokens; in SSE the
@@ -54,6 +55,42 @@ void		 meter_feed(struct meter *, const char *, size_t);
 void		 meter_finish(struct meter *, struct usage *out);
 void		 meter_free(struct meter *);
 
+/* ---- metered requests (req_scan.c) --------------------------------- */
+
+/* What a metered request body says about its cost. */
+struct req_facts {
+	char		 rf_model[128];	/* "" when not given */
+	uint64_t	 rf_max_out;	/* largest of max_tokens,
+					   max_completion_tokens,
+					   max_output_tokens; 0 = none */
+	uint64_t	 rf_choices;	/* max(n, best_of, 1) */
+	int		 rf_stream;
+	int		 rf_background;	/* "background" not false, null */
+	/* An OpenAI stream without include_usage: replace the bytes
+	   [rf_cut_from, rf_cut_to) with rf_insert (static). */
+	int		 rf_rewrite;
+	uint64_t	 rf_cut_from;
+	uint64_t	 rf_cut_to;
+	const char	*rf_insert;
+	char		 rf_why[160];	/* why it was refused */
+};
+
+/*
+ * Read <body> (borrowed, <len> bytes, one contiguous piece) with a
+ * streaming parser under a fixed memory bound. 0, or -1 with rf_why when
+ * it is not one JSON object that can be read unambiguously (syntax,
+ * nesting over 64, a key that matters given twice, n/best_of not a whole
+ * number): the caller answers 400.
+ */
+int	 req_scan(const char *body, size_t len, int openai,
+	    struct req_facts *);
+/* 1 when <method> <path> starts asynchronous work (batches, fine-tuning,
+ * assistants runs) whose cost no response reports. */
+int	 req_async_path(const char *method, const char *path);
+/* Copy a model name for logs and the audit: control bytes become '?',
+ * a cut never ends inside a UTF-8 sequence. */
+void	 bud_model_copy(char *dst, size_t dstsz, const char *s, size_t len);
+
 /* ---- pricing (price.c) ---------------------------------------------- */
 
 /*
@@ -69,6 +106,13 @@ uint64_t	 price_usage(const struct cfg *, const struct usage *,
  * model's prices (or the highest). */
 uint64_t	 price_worst(const struct cfg *, const char *model,
 		    uint64_t input_est, uint64_t max_output);
+
+/*
+ * The most output tokens <model> can produce: its pricing entry's
+ * max_output, else limits.default_max_tokens; for a model no entry
+ * matches, the largest of these over the table.
+ */
+uint64_t	 price_max_output(const struct cfg *, const char *model);
 
 /* ---- counters, caps, ledger (bud.c) -------------------------------- */
 
@@ -114,5 +158,29 @@ void	bud_settle(const char *sandbox, uint64_t reserved, uint64_t cost);
 int	bud_get(const char *sandbox, const struct cfg_caps *caps,
 	    struct bud_counters *out);
 void	bud_reset(const char *sandbox);
+
+/* ---- in flight (bud_flow.c) ---------------------------------------- */
+
+struct bud_sb;
+
+/* Room left under the bytes caps; UINT64_MAX where there is none. */
+struct bud_room {
+	uint64_t	br_in;
+	uint64_t	br_out;
+};
+
+/* A sandbox's budget entry, created if needed; valid until bud_close(). */
+struct bud_sb	*bud_handle(const char *sandbox);
+/*
+ * Count <in>/<out> more bytes (one lock) and say what room is left under
+ * <caps> (may be NULL). -1 when a bytes cap is now passed.
+ */
+int	 bud_charge(struct bud_sb *, const struct cfg_caps *, uint64_t in,
+	    uint64_t out, struct bud_room *);
+/* Take one of <limit> metered-request slots (0 = no limit); -1 if all are
+ * taken. bud_llm_leave() gives it back. */
+int	 bud_llm_enter(struct bud_sb *, uint64_t limit);
+void	 bud_llm_leave(struct bud_sb *);
+uint64_t bud_llm_inflight(const char *sandbox);
 
 #endif

@@ -2,10 +2,11 @@
  * Usage metering: extract the token usage a provider reports from a
  * response body fed in arbitrary pieces. Pure: no I/O, no globals.
  *
- * JSON bodies go through json-c's incremental tokener; SSE bodies are cut
- * into events by a small byte-level state machine (so a split at any byte,
- * CR/LF included, is harmless) and each event's data is parsed on its own.
- * Every buffer is bounded; anything unexpected just yields no usage.
+ * JSON bodies stream through jscan (yajl, no tree: only the usage keys
+ * are kept); SSE bodies are cut into events by a small byte-level state
+ * machine (so a split at any byte, CR/LF included, is harmless) and each
+ * event's data streams through jscan on its own, nothing held. Every
+ * buffer is bounded; anything unexpected just yields no usage.
  */
 #include "config.h"
 
@@ -14,16 +15,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "budget/bud.h"
+#include "budget/jscan.h"
 #include "util/util.h"
 
 #define METER_JSON_DEFAULT	(16 * 1024 * 1024)
 /* Floor of the SSE event bound. */
 #define METER_EVENT_MIN		(1024 * 1024)
-/* json-c nesting limit. */
-#define METER_DEPTH		64
+/*
+ * What the parser may allocate for one document or event: a token split
+ * across feeds is held whole, so one string of up to about 256 KiB is
+ * read; a longer one gives the document up (no usage: the reservation is
+ * charged). Peak: about twice this while a buffer doubles.
+ */
+#define METER_MEM		(512 * 1024)
 /* The only field name we want is "data" (a BOM may lead the first). */
 #define METER_NAME_MAX		16
 
@@ -44,7 +49,7 @@ struct meter {
 	int		 m_sse;
 	int		 m_dead;	/* gave up: no usage */
 	int		 m_finished;
-	json_tokener	*m_tok;		/* body, or each SSE event */
+	struct jscan	*m_js;		/* body, or each SSE event */
 
 	/* JSON body */
 	size_t		 m_json_max;
@@ -59,9 +64,7 @@ struct meter {
 	char		 m_name[METER_NAME_MAX];
 	size_t		 m_name_len;
 	int		 m_name_over;
-	char		*m_ev;		/* joined data lines */
-	size_t		 m_ev_len;
-	size_t		 m_ev_cap;
+	size_t		 m_ev_len;	/* data bytes of this event */
 	size_t		 m_ev_max;
 	size_t		 m_ev_lines;
 	int		 m_ev_over;	/* too big: skip this event */
@@ -81,87 +84,105 @@ sat_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* ---- what we look for ----------------------------------------------- */
+
+/* OpenAI: one group at the root, one under "response" (Responses API
+ * stream events wrap the response object). */
+enum {
+	O_MODEL = 0,
+	O_USAGE,
+	O_PT,		/* prompt_tokens */
+	O_CT,		/* completion_tokens */
+	O_IT,		/* input_tokens */
+	O_OT,		/* output_tokens */
+	O_PTD,		/* prompt_tokens_details */
+	O_PTD_C,
+	O_PTD_W,
+	O_ITD,		/* input_tokens_details */
+	O_ITD_C,
+	O_ITD_W,
+	O_GROUP,	/* fields per group */
+	O_RESPONSE = 2 * O_GROUP,
+	O_COUNT,
+};
+
+static const char *const openai_paths[O_COUNT] = {
+	"model", "usage", "usage.prompt_tokens", "usage.completion_tokens",
+	"usage.input_tokens", "usage.output_tokens",
+	"usage.prompt_tokens_details",
+	"usage.prompt_tokens_details.cached_tokens",
+	"usage.prompt_tokens_details.cache_write_tokens",
+	"usage.input_tokens_details",
+	"usage.input_tokens_details.cached_tokens",
+	"usage.input_tokens_details.cache_write_tokens",
+	"response.model", "response.usage", "response.usage.prompt_tokens",
+	"response.usage.completion_tokens", "response.usage.input_tokens",
+	"response.usage.output_tokens",
+	"response.usage.prompt_tokens_details",
+	"response.usage.prompt_tokens_details.cached_tokens",
+	"response.usage.prompt_tokens_details.cache_write_tokens",
+	"response.usage.input_tokens_details",
+	"response.usage.input_tokens_details.cached_tokens",
+	"response.usage.input_tokens_details.cache_write_tokens",
+	"response",
+};
+
+/* Anthropic: the root (messages, message_delta) and "message"
+ * (message_start). */
+enum {
+	A_MODEL = 0,
+	A_USAGE,
+	A_IN,		/* input_tokens */
+	A_OUT,		/* output_tokens */
+	A_CREAD,	/* cache_read_input_tokens */
+	A_CWRITE,	/* cache_creation_input_tokens */
+	A_GROUP,
+	A_TYPE = 2 * A_GROUP,
+	A_MESSAGE,
+	A_COUNT,
+};
+
+static const char *const anthropic_paths[A_COUNT] = {
+	"model", "usage", "usage.input_tokens", "usage.output_tokens",
+	"usage.cache_read_input_tokens", "usage.cache_creation_input_tokens",
+	"message.model", "message.usage", "message.usage.input_tokens",
+	"message.usage.output_tokens",
+	"message.usage.cache_read_input_tokens",
+	"message.usage.cache_creation_input_tokens",
+	"type", "message",
+};
+
 /*
  * A token count: a non-negative JSON integer. Anything else (null, a
  * string, a float, a negative number) counts as absent.
  */
-static int
-get_count(json_object *parent, const char *key, uint64_t *out)
-{
-	json_object	*o;
-	int64_t		 v;
-
-	if (parent == NULL || !json_object_is_type(parent, json_type_object) ||
-	    !json_object_object_get_ex(parent, key, &o) ||
-	    !json_object_is_type(o, json_type_int))
-		return 0;
-	v = json_object_get_int64(o);
-	if (v < 0)
-		return 0;
-	/* json-c keeps values above INT64_MAX as uint64; get them whole. */
-	*out = v == INT64_MAX ? json_object_get_uint64(o) : (uint64_t)v;
-	return 1;
-}
-
 static void
-take_count(struct tok_field *f, json_object *parent, const char *key)
+take_count(struct tok_field *f, const struct jscan *js, size_t i)
 {
 	uint64_t	v;
 
-	if (get_count(parent, key, &v)) {
+	if (jscan_u64(jscan_get(js, i), &v) == 0) {
 		f->tf_set = 1;
 		f->tf_val = v;
 	}
 }
 
-static json_object *
-get_obj(json_object *parent, const char *key)
+static int
+is_obj(const struct jscan *js, size_t i)
 {
-	json_object	*o;
-
-	if (parent == NULL || !json_object_is_type(parent, json_type_object) ||
-	    !json_object_object_get_ex(parent, key, &o) ||
-	    !json_object_is_type(o, json_type_object))
-		return NULL;
-	return o;
+	return jscan_get(js, i)->jv_type == JV_OBJECT;
 }
 
-static const char *
-get_str(json_object *parent, const char *key)
-{
-	json_object	*o;
-
-	if (parent == NULL || !json_object_is_type(parent, json_type_object) ||
-	    !json_object_object_get_ex(parent, key, &o) ||
-	    !json_object_is_type(o, json_type_string))
-		return NULL;
-	return json_object_get_string(o);
-}
-
-/*
- * Keep the model name, made safe for logs and the audit: control bytes
- * become '?', and a truncation never ends inside a UTF-8 sequence.
- */
+/* Keep the model name, made safe for logs and the audit. */
 static void
-take_model(struct meter *m, json_object *parent)
+take_model(struct meter *m, const struct jscan *js, size_t i)
 {
-	const char	*s;
-	size_t		 i, n;
+	const struct jscan_val	*v = jscan_get(js, i);
 
-	if ((s = get_str(parent, "model")) == NULL || *s == '\0')
+	if (v->jv_type != JV_STRING || v->jv_len == 0)
 		return;
-	n = strlen(s);
-	if (n >= sizeof(m->m_model)) {
-		n = sizeof(m->m_model) - 1;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	for (i = 0; i < n; i++) {
-		unsigned char	ch = (unsigned char)s[i];
-
-		m->m_model[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-	}
-	m->m_model[n] = '\0';
+	bud_model_copy(m->m_model, sizeof(m->m_model), v->jv_text,
+	    v->jv_len < JSCAN_TEXT - 1 ? v->jv_len : JSCAN_TEXT - 1);
 }
 
 /*
@@ -171,24 +192,26 @@ take_model(struct meter *m, json_object *parent)
  * replaces an earlier one: streams that repeat usage send totals.
  */
 static void
-openai_usage(struct meter *m, json_object *u)
+openai_usage(struct meter *m, const struct jscan *js, size_t g)
 {
 	struct tok_field	in = { 0, 0 }, out = { 0, 0 };
 	struct tok_field	cached = { 0, 0 }, cwrite = { 0, 0 };
-	json_object		*d;
 
-	if (u == NULL)
+	if (!is_obj(js, g + O_USAGE))
 		return;
-	take_count(&in, u, "prompt_tokens");
+	take_count(&in, js, g + O_PT);
 	if (!in.tf_set)
-		take_count(&in, u, "input_tokens");
-	take_count(&out, u, "completion_tokens");
+		take_count(&in, js, g + O_IT);
+	take_count(&out, js, g + O_CT);
 	if (!out.tf_set)
-		take_count(&out, u, "output_tokens");
-	if ((d = get_obj(u, "prompt_tokens_details")) == NULL)
-		d = get_obj(u, "input_tokens_details");
-	take_count(&cached, d, "cached_tokens");
-	take_count(&cwrite, d, "cache_write_tokens");
+		take_count(&out, js, g + O_OT);
+	if (is_obj(js, g + O_PTD)) {
+		take_count(&cached, js, g + O_PTD_C);
+		take_count(&cwrite, js, g + O_PTD_W);
+	} else if (is_obj(js, g + O_ITD)) {
+		take_count(&cached, js, g + O_ITD_C);
+		take_count(&cwrite, js, g + O_ITD_W);
+	}
 	if (!in.tf_set && !out.tf_set)
 		return;
 	m->m_found = 1;
@@ -200,18 +223,12 @@ openai_usage(struct meter *m, json_object *u)
 
 /* One OpenAI object: a whole JSON body or one SSE event. */
 static void
-openai_object(struct meter *m, json_object *root)
+openai_object(struct meter *m, const struct jscan *js)
 {
-	json_object	*r;
+	size_t	g = is_obj(js, O_RESPONSE) ? O_GROUP : 0;
 
-	/* Responses API stream events wrap the response object. */
-	if ((r = get_obj(root, "response")) != NULL) {
-		take_model(m, r);
-		openai_usage(m, get_obj(r, "usage"));
-		return;
-	}
-	take_model(m, root);
-	openai_usage(m, get_obj(root, "usage"));
+	take_model(m, js, g + O_MODEL);
+	openai_usage(m, js, g);
 }
 
 /*
@@ -219,49 +236,54 @@ openai_object(struct meter *m, json_object *root)
  * earlier event said; output_tokens is cumulative, so the last one wins.
  */
 static void
-anthropic_usage(struct meter *m, json_object *u)
+anthropic_usage(struct meter *m, const struct jscan *js, size_t g)
 {
-	if (u == NULL)
+	if (!is_obj(js, g + A_USAGE))
 		return;
-	take_count(&m->m_in, u, "input_tokens");
-	take_count(&m->m_out, u, "output_tokens");
-	take_count(&m->m_cached, u, "cache_read_input_tokens");
-	take_count(&m->m_cwrite, u, "cache_creation_input_tokens");
+	take_count(&m->m_in, js, g + A_IN);
+	take_count(&m->m_out, js, g + A_OUT);
+	take_count(&m->m_cached, js, g + A_CREAD);
+	take_count(&m->m_cwrite, js, g + A_CWRITE);
 	m->m_found = m->m_in.tf_set || m->m_out.tf_set ||
 	    m->m_cached.tf_set || m->m_cwrite.tf_set;
 }
 
-static void
-anthropic_object(struct meter *m, json_object *root)
+static int
+type_is(const struct jscan_val *t, const char *s)
 {
-	const char	*type;
-	json_object	*msg;
-
-	type = get_str(root, "type");
-	if (type != NULL && strcmp(type, "message_start") == 0) {
-		msg = get_obj(root, "message");
-		take_model(m, msg);
-		anthropic_usage(m, get_obj(msg, "usage"));
-	} else if (type != NULL && strcmp(type, "message_delta") == 0)
-		anthropic_usage(m, get_obj(root, "usage"));
-	else if (type == NULL || strcmp(type, "message") == 0) {
-		/* A whole Messages response (errors have type "error"). */
-		take_model(m, root);
-		anthropic_usage(m, get_obj(root, "usage"));
-	}
+	return t->jv_type == JV_STRING && t->jv_len == strlen(s) &&
+	    memcmp(t->jv_text, s, t->jv_len) == 0;
 }
 
 static void
-handle_object(struct meter *m, json_object *root)
+anthropic_object(struct meter *m, const struct jscan *js)
 {
-	if (root == NULL || !json_object_is_type(root, json_type_object))
-		return;
+	const struct jscan_val	*t = jscan_get(js, A_TYPE);
+
+	if (type_is(t, "message_start")) {
+		if (!is_obj(js, A_MESSAGE))
+			return;
+		take_model(m, js, A_GROUP + A_MODEL);
+		anthropic_usage(m, js, A_GROUP);
+	} else if (type_is(t, "message_delta"))
+		anthropic_usage(m, js, 0);
+	else if (t->jv_type != JV_STRING || type_is(t, "message")) {
+		/* A whole Messages response (errors have type "error"). */
+		take_model(m, js, A_MODEL);
+		anthropic_usage(m, js, 0);
+	}
+}
+
+/* A whole document was read into m_js: take what it reports. */
+static void
+handle_object(struct meter *m)
+{
 	switch (m->m_dialect) {
 	case METER_OPENAI:
-		openai_object(m, root);
+		openai_object(m, m->m_js);
 		break;
 	case METER_ANTHROPIC:
-		anthropic_object(m, root);
+		anthropic_object(m, m->m_js);
 		break;
 	default:
 		break;
@@ -273,9 +295,8 @@ handle_object(struct meter *m, json_object *root)
 static void
 json_feed(struct meter *m, const char *p, size_t len)
 {
-	json_object		*root;
-	enum json_tokener_error	 err;
-	size_t			 n, room;
+	enum jscan_status	st;
+	size_t			n, room;
 
 	if (m->m_json_done)
 		return;
@@ -286,19 +307,17 @@ json_feed(struct meter *m, const char *p, size_t len)
 			m->m_dead = 1;
 			return;
 		}
-		/* json_tokener_parse_ex takes an int length. */
 		n = len > 65536 ? 65536 : len;
 		if (n > room)
 			n = room;
-		root = json_tokener_parse_ex(m->m_tok, p, (int)n);
-		err = json_tokener_get_error(m->m_tok);
-		if (root != NULL) {
-			handle_object(m, root);
-			json_object_put(root);
+		st = jscan_feed(m->m_js, p, n);
+		if (jscan_root_done(m->m_js)) {
+			/* what follows the document does not matter */
+			handle_object(m);
 			m->m_json_done = 1;
 			return;
 		}
-		if (err != json_tokener_continue) {
+		if (st != JSCAN_MORE) {
 			m->m_dead = 1;
 			return;
 		}
@@ -314,46 +333,29 @@ json_feed(struct meter *m, const char *p, size_t len)
 static void
 sse_dispatch(struct meter *m)
 {
-	json_object	*root;
-
 	if (m->m_ev_lines > 0 && !m->m_ev_over &&
-	    !(m->m_ev_len == 6 && memcmp(m->m_ev, "[DONE]", 6) == 0) &&
-	    m->m_ev_len <= INT32_MAX) {
-		json_tokener_reset(m->m_tok);
-		root = json_tokener_parse_ex(m->m_tok, m->m_ev,
-		    (int)m->m_ev_len);
-		if (root != NULL) {
-			handle_object(m, root);
-			json_object_put(root);
-		}
-	}
+	    (jscan_finish(m->m_js) == JSCAN_OK || jscan_root_done(m->m_js)))
+		handle_object(m);	/* "[DONE]" and the like: not JSON */
+	jscan_reset(m->m_js);
 	m->m_ev_len = 0;
 	m->m_ev_lines = 0;
 	m->m_ev_over = 0;
 }
 
+/* Event data goes straight to the parser; nothing is held. */
 static void
 ev_append(struct meter *m, const char *p, size_t len)
 {
-	size_t	ncap;
-
 	if (m->m_ev_over || len == 0)
 		return;
 	if (len > m->m_ev_max - m->m_ev_len) {
 		m->m_ev_over = 1;
 		return;
 	}
-	if (m->m_ev_len + len > m->m_ev_cap) {
-		ncap = m->m_ev_cap == 0 ? 4096 : m->m_ev_cap;
-		while (ncap < m->m_ev_len + len)
-			ncap *= 2;
-		if (ncap > m->m_ev_max)
-			ncap = m->m_ev_max;
-		m->m_ev = xrealloc(m->m_ev, ncap);
-		m->m_ev_cap = ncap;
-	}
-	memcpy(m->m_ev + m->m_ev_len, p, len);
 	m->m_ev_len += len;
+	if (jscan_feed(m->m_js, p, len) != JSCAN_MORE &&
+	    !jscan_root_done(m->m_js))
+		m->m_ev_over = 1;	/* skip the rest of this event */
 }
 
 /* The field name ended (at ':' or at the end of the line). */
@@ -478,9 +480,17 @@ meter_new(enum meter_dialect dialect, int sse, size_t max_json)
 	    METER_EVENT_MIN;
 	m->m_first_line = 1;
 	/* One tokener serves the body or, reset, each SSE event. */
-	if (dialect == METER_NONE ||
-	    (m->m_tok = json_tokener_new_ex(METER_DEPTH)) == NULL)
+	switch (dialect) {
+	case METER_OPENAI:
+		m->m_js = jscan_new(openai_paths, O_COUNT, 0, METER_MEM);
+		break;
+	case METER_ANTHROPIC:
+		m->m_js = jscan_new(anthropic_paths, A_COUNT, 0, METER_MEM);
+		break;
+	default:
 		m->m_dead = 1;
+		break;
+	}
 	return m;
 }
 
@@ -540,8 +550,6 @@ meter_free(struct meter *m)
 {
 	if (m == NULL)
 		return;
-	if (m->m_tok != NULL)
-		json_tokener_free(m->m_tok);
-	free(m->m_ev);
+	jscan_free(m->m_js);
 	free(m);
 }

@@ -136,3 +136,25 @@ price_worst(const struct cfg *c, const char *model, uint64_t input_est,
 	return price_round(price_add((u128)input_est * pr.pr_input,
 	    (u128)max_output * pr.pr_output));
 }
+
+uint64_t
+price_max_output(const struct cfg *c, const char *model)
+{
+	const struct cfg_price	*p;
+	uint64_t		 dflt, m, best;
+	size_t			 i;
+
+	if (c == NULL)
+		return 0;
+	dflt = c->c_limits.l_default_max_tokens;
+	if ((p = price_find(c, model)) != NULL)
+		return p->pr_max_output != 0 ? p->pr_max_output : dflt;
+	/* unknown model: nothing we price may produce more */
+	best = dflt;
+	for (i = 0; i < c->c_npricing; i++) {
+		m = c->c_pricing[i].pr_max_output;
+		if (m > best)
+			best = m;
+	}
+	return best;
+}

@@ -36,6 +36,9 @@ struct cfg_rule {
 	size_t		 *r_secrets;	/* indexes into cfg->c_secrets */
 	size_t		  r_nsecrets;
 	enum cfg_meter	  r_meter;	/* usage extraction dialect */
+	int		  r_has_async;	/* async_usd given: async endpoints
+					   allowed, each charged r_async_usd */
+	uint64_t	  r_async_usd;	/* µUSD */
 	int		  r_line;	/* 1-based position of the rule */
 	int		  r_col;
 };
@@ -75,7 +78,15 @@ struct cfg_price {
 	uint64_t	 pr_output;
 	uint64_t	 pr_cached_input;	/* default = input */
 	uint64_t	 pr_cache_write;	/* default = input */
+	uint64_t	 pr_max_output;	/* tokens; 0 = limits.default_max_tokens */
 };
+
+/* caps.llm_concurrency when a policy does not say. */
+#define CFG_LLM_CONCURRENCY	4
+/* limits.default_max_tokens: the largest output current models allow
+ * (OpenAI's gpt-5 family: 128000), so a request without a bound and a
+ * model without max_output are reserved at a maximum, not a guess. */
+#define CFG_DEFAULT_MAX_OUTPUT	128000
 
 struct cfg_caps {
 	int		 cp_has_usd;
@@ -90,6 +101,8 @@ struct cfg_caps {
 	uint32_t	 cp_rate_n;		/* "50/s": 50 per 1000 ms */
 	uint64_t	 cp_rate_ms;
 	uint64_t	 cp_window_ms;		/* 0 = lifetime */
+	uint64_t	 cp_llm_concurrency;	/* metered requests in flight;
+						   default 4, 0 = no limit */
 };
 
 struct cfg_policy {
@@ -156,8 +169,8 @@ struct cfg_limits {
 	uint64_t	 l_identify_timeout_ms;	/* 10s: from accept to a
 						   head that identifies */
 	uint64_t	 l_body_bytes;		/* 16MiB */
-	uint64_t	 l_default_max_tokens;	/* 4096: worst case reserved
-						   when a request names none */
+	uint64_t	 l_default_max_tokens;	/* 128000: max_output of a model
+						   whose pricing names none */
 };
 
 struct cfg {

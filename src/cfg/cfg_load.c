@@ -1223,6 +1223,19 @@ cfg_k_rule_meter(struct cfg_parse *cp, const struct cfg_key *k,
 		    "not \"%s\"", s);
 }
 
+/* async_usd: what one asynchronous job (batch, fine-tuning, run,
+ * background response) is charged on a metered rule; allows them. */
+static void
+cfg_k_rule_async(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_rule	*r = arg;
+	int		 nerr = cp->cp_errors;
+
+	cfg_set_money(cp, k, v, arg);
+	r->r_has_async = cp->cp_errors == nerr;
+}
+
 static const struct cfg_key cfg_rule_keys[] = {
 	{ "host", CFG_K_REQUIRED, cfg_k_rule_host, 0, 0, 0 },
 	{ "ports", 0, cfg_k_rule_ports, 0, 0, 0 },
@@ -1232,6 +1245,8 @@ static const struct cfg_key cfg_rule_keys[] = {
 	    0, 0 },
 	{ "secrets", 0, cfg_k_rule_secrets, 0, 0, 0 },
 	{ "meter", 0, cfg_k_rule_meter, 0, 0, 0 },
+	{ "async_usd", 0, cfg_k_rule_async, offsetof(struct cfg_rule,
+	    r_async_usd), 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 
@@ -1417,6 +1432,8 @@ static const struct cfg_key cfg_caps_keys[] = {
 	{ "bytes_out", 0, cfg_k_cap_bytes, CAP(cp_bytes_out), 0, 0 },
 	{ "rate", 0, cfg_k_cap_rate, 0, 0, 0 },
 	{ "window", 0, cfg_k_cap_window, 0, 0, 0 },
+	{ "llm_concurrency", 0, cfg_set_count64, CAP(cp_llm_concurrency),
+	    0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 #undef CAP
@@ -1523,6 +1540,7 @@ cfg_k_policies(struct cfg_parse *cp, const struct cfg_key *k,
 	names = xcalloc(cfg_seq_len(v), sizeof(*names));
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		pc.pc_pol = &c->c_policies[c->c_npolicies++];
+		pc.pc_pol->p_caps.cp_llm_concurrency = CFG_LLM_CONCURRENCY;
 		pc.pc_name = NULL;
 		if (cfg_want_map(cp, item, "a policy") == -1)
 			continue;
@@ -1708,6 +1726,14 @@ cfg_k_price(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 		px->px_write = 1;
 }
 
+/* max_output: the most output tokens the model can produce. */
+static void
+cfg_k_price_max_output(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	cfg_set_count64(cp, k, v, ((struct cfg_prctx *)arg)->px_price);
+}
+
 #define PR(m)	offsetof(struct cfg_price, m)
 static const struct cfg_key cfg_price_keys[] = {
 	{ "model", CFG_K_REQUIRED, cfg_k_price_model, 0, 0, 0 },
@@ -1715,6 +1741,7 @@ static const struct cfg_key cfg_price_keys[] = {
 	{ "output", CFG_K_REQUIRED, cfg_k_price, PR(pr_output), 0, 0 },
 	{ "cached_input", 0, cfg_k_price, PR(pr_cached_input), 0, 0 },
 	{ "cache_write", 0, cfg_k_price, PR(pr_cache_write), 0, 0 },
+	{ "max_output", 0, cfg_k_price_max_output, PR(pr_max_output), 1, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 #undef PR
@@ -2199,7 +2226,7 @@ cfg_new(char *file, char *dir)
 	c->c_limits.l_unidentified_share = 50;
 	c->c_limits.l_identify_timeout_ms = 10 * 1000;
 	c->c_limits.l_body_bytes = 16 * 1024 * 1024;
-	c->c_limits.l_default_max_tokens = 4096;
+	c->c_limits.l_default_max_tokens = CFG_DEFAULT_MAX_OUTPUT;
 	c->c_tls_cert_cache = 10000;
 	c->c_pool_warm = 2;
 	c->c_pool_max = 64;

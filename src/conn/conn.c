@@ -69,6 +69,8 @@ conn_enter(struct conn *c)
 void
 conn_leave(struct conn *c)
 {
+	if (c->c_depth == 1 && !c->c_closing)
+		conn_budget_flow(c);	/* charge this callback's bytes */
 	if (--c->c_depth == 0 && c->c_closing)
 		conn_free(c);
 }
@@ -250,6 +252,8 @@ request_body_cb(void *arg, const char *p, size_t len)
 	}
 	if (c->c_up == NULL)
 		return;
+	/* past a bytes cap: the feed loop cuts the request */
+	len = conn_budget_allow(c, 1, len);
 	body_out(c, c->c_up->u_bev, p, len, c->c_r.r_up_chunked,
 	    &c->c_r.r_bytes_out);
 }
@@ -261,6 +265,8 @@ response_body_cb(void *arg, const char *p, size_t len)
 	struct evbuffer	*scanned = c->c_worker->w_scratch2;
 	size_t		 n;
 
+	/* past a bytes cap: the feed loop cuts the response */
+	len = conn_budget_allow(c, 0, len);
 	conn_budget_body(c, p, len);
 	if (c->c_r.r_sec != NULL && c->c_r.r_sec->sr_reflect != NULL) {
 		/* a secret went out: it must not come back */
@@ -1069,6 +1075,10 @@ on_request_head(struct conn *c)
 			    "HTTP/1.1 100 Continue\r\n\r\n", 25);
 		}
 		c->c_state = CONN_BODY_BUFFER;
+		/* a declared length is held in one piece: parsed in place */
+		c->c_r.r_body = evbuffer_new();
+		if (m->hm_framing == HTTP_BODY_LENGTH)
+			evbuffer_expand(c->c_r.r_body, m->hm_content_length);
 		conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
 		http_msg_resume(m);
 		return;
@@ -1241,8 +1251,7 @@ write_request_head(struct conn *c)
 	if (c->c_r.r_body != NULL) {
 		evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n",
 		    evbuffer_get_length(c->c_r.r_body));
-		evbuffer_add(out, evbuffer_pullup(c->c_r.r_body, -1),
-		    evbuffer_get_length(c->c_r.r_body));
+		evbuffer_add_buffer(out, c->c_r.r_body);	/* moved */
 	} else {
 		if (m->hm_framing == HTTP_BODY_CHUNKED) {
 			evbuffer_add_printf(out,
@@ -1358,6 +1367,10 @@ conn_feed_request_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
+		if (c->c_r.r_budget_over) {
+			conn_budget_cut(c);
+			return;
+		}
 		if (c->c_r.r_body_too_large) {
 			c->c_r.r_allowed = 0;
 			conn_reply_error(c, 413, "body_too_large", "request body "
@@ -1540,6 +1553,10 @@ conn_feed_response_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
+		if (c->c_r.r_budget_over) {
+			conn_budget_cut(c);
+			return;
+		}
 		switch (f) {
 		case HTTP_FEED_MORE:
 			break;
@@ -1552,7 +1569,8 @@ conn_feed_response_loop(struct conn *c)
 				    "secret (it could not be scanned)");
 				return;
 			}
-			conn_budget_response_head(c);
+			if (conn_budget_response_head(c) == -1)
+				return;
 			write_response_head(c, 0);
 			c->c_r.r_resp_started = 1;
 			/* from here on only idleness is a timeout */

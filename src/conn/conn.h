@@ -27,6 +27,7 @@ struct sec_req;
 struct meter;
 struct cfg_rule;
 struct conn_slot;
+struct bud_sb;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
@@ -100,6 +101,16 @@ struct conn_req {
 	int		 r_admitted;	/* counted by the budget */
 	int		 r_retry_after;	/* for 429 */
 	char		 r_model[128];	/* from the request body */
+	struct bud_sb	*r_bud;		/* budget entry of an admitted request */
+	uint64_t	 r_charged_in;	/* r_bytes_in already charged */
+	uint64_t	 r_charged_out;
+	uint64_t	 r_room_in;	/* left under the bytes caps at the last
+					   charge; UINT64_MAX: no cap */
+	uint64_t	 r_room_out;
+	int		 r_budget_over;	/* a bytes cap was reached: cut;
+					   1 bytes_in, 2 bytes_out */
+	int		 r_llm;		/* holds an llm_concurrency slot */
+	int		 r_async;	/* priced by the rule's async_usd */
 	struct net_addr	 r_addrs[8];
 	size_t		 r_naddrs;
 	size_t		 r_next_addr;
@@ -256,10 +267,19 @@ struct usage;
 /* Admit against the caps (reserving a metered call's worst case);
  * 0, or -1 after answering 402/429. */
 int	conn_budget_admit(struct conn *);
-void	conn_budget_response_head(struct conn *);
+/* 0, or -1 after answering 402 (the response would pass bytes_in). */
+int	conn_budget_response_head(struct conn *);
 void	conn_budget_body(struct conn *, const char *, size_t);
 /* Once per request, from conn_audit: settle and report usage. */
 void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);
+/* Budget in flight (conn_budget.c): how many of <len> more bytes towards
+ * the upstream (<up>) or the client the bytes caps allow; fewer marks the
+ * request to be cut. */
+size_t	conn_budget_allow(struct conn *, int up, size_t len);
+/* End of a callback: charge what moved; cut if a cap was passed. */
+void	conn_budget_flow(struct conn *);
+/* A bytes cap was reached: 402 if nothing went back yet, else cut. */
+void	conn_budget_cut(struct conn *);
 
 /* conn_connect.c: what follows a CONNECT besides an allowed ClientHello */
 /* How long a denied CONNECT waits for the ClientHello after its 200. */

@@ -30,16 +30,31 @@
 /* how long the upstream gets to take the last bytes */
 #define TUNNEL_GRACE_MS		5000
 
+/*
+ * Move <from>'s input to <to>, <up> when towards the upstream. Charged to
+ * the sandbox as it moves (conn_budget_allow batches the charges); what
+ * would pass a bytes cap stays behind and the tunnel is cut.
+ */
 static void
-pump(struct bufferevent *from, struct bufferevent *to, uint64_t *count)
+pump(struct conn *c, struct bufferevent *from, struct bufferevent *to,
+    uint64_t *count, int up)
 {
 	struct evbuffer	*in = bufferevent_get_input(from);
 	struct evbuffer	*out = bufferevent_get_output(to);
-	size_t		 n = evbuffer_get_length(in);
+	size_t		 n = evbuffer_get_length(in), ok;
 
+	if (c->c_closing)
+		return;
 	if (n > 0) {
-		*count += n;
-		evbuffer_add_buffer(out, in);
+		ok = conn_budget_allow(c, up, n);
+		*count += ok;
+		if (ok == n)
+			evbuffer_add_buffer(out, in);
+		else {
+			evbuffer_remove_buffer(in, out, ok);
+			conn_budget_cut(c);
+			return;
+		}
 	}
 	if (evbuffer_get_length(out) >= CONN_HIWAT)
 		bufferevent_disable(from, EV_READ);
@@ -49,8 +64,10 @@ pump(struct bufferevent *from, struct bufferevent *to, uint64_t *count)
 static void
 tunnel_move(struct conn *c)
 {
-	pump(c->c_bev, c->c_up->u_bev, &c->c_r.r_bytes_out);
-	pump(c->c_up->u_bev, c->c_bev, &c->c_r.r_bytes_in);
+	pump(c, c->c_bev, c->c_up->u_bev, &c->c_r.r_bytes_out, 1);
+	/* a bytes cap may have cut the tunnel (conn_budget_cut) */
+	if (c->c_up != NULL && !c->c_closing)
+		pump(c, c->c_up->u_bev, c->c_bev, &c->c_r.r_bytes_in, 0);
 }
 
 /*
@@ -89,6 +106,8 @@ conn_tunnel_start(struct conn *c)
 		bufferevent_setwatermark(c->c_up->u_bev, EV_WRITE, 0, 0);
 	}
 	tunnel_move(c);
+	if (c->c_up == NULL || c->c_closing)
+		return;
 	tunnel_resume(c, c->c_bev, c->c_up->u_bev);
 	if (c->c_up != NULL)
 		tunnel_resume(c, c->c_up->u_bev, c->c_bev);

@@ -13,7 +13,7 @@
 # OpenAI streams that lack it (and no rewrite otherwise), a response cut
 # short charged its reservation (max_tokens, max_completion_tokens,
 # max_output_tokens, limits.default_max_tokens; body bytes as the input
-# estimate; a body that is not JSON at the highest prices), a metered body
+# estimate; a body that is not JSON refused with 400), a metered body
 # over limits.body_bytes refused with 413, plain HTTP metering.
 . "$top_srcdir/tests/integration/lib.sh"
 
@@ -459,8 +459,6 @@ cases = [
      "max_tokens": 4321, "messages": []}, 4321),
     (an, "/v1/messages", "anthropic", {"model": "claude-sonnet-4-5",
      "stream": True, "max_tokens": 8000, "messages": []}, 8000),
-    # not JSON: no model (the highest prices), no bound (the default)
-    (oa, "/v1/chat/completions", "openai", None, 3000),
 ]
 for cl, path, kind, req, max_out in cases:
     if req is None:
@@ -484,6 +482,27 @@ for cl, path, kind, req, max_out in cases:
          "cost_microusd %r; %s" % (rec.get("cost_microusd"), rec))
 oa.close()
 an.close()
+t.done()
+PY
+
+# --- a metered body that is not JSON cannot be priced: 400 bad_request,
+# never forwarded (it used to go out reserved at a guess)
+PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "not JSON"
+import os, time, budlib, itlib
+ap, tp = itlib.env_int("AIRLOCK_PORT"), itlib.env_int("TLS_PORT")
+T = os.environ["T"]
+t = itlib.Checks()
+c = budlib.Client(ap, "api.openai.test", tp, "a:tok-a",
+                  T + "/state/ca/a/ca.crt")
+r = c.request("POST", "/v1/chat/completions",
+              b"model=gpt-4o&max_tokens=5 (not JSON)",
+              ["X-Synth: openai", "X-Mark: notjson"])
+t.error(r, 400, "bad_request", "a metered body that is not JSON → 400")
+time.sleep(0.2)
+t.ok(not any(x["headers"].get("x-mark") == "notjson" for x in
+             budlib.upstream_records(T + "/llm.jsonl")),
+     "the body that is not JSON was not forwarded")
+c.close()
 t.done()
 PY
 

@@ -210,8 +210,11 @@ for sb, cap, field, body, usage in (
             continue
         if first_refusal is None:
             first_refusal = i
+            # bytes_in: the request that would pass the cap may have been
+            # forwarded; its response is then withheld (402, nothing sent)
             refused(r, 402, "budget_exceeded", field,
-                    "%s: request %d" % (sb, i), m)
+                    "%s: request %d" % (sb, i),
+                    m if field == "bytes_out" else None)
         else:
             t.error(r, 402, "budget_exceeded", "%s: request %d still "
                     "refused" % (sb, i))

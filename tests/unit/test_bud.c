@@ -112,13 +112,13 @@ get(const char *sb)
 
 static struct cfg_price	prices[] = {
 	/* gpt-4o-mini: 0.15 / 0.60, cached 0.075 */
-	{ "gpt-4o-mini*", 150000, 600000, 75000, 150000 },
+	{ "gpt-4o-mini*", 150000, 600000, 75000, 150000, 16384 },
 	/* claude: 3 / 15, cache read 0.30, cache write 3.75 */
-	{ "claude-sonnet-4*", 3000000, 15000000, 300000, 3750000 },
+	{ "claude-sonnet-4*", 3000000, 15000000, 300000, 3750000, 64000 },
 	/* defaults as the loader fills them: cached = cache_write = input */
-	{ "plain-*", 2000000, 8000000, 2000000, 2000000 },
+	{ "plain-*", 2000000, 8000000, 2000000, 2000000, 0 },
 	/* shadowed by the first entry for gpt-4o-mini */
-	{ "gpt-4o*", 2500000, 10000000, 1250000, 2500000 },
+	{ "gpt-4o*", 2500000, 10000000, 1250000, 2500000, 0 },
 };
 
 static struct cfg *
@@ -247,7 +247,7 @@ END_TEST
 START_TEST(test_price_huge)
 {
 	struct cfg_price	p = { "big", 100000000, 100000000, 100000000,
-				    100000000 };
+				    100000000, 0 };
 	struct cfg		c;
 	struct usage		u;
 
@@ -1057,6 +1057,76 @@ START_TEST(test_ledger_broken)
 }
 END_TEST
 
+/* Bytes charged in flight: the room left under each cap, -1 once past. */
+START_TEST(test_flow_charge)
+{
+	struct cfg_caps		caps = { .cp_has_bytes_in = 1,
+				    .cp_bytes_in = 100, .cp_has_bytes_out = 1,
+				    .cp_bytes_out = 50 };
+	struct bud_room		r;
+	struct bud_sb		*sb = bud_handle("f");
+	struct bud_counters	c;
+
+	ck_assert_ptr_nonnull(sb);
+	ck_assert_ptr_eq(bud_handle("f"), sb);
+	ck_assert_ptr_null(bud_handle(""));
+	ck_assert_int_eq(bud_charge(sb, &caps, 0, 0, &r), 0);
+	ck_assert_uint_eq(r.br_in, 100);
+	ck_assert_uint_eq(r.br_out, 50);
+	ck_assert_int_eq(bud_charge(sb, &caps, 60, 50, &r), 0);
+	ck_assert_uint_eq(r.br_in, 40);
+	ck_assert_uint_eq(r.br_out, 0);	/* at the cap: not past it */
+	ck_assert_int_eq(bud_charge(sb, &caps, 41, 0, &r), -1);
+	ck_assert_uint_eq(r.br_in, 0);
+	c = get("f");
+	ck_assert_uint_eq(c.bc_bytes_in, 101);
+	ck_assert_uint_eq(c.bc_bytes_out, 50);
+	/* counted: the next admission is refused */
+	ck_assert_int_eq(admit("f", &caps, 0, NULL, NULL), BUD_EXCEEDED);
+	/* no caps: no room limit */
+	ck_assert_int_eq(bud_charge(sb, NULL, 1, 1, &r), 0);
+	ck_assert_uint_eq(r.br_in, UINT64_MAX);
+	ck_assert_uint_eq(r.br_out, UINT64_MAX);
+	ck_assert_int_eq(bud_charge(NULL, &caps, 1, 1, &r), 0);
+}
+END_TEST
+
+START_TEST(test_llm_slots)
+{
+	struct bud_sb	*sb = bud_handle("l");
+	int		 i;
+
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(bud_llm_enter(sb, 4), 0);
+	ck_assert_int_eq(bud_llm_enter(sb, 4), -1);
+	ck_assert_uint_eq(bud_llm_inflight("l"), 4);
+	bud_llm_leave(sb);
+	ck_assert_int_eq(bud_llm_enter(sb, 4), 0);
+	ck_assert_int_eq(bud_llm_enter(sb, 0), 0);	/* 0: no limit */
+	for (i = 0; i < 10; i++)
+		bud_llm_leave(sb);
+	ck_assert_uint_eq(bud_llm_inflight("l"), 0);	/* never below */
+	ck_assert_uint_eq(bud_llm_inflight("nobody"), 0);
+}
+END_TEST
+
+START_TEST(test_price_max_output)
+{
+	struct cfg	*c = pcfg();
+
+	c->c_limits.l_default_max_tokens = 128000;
+	ck_assert_uint_eq(price_max_output(c, "gpt-4o-mini-2024"), 16384);
+	ck_assert_uint_eq(price_max_output(c, "claude-sonnet-4-5"), 64000);
+	/* an entry without max_output: the default */
+	ck_assert_uint_eq(price_max_output(c, "plain-x"), 128000);
+	/* unpriced: the largest of the table and the default */
+	ck_assert_uint_eq(price_max_output(c, "unknown"), 128000);
+	ck_assert_uint_eq(price_max_output(c, ""), 128000);
+	c->c_limits.l_default_max_tokens = 1000;
+	ck_assert_uint_eq(price_max_output(c, "unknown"), 64000);
+}
+END_TEST
+
 Suite *
 suite_bud(void)
 {
@@ -1071,6 +1141,7 @@ suite_bud(void)
 	tcase_add_test(tc, test_price_unpriced);
 	tcase_add_test(tc, test_price_huge);
 	tcase_add_test(tc, test_price_worst);
+	tcase_add_test(tc, test_price_max_output);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("caps");
@@ -1082,6 +1153,8 @@ suite_bud(void)
 	tcase_add_test(tc, test_window_rollover);
 	tcase_add_test(tc, test_lifetime);
 	tcase_add_test(tc, test_reset_get);
+	tcase_add_test(tc, test_flow_charge);
+	tcase_add_test(tc, test_llm_slots);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("concurrency");

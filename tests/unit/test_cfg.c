@@ -984,7 +984,7 @@ START_TEST(test_cfg_defaults)
 	ck_assert_ptr_null(c->c_sandboxes[0].s_token);
 	ck_assert_int_eq(c->c_sandboxes[0].s_token_generated, 1);
 	/* no pricing, no caps, no metering, the file ledger */
-	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 4096);
+	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 128000);
 	ck_assert_ptr_null(c->c_pricing);
 	ck_assert_uint_eq(c->c_npricing, 0);
 	ck_assert_str_eq(c->c_budget_store, "file");
@@ -1909,6 +1909,37 @@ START_TEST(test_cfg_budget_store)
 }
 END_TEST
 
+/* caps.llm_concurrency (default 4), pricing max_output, rule async_usd */
+START_TEST(test_cfg_llm_keys)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	c = load("pricing:\n  - {model: \"a*\", input: 1, output: 2, "
+	    "max_output: 16384}\n  - {model: \"b\", input: 1, output: 2}\n"
+	    "policies:\n  - name: p\n    rules:\n      - {host: h, meter: "
+	    "openai, async_usd: 0.25}\n      - {host: i, meter: openai}\n"
+	    "  - name: q\n    rules: []\n    caps: {llm_concurrency: 0}\n",
+	    &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	free(out);
+	ck_assert_uint_eq(c->c_pricing[0].pr_max_output, 16384);
+	ck_assert_uint_eq(c->c_pricing[1].pr_max_output, 0);
+	ck_assert_int_eq(c->c_policies[0].p_rules[0].r_has_async, 1);
+	ck_assert_uint_eq(c->c_policies[0].p_rules[0].r_async_usd, 250000);
+	ck_assert_int_eq(c->c_policies[0].p_rules[1].r_has_async, 0);
+	ck_assert_uint_eq(c->c_policies[0].p_caps.cp_llm_concurrency, 4);
+	ck_assert_uint_eq(c->c_policies[1].p_caps.cp_llm_concurrency, 0);
+	cfg_unref(c);
+	c = load("pricing:\n  - {model: a, input: 1, output: 2, max_output: "
+	    "0}\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(out, "t.yaml:2:49: ") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 START_TEST(test_cfg_default_max_tokens)
 {
 	struct cfg	*c;
@@ -1927,7 +1958,7 @@ START_TEST(test_cfg_default_max_tokens)
 	cfg_unref(c);
 	c = load("limits:\n  default_max_tokens: ~\n", &out, &nerr);
 	ck_assert_msg(c != NULL, "%s", out);
-	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 4096);
+	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 128000);
 	free(out);
 	cfg_unref(c);
 }
@@ -2629,7 +2660,7 @@ START_TEST(test_cfg_example)
 	ck_assert_uint_eq(c->c_npricing, 0);
 	ck_assert_int_eq(p->p_caps.cp_has_usd, 0);
 	ck_assert_str_eq(c->c_budget_store, "file");
-	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 4096);
+	ck_assert_uint_eq(c->c_limits.l_default_max_tokens, 128000);
 	ck_assert_uint_eq(c->c_tls_cert_cache, 10000);
 	ck_assert_uint_eq(c->c_tls_leaf_validity_ms, 7ULL * 86400 * 1000);
 	ck_assert_int_eq(c->c_tls_min_version, TLS1_2_VERSION);
@@ -2692,6 +2723,7 @@ suite_cfg(void)
 	tcase_add_test(tc, test_cfg_meter);
 	tcase_add_test(tc, test_cfg_budget_store);
 	tcase_add_test(tc, test_cfg_default_max_tokens);
+	tcase_add_test(tc, test_cfg_llm_keys);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("sources");

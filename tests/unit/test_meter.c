@@ -801,6 +801,220 @@ START_TEST(test_fixture)
 }
 END_TEST
 
+/* ---- request bodies (req_scan) -------------------------------------- */
+
+/* Apply a planned include_usage insertion; the result must be JSON with
+ * stream_options.include_usage true and the other members kept. */
+static void
+check_rewrite(const char *body, const struct req_facts *rf, const char *keep)
+{
+	json_object	*o, *so, *v;
+	char		*out;
+	size_t		 len = strlen(body), ilen = strlen(rf->rf_insert);
+
+	ck_assert_int_eq(rf->rf_rewrite, 1);
+	ck_assert_uint_le(rf->rf_cut_from, rf->rf_cut_to);
+	ck_assert_uint_le(rf->rf_cut_to, len);
+	out = malloc(len + ilen + 1);
+	ck_assert_ptr_nonnull(out);
+	memcpy(out, body, rf->rf_cut_from);
+	memcpy(out + rf->rf_cut_from, rf->rf_insert, ilen);
+	memcpy(out + rf->rf_cut_from + ilen, body + rf->rf_cut_to,
+	    len - rf->rf_cut_to + 1);
+	o = json_tokener_parse(out);
+	ck_assert_msg(o != NULL, "not JSON: %s", out);
+	ck_assert_msg(json_object_object_get_ex(o, "stream_options", &so) &&
+	    json_object_object_get_ex(so, "include_usage", &v) &&
+	    json_object_get_boolean(v), "no include_usage: %s", out);
+	if (keep != NULL)
+		ck_assert_msg(json_object_object_get_ex(so, keep, &v),
+		    "lost %s: %s", keep, out);
+	json_object_put(o);
+	free(out);
+}
+
+START_TEST(test_req_scan_facts)
+{
+	struct req_facts	rf;
+
+#define SCAN(s, r)	req_scan((s), strlen(s), 1, (r))
+	ck_assert_int_eq(SCAN("{\"model\":\"gpt-4o\",\"n\":128,"
+	    "\"max_tokens\":100}", &rf), 0);
+	ck_assert_str_eq(rf.rf_model, "gpt-4o");
+	ck_assert_uint_eq(rf.rf_choices, 128);
+	ck_assert_uint_eq(rf.rf_max_out, 100);
+	ck_assert_int_eq(rf.rf_rewrite, 0);
+	/* best_of counts as well; the largest bound wins */
+	ck_assert_int_eq(SCAN("{\"best_of\":7,\"n\":2,\"max_tokens\":5,"
+	    "\"max_completion_tokens\":50}", &rf), 0);
+	ck_assert_uint_eq(rf.rf_choices, 7);
+	ck_assert_uint_eq(rf.rf_max_out, 50);
+	/* absent or null bound: 0 (the caller reserves the model's max) */
+	ck_assert_int_eq(SCAN("{\"model\":\"m\",\"max_tokens\":null}", &rf),
+	    0);
+	ck_assert_uint_eq(rf.rf_max_out, 0);
+	ck_assert_uint_eq(rf.rf_choices, 1);
+	ck_assert_int_eq(SCAN("{\"max_output_tokens\":null,"
+	    "\"n\":null}", &rf), 0);
+	ck_assert_uint_eq(rf.rf_max_out, 0);
+	/* an escaped key is the same key */
+	ck_assert_int_eq(SCAN("{\"\\u006e\":9}", &rf), 0);
+	ck_assert_uint_eq(rf.rf_choices, 9);
+	/* nested "n" is not the request's */
+	ck_assert_int_eq(SCAN("{\"x\":{\"n\":9},\"y\":[{\"n\":3}]}", &rf), 0);
+	ck_assert_uint_eq(rf.rf_choices, 1);
+	ck_assert_int_eq(SCAN("{\"background\":true,\"stream\":true}", &rf),
+	    0);
+	ck_assert_int_eq(rf.rf_background, 1);
+	ck_assert_int_eq(SCAN("{\"background\":\"yes\"}", &rf), 0);
+	ck_assert_int_eq(rf.rf_background, 1);
+	ck_assert_int_eq(SCAN("{\"background\":false}", &rf), 0);
+	ck_assert_int_eq(rf.rf_background, 0);
+}
+END_TEST
+
+/* What the provider could read otherwise is refused. */
+START_TEST(test_req_scan_refused)
+{
+	static const char *const bad[] = {
+		"", "{", "{\"model\":\"a\"", "[1]", "\"s\"", "{} x", "{}{}",
+		"{\"n\":\"128\"}", "{\"n\":2.5}", "{\"best_of\":-1}",
+		"{\"n\":1e3}", "{\"max_tokens\":5,\"max_tokens\":500000}",
+		"{\"model\":\"a\",\"model\":\"b\"}",
+		"{\"stream_options\":{\"include_usage\":false,"
+		    "\"include_usage\":true},\"stream\":true}",
+		"{\"a\":\"\xff\"}",
+	};
+	struct req_facts	 rf;
+	char			*deep;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(SCAN(bad[i], &rf) == -1 && rf.rf_why[0] != '\0',
+		    "accepted: %s", bad[i]);
+	/* 65 levels: over the bound; 64 is fine */
+	deep = malloc(200);
+	ck_assert_ptr_nonnull(deep);
+	memset(deep, '[', 65);
+	memset(deep + 65, ']', 65);
+	deep[130] = '\0';
+	deep[0] = '{';
+	memcpy(deep + 1, "\"a\":", 4);
+	memset(deep + 5, '[', 64);
+	memset(deep + 69, ']', 64);
+	memcpy(deep + 133, "}", 2);
+	ck_assert_int_eq(SCAN(deep, &rf), -1);
+	ck_assert_msg(strstr(rf.rf_why, "deeper") != NULL, "%s", rf.rf_why);
+	deep[5] = ' ';
+	deep[132] = ' ';
+	ck_assert_int_eq(SCAN(deep, &rf), 0);
+	free(deep);
+}
+END_TEST
+
+START_TEST(test_req_scan_rewrite)
+{
+	static const char *const rw[][2] = {
+		{ "{\"model\":\"m\",\"stream\":true}", NULL },
+		{ "{\"stream\":true , \"messages\":[{\"a\":{}}] }", NULL },
+		{ "{\"stream\":true,\"stream_options\":null}", NULL },
+		{ "{\"stream_options\" : 5 ,\"stream\":true}", NULL },
+		{ "{\"stream\":true,\"stream_options\":{}}", NULL },
+		{ "{\"stream\":true,\"stream_options\":{\"x\":[1,{}]}}", "x" },
+		{ "{\"stream\":true,\"stream_options\":{\"include_usage\" : "
+		    "false, \"x\":1}}", "x" },
+		{ "{\"stream\":true,\"stream_options\":{\"include_usage\":"
+		    "{\"deep\":[1]}}}", NULL },
+	};
+	struct req_facts	rf;
+	size_t			i;
+
+	for (i = 0; i < sizeof(rw) / sizeof(rw[0]); i++) {
+		ck_assert_int_eq(SCAN(rw[i][0], &rf), 0);
+		check_rewrite(rw[i][0], &rf, rw[i][1]);
+	}
+	/* already asked for, not streaming, or Anthropic: untouched */
+	ck_assert_int_eq(SCAN("{\"stream\":true,\"stream_options\":"
+	    "{\"include_usage\":true}}", &rf), 0);
+	ck_assert_int_eq(rf.rf_rewrite, 0);
+	ck_assert_int_eq(SCAN("{\"stream\":false}", &rf), 0);
+	ck_assert_int_eq(rf.rf_rewrite, 0);
+	ck_assert_int_eq(req_scan("{\"stream\":true}", 15, 0, &rf), 0);
+	ck_assert_int_eq(rf.rf_rewrite, 0);
+}
+END_TEST
+
+/* Hostile shapes of 4 MiB: read in bounded memory (jscan's own budget
+ * would refuse otherwise), quickly. */
+START_TEST(test_req_scan_shapes)
+{
+	size_t			 len = 4 * 1024 * 1024, i;
+	struct req_facts	 rf;
+	char			*b;
+
+	b = malloc(len + 64);
+	ck_assert_ptr_nonnull(b);
+	/* {"a":[{},{},...]} */
+	memcpy(b, "{\"a\":[", 6);
+	for (i = 6; i + 3 < len; i += 3)
+		memcpy(b + i, "{},", 3);
+	memcpy(b + i - 1, "]}", 3);
+	ck_assert_int_eq(req_scan(b, strlen(b), 1, &rf), 0);
+	/* many keys */
+	b[0] = '{';
+	for (i = 1; i + 8 < len; i += 8)
+		memcpy(b + i, "\"k\":1,\n ", 8);
+	memcpy(b + i, "\"n\":3}", 7);
+	ck_assert_int_eq(req_scan(b, strlen(b), 1, &rf), 0);
+	ck_assert_uint_eq(rf.rf_choices, 3);
+	/* one long escaped string, not a key that matters */
+	memcpy(b, "{\"a\":\"", 6);
+	for (i = 6; i + 2 < len; i += 2)
+		memcpy(b + i, "\\n", 2);
+	memcpy(b + i, "\"}", 3);
+	ck_assert_int_eq(req_scan(b, strlen(b), 1, &rf), 0);
+	/* [[[[...: refused at 64 levels, whatever follows */
+	memset(b, '[', len);
+	ck_assert_int_eq(req_scan(b, len, 1, &rf), -1);
+	free(b);
+}
+END_TEST
+
+/* A response of a hostile shape is metered in bounded memory: 4 MiB of
+ * {} before the usage (fed in 4 KiB pieces) still yields it; one string
+ * longer than the parser's budget gives the document up. */
+START_TEST(test_response_shapes)
+{
+	static const char	 tail[] = "],\"model\":\"g\",\"usage\":"
+	    "{\"prompt_tokens\":3,\"completion_tokens\":4}}";
+	size_t			 len = 4 * 1024 * 1024, i;
+	struct usage		 u;
+	char			*b;
+
+	b = malloc(len + sizeof(tail) + 16);
+	ck_assert_ptr_nonnull(b);
+	memcpy(b, "{\"a\":[", 6);
+	for (i = 6; i + 3 < len; i += 3)
+		memcpy(b + i, "{},", 3);
+	memcpy(b + i - 1, tail, sizeof(tail));
+	run_meter(METER_OPENAI, 0, 2 * len, b, strlen(b), 4096, 0, &u);
+	ck_assert_int_eq(u.u_found, 1);
+	ck_assert_uint_eq(u.u_output, 4);
+	/* [[[[...: over the nesting bound, no usage, no growth */
+	memset(b, '[', len);
+	run_meter(METER_OPENAI, 0, 2 * len, b, len, 4096, 0, &u);
+	ck_assert_int_eq(u.u_found, 0);
+	/* a 2 MiB string split across pieces: over the memory budget */
+	memcpy(b, "{\"a\":\"", 6);
+	memset(b + 6, 'x', 2 * 1024 * 1024);
+	memcpy(b + 6 + 2 * 1024 * 1024, "\",\"usage\":{\"prompt_tokens\":3}}",
+	    31);
+	run_meter(METER_OPENAI, 0, 2 * len, b, strlen(b), 4096, 0, &u);
+	ck_assert_int_eq(u.u_found, 0);
+	free(b);
+}
+END_TEST
+
 Suite *
 suite_meter(void)
 {
@@ -819,6 +1033,14 @@ suite_meter(void)
 	tcase_add_test(tc, test_model_sanitized);
 	tcase_add_test(tc, test_lifecycle);
 	tcase_add_test(tc, test_garbage);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("requests");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_req_scan_facts);
+	tcase_add_test(tc, test_req_scan_refused);
+	tcase_add_test(tc, test_req_scan_rewrite);
+	tcase_add_test(tc, test_req_scan_shapes);
+	tcase_add_test(tc, test_response_shapes);
 	suite_add_tcase(s, tc);
 
 	if (fixtures == NULL)

@@ -1,0 +1,57 @@
+/*
+ * The budget's per-sandbox state, shared by bud.c (counters, caps,
+ * ledger) and bud_flow.c (bytes charged in flight, LLM concurrency).
+ * Not for use outside src/budget/.
+ */
+#ifndef AIRLOCK_BUD_INTERNAL_H
+#define AIRLOCK_BUD_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "budget/bud.h"
+
+struct cfg_caps;
+
+struct bud_sb {
+	struct bud_sb		*sb_next;	/* hash chain */
+	char			*sb_id;
+	char			*sb_esc;	/* as in the ledger */
+	pthread_mutex_t		 sb_lock;
+	struct bud_counters	 sb_c;	/* its window in sb_ws_ms */
+	uint64_t		 sb_ws_ms;	/* window start, 0: none */
+	uint64_t		 sb_win_ms;	/* window length last seen */
+	int			 sb_win_known;	/* sb_win_ms is set */
+	/* Rate bucket; one token is sb_rate_ms units, n units/ms refill. */
+	uint32_t		 sb_rate_n;
+	uint64_t		 sb_rate_ms;
+	uint64_t		 sb_tok;
+	uint64_t		 sb_tok_ms;	/* last refill, monotonic */
+	/* Counted but not yet in the ledger. */
+	uint64_t		 sb_d_in;
+	uint64_t		 sb_d_out;
+	uint64_t		 sb_d_req;
+	/* Metered requests in flight (caps.llm_concurrency). */
+	uint64_t		 sb_llm;
+};
+
+/* The sandbox <id>, created (empty, lifetime) if <create>; else NULL.
+ * Entries live until bud_close(). */
+struct bud_sb	*bud_find(const char *id, int create);
+/* Roll to the current window of the last caps seen; sb_lock held. */
+void		 bud_roll_known(struct bud_sb *);
+/* Roll under <caps> (NULL: lifetime) and remember its window; locked. */
+void		 bud_roll_caps(struct bud_sb *, const struct cfg_caps *);
+/* Milliseconds for the rate bucket (a test clock when set). */
+uint64_t	 bud_mono_ms(void);
+/*
+ * Queue one ledger line (printf format, ending in "\n"), with the
+ * sandbox's lock held so its lines keep their order; its sequence number
+ * for bud_led_wait(), 0 without a ledger.
+ */
+uint64_t	 bud_led_queue(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+/* Wait until line <seq> is durable: 0, or -1 if the ledger failed. */
+int		 bud_led_wait(uint64_t seq);
+
+#endif
