@@ -18,6 +18,7 @@
 #include "budget/bud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
+#include "policy/pol.h"
 #include "sbx/sbx.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -119,6 +120,29 @@ inspect_body(struct conn *c, enum cfg_meter dialect, struct req_facts *rf)
 }
 
 /*
+ * Does the request start asynchronous work? Judged on the path as an
+ * upstream may read it (%2F as '/') and on the method it may act on (a
+ * method-override header, which policy already judged).
+ */
+static int
+is_async(struct conn *c)
+{
+	char	path[POL_PATH_MAX], method[24];
+	const char *p = c->c_r.r_path;
+
+	if (p != NULL && pol_path_has_enc_slash(p)) {
+		if (pol_path_slash_reading(p, path, sizeof(path)) == -1)
+			return 1;	/* cannot tell: assume the worst */
+		p = path;
+	}
+	if (req_async_path(c->c_r.r_method, p))
+		return 1;
+	if (http_msg_method_override(&c->c_req, method, sizeof(method)) == 1)
+		return req_async_path(method, p);
+	return 0;
+}
+
+/*
  * The reservation of a metered request: body bytes as the prompt (a
  * token is at least a byte), the output bound times the completions
  * asked for. Asynchronous work is refused unless the rule prices it.
@@ -133,8 +157,7 @@ metered_reserve(struct conn *c, const struct cfg_rule *rule,
 
 	if (inspect_body(c, rule->r_meter, &rf) == -1)
 		return -1;
-	if (req_async_path(c->c_r.r_method, c->c_r.r_path) ||
-	    rf.rf_background) {
+	if (is_async(c) || rf.rf_background) {
 		if (!rule->r_has_async) {
 			c->c_r.r_allowed = 0;
 			conn_deny(c, 403, "denied", "asynchronous LLM work "

@@ -248,6 +248,20 @@ r, m = send(c, "/v1/batches/batch_1/cancel", b"")
 t.ok(r is not None and r.status == 200 and reached(m), "cancelling one "
      "passes", repr(r))
 c.close()
+# disguised: an encoded slash an upstream may decode, a method override
+c = client("mx")
+r, m = send(c, "/v1%2Fbatches", budlib.jbody({"input_file_id": "file-1"}))
+refused(r, m, 403, "denied", "async_usd", "a batch at /v1%2Fbatches")
+c.close()
+c = client("mx")
+m = mark()
+r = c.request("GET", "/v1/batches", budlib.jbody({"input_file_id":
+              "file-1"}), ["X-Synth: openai", "X-Mark: " + m,
+              "X-HTTP-Method-Override: POST",
+              "Content-Type: application/json"])
+t.ok(r is not None and r.status == 403 and not reached(m), "a GET that "
+     "overrides its method to POST on /v1/batches is refused", repr(r))
+c.close()
 # priced by the rule: admitted, charged the flat price
 c = client("mx", "async.openai.test")
 r, m = send(c, "/v1/batches", budlib.jbody({"input_file_id": "file-1"}))
