@@ -234,6 +234,17 @@ void	conn_budget_body(struct conn *, const char *, size_t);
 /* Once per request, from conn_audit: settle and report usage. */
 void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);
 
+/* conn_secrets.c */
+struct evbuffer;
+/* Why a response to a request towards a secret's hosts is refused, or
+ * NULL: encoded body, partial (206/byteranges) answer to one carrying a
+ * secret. */
+const char *conn_sec_response_refused(struct conn *);
+/* Move the upstream's status line and fields in <head> to <out>,
+ * reflected secrets redacted over the whole block. */
+void	conn_sec_head_out(struct conn *, struct evbuffer *head,
+	    struct evbuffer *out);
+
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);
 void	conn_tunnel_eof(struct conn *);

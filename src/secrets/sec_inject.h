@@ -23,12 +23,14 @@ struct sec_val;
 
 struct sec_req {
 	struct sec_scan	*sr_subst;	/* placeholder -> value, or NULL */
+	struct sec_scan	*sr_subst_path;	/* placeholder -> encoded value */
 	struct sec_scan	*sr_reflect;	/* value/encodings -> redacted */
 	struct sec_val	*sr_vals[SEC_REQ_MAX];	/* refs held */
 	size_t		 sr_nvals;
 	const char	*sr_names[SEC_REQ_MAX];	/* attached, for the audit */
 	size_t		 sr_nnames;
-	const char	*sr_drop[SEC_REQ_MAX + 4];	/* header names replaced */
+	const char	*sr_drop[SEC_REQ_MAX + 16];	/* header names replaced
+							   or removed */
 	size_t		 sr_ndrop;
 	struct evbuffer	*sr_add;	/* header lines we add */
 	char		*sr_query;	/* rewritten query, or NULL */
@@ -37,6 +39,10 @@ struct sec_req {
 	int		 sr_sigv4;	/* index+1 of the SigV4 secret */
 	struct sec_val	*sr_sigv4_val;	/* its value (one of sr_vals) */
 	int		 sr_need_body;	/* SigV4 wants the body's SHA-256 */
+	int		 sr_carries;	/* a value goes out with the request
+					   (else the scanner only guards
+					   against stored values) */
+	size_t		 sr_min_run;	/* cfg reflect_min_run */
 };
 
 enum sec_verdict {
@@ -53,12 +59,18 @@ struct sec_facts {
 	const char		*sf_host;	/* normalised destination */
 	const char		*sf_path;
 	const char		*sf_query;	/* raw, or NULL */
+	int			 sf_tls;	/* the upstream is reached over
+						   TLS whose certificate is
+						   verified */
 };
 
 /*
  * Decide for one request. On SEC_OK, *out is NULL when no secret is
- * involved, else a new sec_req (sec_req_free()). On SEC_MISUSE/ERROR
- * <reason> names the secret, never a value.
+ * involved, else a new sec_req (sec_req_free()): one that carries values
+ * (sr_carries), or only the scanner for the values bound to the host
+ * (stored reflection). SEC_MISUSE: a placeholder towards an unbound host,
+ * or a value that would go over plain HTTP without allow_plaintext. On
+ * SEC_MISUSE/ERROR <reason> names the secret, never a value.
  */
 enum sec_verdict sec_req_prepare(const struct sec_facts *,
 	    struct sec_req **out, char *reason, size_t reasonsz);
@@ -77,5 +89,19 @@ int	sec_req_drops(const struct sec_req *, const char *name, size_t len);
 int	sec_req_sign(struct sec_req *, const struct cfg *, const char *method,
 	    const char *host_header, const char *path, const char *query,
 	    const struct http_msg *, struct evbuffer *body);
+
+/* ---- tripwire (sec_trip.c) ---- */
+
+/*
+ * Does the request carry placeholder <ph> anywhere in its head: any case,
+ * percent-decoded once or twice, JSON-unescaped, inside Basic credentials,
+ * split across two adjacent header fields? <path>, <query> may be NULL.
+ */
+int	sec_trip_sent(const struct http_msg *, const char *path,
+	    const char *query, const char *ph);
+/* New "Basic ..." value with <subst> applied inside, or NULL. */
+char	*sec_trip_basic_subst(const struct http_msg *, struct sec_scan *);
+/* Add <ph>'s forms to a detection scanner fed lower-cased bodies. */
+void	sec_trip_body_add(struct sec_scan *, const char *ph);
 
 #endif

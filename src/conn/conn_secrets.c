@@ -1,0 +1,103 @@
+/*
+ * The secrets stage's side of the connection driver: what a response to a
+ * request towards a secret's hosts may not be, and the redaction of its
+ * head as one piece (names, values and the status line together, so a
+ * value split across two fields is seen whole where it is whole).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <openssl/crypto.h>
+
+#include "conn/conn.h"
+#include "http/http_msg.h"
+#include "secrets/sec.h"
+#include "secrets/sec_inject.h"
+#include "util/util.h"
+
+/* Does any field <name> of <m> hold <token> (case-insensitive)? */
+static int
+field_has(const struct http_msg *m, const char *name, const char *token)
+{
+	const char	*v;
+	size_t		 vlen, tlen = strlen(token), k;
+	int		 i;
+
+	for (i = 0; (i = http_msg_find(m, name, i)) != -1; i++) {
+		v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		vlen = m->hm_hdrs[i].h_value_len;
+		for (k = 0; k + tlen <= vlen; k++)
+			if (strncasecmp(v + k, token, tlen) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+/* Any content coding but identity? */
+static int
+encoded(const struct http_msg *m)
+{
+	const char	*v;
+	size_t		 vlen;
+	int		 i;
+
+	for (i = 0; (i = http_msg_find(m, "content-encoding", i)) != -1;
+	    i++) {
+		v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		vlen = m->hm_hdrs[i].h_value_len;
+		util_trim_ows(&v, &vlen);
+		if (vlen > 0 && !util_strncaseeq(v, vlen, "identity"))
+			return 1;
+	}
+	return 0;
+}
+
+const char *
+conn_sec_response_refused(struct conn *c)
+{
+	const struct sec_req	*sr = c->c_r.r_sec;
+	const struct http_msg	*m = &c->c_resp;
+
+	if (sr == NULL || sr->sr_reflect == NULL)
+		return NULL;
+	/* we asked for Accept-Encoding: identity; compressed anyway would
+	   carry a reflected secret past the scanner */
+	if (encoded(m))
+		return "upstream sent an encoded body for a request towards a "
+		    "secret's host (it could not be scanned)";
+	/* Range was removed: a piece of a resource now is an upstream
+	   handing out a secret a few bytes at a time */
+	if (sr->sr_carries && (m->hm_status == 206 ||
+	    field_has(m, "content-type", "multipart/byteranges") ||
+	    http_msg_find(m, "content-range", 0) != -1))
+		return "upstream sent a partial answer (206, byte ranges) to a "
+		    "request that carried a secret";
+	return NULL;
+}
+
+void
+conn_sec_head_out(struct conn *c, struct evbuffer *head, struct evbuffer *out)
+{
+	const struct sec_req	*sr = c->c_r.r_sec;
+	char			*raw, *clean;
+	size_t			 n = evbuffer_get_length(head), clen;
+
+	if (n == 0)
+		return;
+	raw = (char *)evbuffer_pullup(head, (ssize_t)n);
+	if (sr == NULL || sr->sr_reflect == NULL) {
+		evbuffer_add(out, raw, n);
+		evbuffer_drain(head, n);
+		return;
+	}
+	/* a reflected secret never reaches the sandbox */
+	clean = sec_scan_string(sr->sr_reflect, raw, n, &clen, NULL);
+	OPENSSL_cleanse(raw, n);
+	evbuffer_drain(head, n);
+	evbuffer_add(out, clean, clen);
+	free(clean);
+}
