@@ -26,7 +26,14 @@
  *
  * Speed comes from the root state: there the scanner jumps to the next byte
  * that starts some pattern (memchr when there is one such byte, a table
- * otherwise), so ordinary text costs a table look-up per byte.
+ * otherwise), so ordinary text costs a table look-up per byte. When every
+ * pattern is at least TRI_LEN bytes long (the encoded forms and their runs
+ * of reflect_min_run bytes cover most of the alphabet, so nearly every byte
+ * starts one), it jumps instead to the next position whose first three
+ * bytes begin some pattern, found in a hashed bitmap of those trigrams; a
+ * partial match shorter than that is dropped there and found again by the
+ * jump (no match can end inside it), so the automaton only runs where a
+ * pattern may really begin.
  */
 #include "config.h"
 
@@ -45,6 +52,9 @@
 #define SCAN_PIECE	16384
 /* Failure links followed per byte to release bytes after a replacement. */
 #define LIVE_WALK	8
+/* Trigram filter: bytes hashed, bits in the bitmap. */
+#define TRI_LEN		3
+#define TRI_BITS	16
 
 struct scan_node {
 	uint32_t	child;		/* first child, 0 = none */
@@ -58,8 +68,13 @@ struct scan_node {
 	uint32_t	out;		/* first such node on the failure chain,
 					   the node included; 0 = none */
 	uint32_t	dict;		/* the next one after this node */
+	uint32_t	dense;		/* index+1 of its child table when it
+					   has many children, else 0 */
 	unsigned char	byte;
 };
+
+/* Children per node above which they get a 256-entry table. */
+#define DENSE_MIN	8
 
 struct scan_pat {
 	char	*pat;
@@ -95,6 +110,12 @@ struct sec_scan {
 	unsigned char		 first[256];	/* starts some pattern */
 	int			 nfirst;
 	unsigned char		 first_byte;	/* when nfirst == 1 */
+	size_t			 minlen;	/* shortest pattern */
+	uint32_t		*dense;		/* child tables, 256 each */
+	size_t			 ndense;
+	uint64_t		*tri;		/* trigrams that begin a
+						   pattern (hashed), or NULL
+						   when one is shorter */
 	struct scan_run		 run;
 };
 
@@ -153,6 +174,26 @@ nodes_wipe(struct sec_scan *sc)
 	wipe_free(sc->nodes, sc->nnodes * sizeof(*sc->nodes));
 	sc->nodes = NULL;
 	sc->nnodes = 0;
+	wipe_free(sc->tri, (1 << TRI_BITS) / 8);
+	sc->tri = NULL;
+	wipe_free(sc->dense, sc->ndense * 256 * sizeof(*sc->dense));
+	sc->dense = NULL;
+	sc->ndense = 0;
+}
+
+static inline uint32_t
+tri_hash(const unsigned char *p)
+{
+	return ((uint32_t)p[0] * 0x9E37u ^ (uint32_t)p[1] * 0x85EBu ^
+	    (uint32_t)p[2] * 0x27D5u) & ((1u << TRI_BITS) - 1);
+}
+
+static inline int
+tri_has(const uint64_t *tri, const unsigned char *p)
+{
+	uint32_t	h = tri_hash(p);
+
+	return (tri[h >> 6] >> (h & 63)) & 1;
 }
 
 static inline uint32_t
@@ -164,9 +205,14 @@ go(const struct sec_scan *sc, uint32_t st, unsigned char c)
 	for (;;) {
 		if (st == ROOT)
 			return sc->root_next[c];
-		for (k = nodes[st].child; k != 0; k = nodes[k].sibling)
-			if (nodes[k].byte == c)
+		if (nodes[st].dense != 0) {
+			if ((k = sc->dense[(size_t)(nodes[st].dense - 1) * 256 +
+			    c]) != 0)
 				return k;
+		} else
+			for (k = nodes[st].child; k != 0; k = nodes[k].sibling)
+				if (nodes[k].byte == c)
+					return k;
 		st = nodes[st].fail;
 	}
 }
@@ -213,6 +259,22 @@ build(struct sec_scan *sc)
 			n[st].pat = (uint32_t)i + 1;
 	}
 
+	/* busy nodes get a table of their children */
+	for (st = 1; st < sc->nnodes; st++) {
+		for (j = 0, k = n[st].child; k != 0; k = n[k].sibling)
+			j++;
+		if (j >= DENSE_MIN)
+			n[st].dense = (uint32_t)++sc->ndense;
+	}
+	if (sc->ndense > 0) {
+		sc->dense = xcalloc(sc->ndense * 256, sizeof(*sc->dense));
+		for (st = 1; st < sc->nnodes; st++)
+			if (n[st].dense != 0)
+				for (k = n[st].child; k != 0; k = n[k].sibling)
+					sc->dense[(size_t)(n[st].dense - 1) *
+					    256 + n[k].byte] = k;
+	}
+
 	/* failure links, output links and live, breadth first */
 	queue = xcalloc(sc->nnodes, sizeof(*queue));
 	n[ROOT].live = 0;
@@ -233,6 +295,19 @@ build(struct sec_scan *sc)
 	}
 	free(queue);
 
+	/* worth it only when many bytes start a pattern (the encoded forms'
+	   runs) */
+	for (i = 0, k = 0; i < 256; i++)
+		k += sc->root_next[i] != 0;
+	if (sc->minlen >= TRI_LEN && k > 16) {
+		sc->tri = xcalloc((1 << TRI_BITS) / 64, sizeof(uint64_t));
+		for (i = 0; i < sc->npats; i++) {
+			uint32_t h = tri_hash(
+			    (const unsigned char *)sc->pats[i].pat);
+
+			sc->tri[h >> 6] |= (uint64_t)1 << (h & 63);
+		}
+	}
 	memset(sc->first, 0, sizeof(sc->first));
 	sc->nfirst = 0;
 	for (i = 0; i < 256; i++)
@@ -251,6 +326,14 @@ skip(const struct sec_scan *sc, const unsigned char *p, size_t i, size_t n)
 {
 	const unsigned char	*t = sc->first, *q;
 
+	if (sc->tri != NULL) {
+		/* no pattern begins where its first three bytes do not */
+		while (i + TRI_LEN <= n && !tri_has(sc->tri, p + i))
+			i++;
+		if (i + TRI_LEN <= n)
+			return i;
+		/* the last bytes: they may begin a match the next feed ends */
+	}
 	if (sc->nfirst == 1) {
 		q = memchr(p + i, sc->first_byte, n - i);
 		return q != NULL ? (size_t)(q - p) : n;
@@ -305,14 +388,22 @@ scan_buf(const struct sec_scan *sc, struct scan_run *r,
 	uint32_t		*ring = r->ring, *slot, st = r->state, x, d;
 	uint64_t		 base = r->pos;
 	size_t			 mask = r->rmask, g = 0, e = 0, lim, end;
+	size_t			 from = 0;	/* where a jump may start */
 	int			 done = 0;
 
 	for (;;) {
 		if (i < n) {
-			if (st == ROOT && g == i) {
-				/* nothing pending: jump to a first byte */
-				if ((i = g = skip(sc, buf, i, n)) == n)
+			if (st == ROOT ? g == i : (sc->tri != NULL &&
+			    nodes[st].depth < TRI_LEN && g >= from &&
+			    g == i - nodes[st].depth)) {
+				/* nothing pending but a partial match too short
+				   to hold a match: jump to where one may begin
+				   (the partial, if it is one, is found again;
+				   not twice from the same place) */
+				st = ROOT;
+				if ((i = g = skip(sc, buf, g, n)) == n)
 					continue;
+				from = i + 1;
 			}
 			st = go(sc, st, buf[i++]);
 			/* every match ending here, longest first */
@@ -488,6 +579,8 @@ sec_scan_add(struct sec_scan *sc, const char *pat, size_t patlen,
 	p->rlen = repllen;
 	if (patlen > sc->maxlen)
 		sc->maxlen = patlen;
+	if (sc->npats == 1 || patlen < sc->minlen)
+		sc->minlen = patlen;
 	/* rebuilt at the next use */
 	nodes_wipe(sc);
 }

@@ -414,10 +414,10 @@ rnd(uint64_t *st)
 }
 
 static void
-fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
-    size_t maxin)
+fuzz_n(uint64_t seed, int rounds, const char *alpha, size_t minpat,
+    size_t maxpat, size_t maxin, int maxnp)
 {
-	struct pat	 p[5];
+	struct pat	 p[64];
 	struct sec_scan	*sc;
 	char		 in[2048], *want, *got;
 	size_t		 asz = strlen(alpha), len, wl, gl, wn, gn, cuts[64];
@@ -426,11 +426,12 @@ fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 	uint64_t	 st = seed;
 
 	for (k = 0; k < rounds; k++) {
-		np = 1 + (int)(rnd(&st) % 4);
+		np = 1 + (int)(rnd(&st) % (uint64_t)maxnp);
 		for (j = 0; j < np; j++) {
 			/* distinct pattern strings: duplicates are a case */
 			do {
-				p[j].len = 1 + rnd(&st) % maxpat;
+				p[j].len = minpat + rnd(&st) %
+				    (maxpat - minpat + 1);
 				for (i = 0; i < p[j].len; i++)
 					p[j].s[i] = alpha[rnd(&st) % asz];
 				dup = 0;
@@ -489,6 +490,13 @@ fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 		free(want);
 		sec_scan_free(sc);
 	}
+}
+
+static void
+fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
+    size_t maxin)
+{
+	fuzz_n(seed, rounds, alpha, 1, maxpat, maxin, 4);
 }
 
 /*
@@ -590,6 +598,20 @@ START_TEST(test_fuzz_wide)
 }
 END_TEST
 
+/*
+ * Many patterns of 3 bytes or more starting with many different bytes:
+ * the scanner's trigram jump and child tables (the encoded forms' runs
+ * look like this) against the naive replacer.
+ */
+START_TEST(test_fuzz_many)
+{
+	fuzz_n(0x5151aa55c3c3e7e7ULL, 3000, "abcdefghijklmnopqrstuvwxyz0123",
+	    3, 8, 600, 60);
+	fuzz_n(0x0badc0ffee0ddf00ULL, 3000, "abcdefghijklmnopqrstuvwxyz",
+	    3, 4, 400, 60);
+}
+END_TEST
+
 /* A larger stream in odd-sized chunks, patterns of a few KiB. */
 START_TEST(test_long_patterns)
 {
@@ -682,6 +704,7 @@ suite_sec_scan(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_fuzz_small_alphabet);
 	tcase_add_test(tc, test_fuzz_wide);
+	tcase_add_test(tc, test_fuzz_many);
 	tcase_add_test(tc, test_fuzz_hold);
 	tcase_add_test(tc, test_long_patterns);
 	suite_add_tcase(s, tc);
