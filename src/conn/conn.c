@@ -101,6 +101,7 @@ static void
 req_clear(struct conn *c)
 {
 	sec_req_free(c->c_r.r_sec);
+	sec_scan_free(c->c_r.r_trip);
 	if (c->c_r.r_body != NULL)
 		evbuffer_free(c->c_r.r_body);
 	meter_free(c->c_r.r_meter);
@@ -233,6 +234,11 @@ request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
 
+	if (c->c_r.r_trip != NULL) {
+		conn_sec_trip_body(c, p, len);
+		if (c->c_r.r_trip_hit)
+			return;		/* refused once the parser returns */
+	}
 	if (c->c_state == CONN_BODY_BUFFER) {
 		/* held whole (SigV4 hash, usage options), within body_bytes */
 		if (c->c_r.r_body == NULL)
@@ -1018,6 +1024,7 @@ request_secrets(struct conn *c, const struct cfg_rule *rule)
 	f.sf_tls = c->c_tls;	/* the upstream handshake verifies */
 	switch (sec_req_prepare(&f, &c->c_r.r_sec, reason, sizeof(reason))) {
 	case SEC_OK:
+		conn_sec_trip_setup(c);
 		return 0;
 	case SEC_MISUSE:
 		c->c_r.r_allowed = 0;
@@ -1274,6 +1281,8 @@ conn_feed_request_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
+		if (c->c_r.r_trip_hit && conn_sec_trip_check(c) == -1)
+			return;
 		if (c->c_r.r_body_too_large) {
 			c->c_r.r_allowed = 0;
 			conn_reply_error(c, 413, "body_too_large", "request body "

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "conn/conn.h"
+#include "conn/worker.h"
 #include "http/http_msg.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
@@ -100,4 +102,53 @@ conn_sec_head_out(struct conn *c, struct evbuffer *head, struct evbuffer *out)
 	evbuffer_drain(head, n);
 	evbuffer_add(out, clean, clen);
 	free(clean);
+}
+
+void
+conn_sec_trip_setup(struct conn *c)
+{
+	const struct http_msg	*m = &c->c_req;
+
+	if (m->hm_framing == HTTP_BODY_NONE || (m->hm_framing ==
+	    HTTP_BODY_LENGTH && m->hm_content_length == 0))
+		return;
+	c->c_r.r_trip = sec_trip_body_new(c->c_cfg, c->c_r.r_host);
+}
+
+void
+conn_sec_trip_body(struct conn *c, const char *p, size_t len)
+{
+	struct evbuffer	*sink = c->c_worker->w_scratch2;
+	char		 low[4096];
+	size_t		 n, i;
+
+	/* the forms are lower-cased: so is the text, letter case hides
+	   nothing */
+	while (len > 0 && !c->c_r.r_trip_hit) {
+		n = len < sizeof(low) ? len : sizeof(low);
+		for (i = 0; i < n; i++)
+			low[i] = (p[i] >= 'A' && p[i] <= 'Z') ?
+			    (char)(p[i] - 'A' + 'a') : p[i];
+		if (sec_scan_feed(c->c_r.r_trip, low, n, sink) > 0)
+			c->c_r.r_trip_hit = 1;
+		evbuffer_drain(sink, evbuffer_get_length(sink));
+		p += n;
+		len -= n;
+	}
+}
+
+int
+conn_sec_trip_check(struct conn *c)
+{
+	char	reason[400];
+
+	if (!c->c_r.r_trip_hit)
+		return 0;
+	c->c_r.r_trip_hit = 0;
+	c->c_r.r_allowed = 0;
+	snprintf(reason, sizeof(reason), "a secret's placeholder was sent in "
+	    "the request body towards %s, which it is not bound to",
+	    c->c_r.r_host);
+	conn_upstream_failed(c, 403, "secret_misuse", reason);
+	return -1;
 }

@@ -523,6 +523,23 @@ noval:
 	return SEC_ERROR;
 }
 
+struct sec_scan *
+sec_trip_body_new(const struct cfg *cfg, const char *host)
+{
+	struct sec_scan	*sc = NULL;
+	size_t		 i;
+
+	for (i = 0; i < cfg->c_nsecrets; i++) {
+		if (cfg->c_secrets[i].sc_placeholder == NULL ||
+		    sec_bound(&cfg->c_secrets[i], host))
+			continue;
+		if (sc == NULL)
+			sc = sec_scan_new();
+		sec_trip_body_add(sc, cfg->c_secrets[i].sc_placeholder);
+	}
+	return sc;
+}
+
 void
 sec_req_free(struct sec_req *sr)
 {

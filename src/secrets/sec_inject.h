@@ -101,6 +101,12 @@ int	sec_trip_sent(const struct http_msg *, const char *path,
 	    const char *query, const char *ph);
 /* New "Basic ..." value with <subst> applied inside, or NULL. */
 char	*sec_trip_basic_subst(const struct http_msg *, struct sec_scan *);
+/*
+ * A detection scanner for request bodies towards <host>: the placeholders
+ * of the secrets not bound to it, in their text forms, lower-cased (feed
+ * it a lower-cased body; any replacement is a hit). NULL when none.
+ */
+struct sec_scan *sec_trip_body_new(const struct cfg *, const char *host);
 /* Add <ph>'s forms to a detection scanner fed lower-cased bodies. */
 void	sec_trip_body_add(struct sec_scan *, const char *ph);
 
