@@ -101,7 +101,7 @@ static void
 req_clear(struct conn *c)
 {
 	sec_req_free(c->c_r.r_sec);
-	sec_scan_free(c->c_r.r_trip);
+	sec_trip_free(c->c_r.r_trip);
 	if (c->c_r.r_body != NULL)
 		evbuffer_free(c->c_r.r_body);
 	meter_free(c->c_r.r_meter);

@@ -24,7 +24,7 @@ struct sbx;
 struct dns_synth;
 struct bufferevent;
 struct sec_req;
-struct sec_scan;
+struct sec_trip;
 struct meter;
 struct cfg_rule;
 
@@ -91,7 +91,7 @@ struct conn_req {
 	char		 r_country[3];	/* its GeoIP country, "" unknown */
 	uint32_t	 r_asn;		/* its AS number, 0 unknown */
 	struct sec_req	*r_sec;		/* secrets involved, or NULL */
-	struct sec_scan	*r_trip;	/* placeholders the body must not
+	struct sec_trip	*r_trip;	/* placeholders the body must not
 					   carry (conn_secrets.c), or NULL */
 	int		 r_trip_hit;	/* the body carried one */
 	int		 r_signed;	/* SigV4 headers added */

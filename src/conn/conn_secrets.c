@@ -118,23 +118,8 @@ conn_sec_trip_setup(struct conn *c)
 void
 conn_sec_trip_body(struct conn *c, const char *p, size_t len)
 {
-	struct evbuffer	*sink = c->c_worker->w_scratch2;
-	char		 low[4096];
-	size_t		 n, i;
-
-	/* the forms are lower-cased: so is the text, letter case hides
-	   nothing */
-	while (len > 0 && !c->c_r.r_trip_hit) {
-		n = len < sizeof(low) ? len : sizeof(low);
-		for (i = 0; i < n; i++)
-			low[i] = (p[i] >= 'A' && p[i] <= 'Z') ?
-			    (char)(p[i] - 'A' + 'a') : p[i];
-		if (sec_scan_feed(c->c_r.r_trip, low, n, sink) > 0)
-			c->c_r.r_trip_hit = 1;
-		evbuffer_drain(sink, evbuffer_get_length(sink));
-		p += n;
-		len -= n;
-	}
+	if (sec_trip_feed(c->c_r.r_trip, p, len, c->c_worker->w_scratch2))
+		c->c_r.r_trip_hit = 1;
 }
 
 int

@@ -151,8 +151,5 @@ void	 sec_scan_add_runs(struct sec_scan *, const char *pat, size_t len,
  */
 void	 sec_scan_add_forms(struct sec_scan *, const char *v, size_t len,
 	    size_t min_run, const char *repl, size_t rlen);
-/* The same forms but base64, lower-cased, whole (for a folded input). */
-void	 sec_scan_add_text_forms(struct sec_scan *, const char *v,
-	    size_t len, const char *repl, size_t rlen);
 
 #endif

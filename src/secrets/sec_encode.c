@@ -322,13 +322,13 @@ sec_scan_add_runs(struct sec_scan *sc, const char *pat, size_t len,
 		sec_scan_add(sc, pat + i, min_run, repl, rlen);
 }
 
-static void
-add_forms(struct sec_scan *sc, const char *v, size_t len, size_t min_run,
-    const char *repl, size_t rlen, int text_folded)
+void
+sec_scan_add_forms(struct sec_scan *sc, const char *v, size_t len,
+    size_t min_run, const char *repl, size_t rlen)
 {
 	struct forms	*fs;
-	struct form	 raw, *f;
-	size_t		 i, j;
+	struct form	 raw;
+	size_t		 i;
 
 	if (len == 0)
 		return;
@@ -338,29 +338,11 @@ add_forms(struct sec_scan *sc, const char *v, size_t len, size_t min_run,
 	forms_keep(fs, &raw);
 	pct_forms(fs, v, len);
 	json_forms(fs, v, len);
-	if (!text_folded)
-		b64_forms(fs, v, len);
+	b64_forms(fs, v, len);
 	for (i = 0; i < fs->fs_n; i++) {
-		f = &fs->fs_f[i];
-		for (j = 0; text_folded && j < f->f_len; j++)
-			if (f->f_b[j] >= 'A' && f->f_b[j] <= 'Z')
-				f->f_b[j] = (char)(f->f_b[j] - 'A' + 'a');
-		sec_scan_add_runs(sc, f->f_b, f->f_len, min_run, repl, rlen);
-		form_fini(f);
+		sec_scan_add_runs(sc, fs->fs_f[i].f_b, fs->fs_f[i].f_len,
+		    min_run, repl, rlen);
+		form_fini(&fs->fs_f[i]);
 	}
 	free(fs);
-}
-
-void
-sec_scan_add_forms(struct sec_scan *sc, const char *v, size_t len,
-    size_t min_run, const char *repl, size_t rlen)
-{
-	add_forms(sc, v, len, min_run, repl, rlen, 0);
-}
-
-void
-sec_scan_add_text_forms(struct sec_scan *sc, const char *v, size_t len,
-    const char *repl, size_t rlen)
-{
-	add_forms(sc, v, len, 0, repl, rlen, 1);
 }

@@ -523,21 +523,21 @@ noval:
 	return SEC_ERROR;
 }
 
-struct sec_scan *
+struct sec_trip *
 sec_trip_body_new(const struct cfg *cfg, const char *host)
 {
-	struct sec_scan	*sc = NULL;
+	struct sec_trip	*tr = NULL;
 	size_t		 i;
 
 	for (i = 0; i < cfg->c_nsecrets; i++) {
 		if (cfg->c_secrets[i].sc_placeholder == NULL ||
 		    sec_bound(&cfg->c_secrets[i], host))
 			continue;
-		if (sc == NULL)
-			sc = sec_scan_new();
-		sec_trip_body_add(sc, cfg->c_secrets[i].sc_placeholder);
+		if (tr == NULL)
+			tr = sec_trip_new();
+		sec_trip_add(tr, cfg->c_secrets[i].sc_placeholder);
 	}
-	return sc;
+	return tr;
 }
 
 void

@@ -102,12 +102,17 @@ int	sec_trip_sent(const struct http_msg *, const char *path,
 /* New "Basic ..." value with <subst> applied inside, or NULL. */
 char	*sec_trip_basic_subst(const struct http_msg *, struct sec_scan *);
 /*
- * A detection scanner for request bodies towards <host>: the placeholders
- * of the secrets not bound to it, in their text forms, lower-cased (feed
- * it a lower-cased body; any replacement is a hit). NULL when none.
+ * The body tripwire towards <host>: the placeholders of the secrets not
+ * bound to it, looked for in the body decoded as it streams (JSON escapes,
+ * percent-escapes twice, any letter case). NULL when there are none.
  */
-struct sec_scan *sec_trip_body_new(const struct cfg *, const char *host);
-/* Add <ph>'s forms to a detection scanner fed lower-cased bodies. */
-void	sec_trip_body_add(struct sec_scan *, const char *ph);
+struct sec_trip;
+struct sec_trip	*sec_trip_body_new(const struct cfg *, const char *host);
+struct sec_trip	*sec_trip_new(void);
+void	sec_trip_add(struct sec_trip *, const char *ph);
+/* Feed body bytes (<sink> is scratch); returns 1 once one was seen. */
+int	sec_trip_feed(struct sec_trip *, const char *, size_t,
+	    struct evbuffer *sink);
+void	sec_trip_free(struct sec_trip *);	/* NULL ok */
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <event2/buffer.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
@@ -90,7 +91,7 @@ static char *
 basic_decode(const char *v, size_t len, size_t *outlen)
 {
 	char	*tok, *out;
-	size_t	 n, i;
+	size_t	 n, i, pad;
 	int	 dn;
 
 	while (len > 0 && (*v == ' ' || *v == '\t')) {
@@ -114,17 +115,19 @@ basic_decode(const char *v, size_t len, size_t *outlen)
 			tok[n++] = v[i] == '-' ? '+' : v[i] == '_' ? '/' : v[i];
 	while (n % 4 != 0)
 		tok[n++] = '=';
+	pad = n >= 2 && tok[n - 2] == '=' ? 2 : n >= 1 && tok[n - 1] == '=' ?
+	    1 : 0;
 	out = xmalloc(n / 4 * 3 + 1);
 	dn = EVP_DecodeBlock((unsigned char *)out, (unsigned char *)tok,
 	    (int)n);
 	OPENSSL_cleanse(tok, len + 4);
 	free(tok);
-	if (dn < 0) {
+	if (dn < 0 || (size_t)dn < pad) {
 		free(out);
 		return NULL;
 	}
 	/* EVP_DecodeBlock counts the padding as zero bytes */
-	*outlen = (size_t)dn;
+	*outlen = (size_t)dn - pad;
 	return out;
 }
 
@@ -252,22 +255,122 @@ sec_trip_basic_subst(const struct http_msg *m, struct sec_scan *subst)
 	return enc;
 }
 
+/* ---- bodies ------------------------------------------------------------ */
+
 /*
- * A detection-only scanner for request bodies towards hosts <ph> is not
- * bound to: the placeholder as is and in its encoded forms, to be fed a
- * lower-cased copy of the body (the forms are lower-cased too, so letter
- * case does not hide it; base64 forms are left out, a body is not Basic
- * credentials).
+ * A body is streamed, so it is decoded as it streams: JSON escapes
+ * ("\u00XX", "\/"), then percent-escapes twice, then lower-cased, and the
+ * result is scanned for the bare placeholders. Any mix of escaped and
+ * plain characters decodes to the placeholder, which a list of encoded
+ * forms could never cover. An escape cut by a chunk boundary waits, a few
+ * bytes, for the next chunk.
  */
-void
-sec_trip_body_add(struct sec_scan *sc, const char *ph)
+#define TRIP_CARRY	8
+
+struct sec_trip {
+	struct sec_scan	*t_scan;	/* lower-cased placeholders */
+	char		 t_carry[3][TRIP_CARRY];
+	size_t		 t_ncarry[3];
+	int		 t_hit;
+};
+
+static int
+is_hex(char c)
 {
-	char	*low;
+	return OPENSSL_hexchar2int((unsigned char)c) >= 0;
+}
+
+/* Bytes at the end of <p> that may begin an escape of <kind>. */
+static size_t
+escape_tail(int kind, const char *p, size_t n)
+{
+	size_t	k, i, max = kind == 0 ? 5 : 2;
+
+	for (k = n < max ? n : max; k > 0; k--) {
+		const char	*t = p + n - k;
+
+		if (t[0] != (kind == 0 ? '\\' : '%'))
+			continue;
+		if (kind == 0 && k >= 2 && t[1] != 'u' && t[1] != 'U')
+			continue;
+		for (i = kind == 0 ? 2 : 1; i < k && is_hex(t[i]); i++)
+			;
+		if (i >= k)
+			return k;
+	}
+	return 0;
+}
+
+/* One decoding step of <kind> (0 JSON, 1-2 percent) over carry + <in>. */
+static size_t
+trip_decode(struct sec_trip *tr, int kind, const char *in, size_t len,
+    char *out)
+{
+	char	*buf = xmalloc(TRIP_CARRY + len);
+	size_t	 n, keep, o;
+
+	memcpy(buf, tr->t_carry[kind], tr->t_ncarry[kind]);
+	memcpy(buf + tr->t_ncarry[kind], in, len);
+	n = tr->t_ncarry[kind] + len;
+	keep = escape_tail(kind, buf, n);
+	o = kind == 0 ? json_unescape(buf, n - keep, out) :
+	    pct_decode(buf, n - keep, out);
+	memcpy(tr->t_carry[kind], buf + n - keep, keep);
+	tr->t_ncarry[kind] = keep;
+	free(buf);
+	return o;
+}
+
+struct sec_trip *
+sec_trip_new(void)
+{
+	struct sec_trip	*tr = xcalloc(1, sizeof(*tr));
+
+	tr->t_scan = sec_scan_new();
+	return tr;
+}
+
+void
+sec_trip_add(struct sec_trip *tr, const char *ph)
+{
+	char	*low = xstrdup(ph);
 	size_t	 i, n = strlen(ph);
 
-	low = xstrdup(ph);
 	for (i = 0; i < n; i++)
 		low[i] = (char)tolower((unsigned char)low[i]);
-	sec_scan_add_text_forms(sc, low, n, "!", 1);
+	sec_scan_add(tr->t_scan, low, n, "!", 1);
 	free(low);
+}
+
+int
+sec_trip_feed(struct sec_trip *tr, const char *p, size_t len,
+    struct evbuffer *sink)
+{
+	char	*a, *b;
+	size_t	 na, nb, i;
+
+	if (tr->t_hit || len == 0)
+		return tr->t_hit;
+	a = xmalloc(len + TRIP_CARRY);
+	b = xmalloc(len + TRIP_CARRY);
+	na = trip_decode(tr, 0, p, len, a);
+	nb = trip_decode(tr, 1, a, na, b);
+	na = trip_decode(tr, 2, b, nb, a);
+	for (i = 0; i < na; i++)
+		a[i] = (char)tolower((unsigned char)a[i]);
+	if (sec_scan_feed(tr->t_scan, a, na, sink) > 0)
+		tr->t_hit = 1;
+	evbuffer_drain(sink, evbuffer_get_length(sink));
+	free(a);
+	free(b);
+	return tr->t_hit;
+}
+
+void
+sec_trip_free(struct sec_trip *tr)
+{
+	if (tr == NULL)
+		return;
+	sec_scan_free(tr->t_scan);
+	free(tr);
 }
