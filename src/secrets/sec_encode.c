@@ -31,6 +31,12 @@ struct form {
 };
 
 #define FORMS_MAX	80
+/*
+ * Bytes of forms, per value, whose runs are added: a run of min_run bytes
+ * costs up to min_run automaton nodes, so a long value (a PEM key) would
+ * otherwise cost megabytes per request. Past this, forms go in whole.
+ */
+#define RUNS_MAX	8192
 
 struct forms {
 	struct form	fs_f[FORMS_MAX];
@@ -327,8 +333,8 @@ sec_scan_add_forms(struct sec_scan *sc, const char *v, size_t len,
     size_t min_run, const char *repl, size_t rlen)
 {
 	struct forms	*fs;
-	struct form	 raw;
-	size_t		 i;
+	struct form	 raw, *f;
+	size_t		 i, runs = 0;
 
 	if (len == 0)
 		return;
@@ -336,13 +342,17 @@ sec_scan_add_forms(struct sec_scan *sc, const char *v, size_t len,
 	memset(&raw, 0, sizeof(raw));
 	form_add(&raw, v, len);
 	forms_keep(fs, &raw);
-	pct_forms(fs, v, len);
-	json_forms(fs, v, len);
+	/* most likely first: they keep their runs when a long value
+	   reaches RUNS_MAX */
 	b64_forms(fs, v, len);
+	json_forms(fs, v, len);
+	pct_forms(fs, v, len);
 	for (i = 0; i < fs->fs_n; i++) {
-		sec_scan_add_runs(sc, fs->fs_f[i].f_b, fs->fs_f[i].f_len,
-		    min_run, repl, rlen);
-		form_fini(&fs->fs_f[i]);
+		f = &fs->fs_f[i];
+		runs += f->f_len;
+		sec_scan_add_runs(sc, f->f_b, f->f_len, runs <= RUNS_MAX ?
+		    min_run : 0, repl, rlen);
+		form_fini(f);
 	}
 	free(fs);
 }
