@@ -531,10 +531,10 @@ naive_released(const struct pat *p, int np, const char *in, size_t n)
  * decided has been released, not a byte more or less.
  */
 static void
-fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
-    size_t maxin)
+fuzz_hold_n(uint64_t seed, int rounds, const char *alpha, size_t minpat,
+    size_t maxpat, size_t maxin, int maxnp)
 {
-	struct pat	 p[4];
+	struct pat	 p[64];
 	struct sec_scan	*sc;
 	struct evbuffer	*eb;
 	char		 in[512], up[64];
@@ -543,10 +543,10 @@ fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 	uint64_t	 st = seed;
 
 	for (k = 0; k < rounds; k++) {
-		np = 1 + (int)(rnd(&st) % 4);
+		np = 1 + (int)(rnd(&st) % (uint64_t)maxnp);
 		sc = sec_scan_new();
 		for (j = 0; j < np; j++) {
-			p[j].len = 1 + rnd(&st) % maxpat;
+			p[j].len = minpat + rnd(&st) % (maxpat - minpat + 1);
 			for (i = 0; i < p[j].len; i++) {
 				p[j].s[i] = alpha[rnd(&st) % asz];
 				up[i] = (char)(p[j].s[i] - 'a' + 'A');
@@ -574,6 +574,13 @@ fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 		evbuffer_free(eb);
 		sec_scan_free(sc);
 	}
+}
+
+static void
+fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
+    size_t maxin)
+{
+	fuzz_hold_n(seed, rounds, alpha, 1, maxpat, maxin, 4);
 }
 
 START_TEST(test_fuzz_hold)
@@ -609,6 +616,9 @@ START_TEST(test_fuzz_many)
 	    3, 8, 600, 60);
 	fuzz_n(0x0badc0ffee0ddf00ULL, 3000, "abcdefghijklmnopqrstuvwxyz",
 	    3, 4, 400, 60);
+	/* and after every feed exactly what can be decided is released */
+	fuzz_hold_n(0x7777aaaa3333ccccULL, 3000, "abcdefghijklmnopqrstuvwxyz",
+	    3, 6, 300, 60);
 }
 END_TEST
 
