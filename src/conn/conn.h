@@ -255,6 +255,9 @@ void	conn_sec_trip_setup(struct conn *);
 void	conn_sec_trip_body(struct conn *, const char *, size_t);
 /* After a body chunk: 0, or -1 after refusing (403 secret_misuse). */
 int	conn_sec_trip_check(struct conn *);
+/* A splice towards a secret's host (its responses could not be scanned):
+ * 1 after refusing it (403, or the connection closed when transparent). */
+int	conn_sec_splice_refused(struct conn *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);

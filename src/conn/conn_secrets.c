@@ -137,3 +137,20 @@ conn_sec_trip_check(struct conn *c)
 	conn_upstream_failed(c, 403, "secret_misuse", reason);
 	return -1;
 }
+
+int
+conn_sec_splice_refused(struct conn *c)
+{
+	static const char	reason[] = "a secret's host is not spliced "
+				    "(intercept: false): its responses could "
+				    "not be scanned for the secret";
+
+	if (!sec_host_bound(c->c_cfg, c->c_r.r_host))
+		return 0;
+	c->c_r.r_allowed = 0;
+	if (c->c_transparent)
+		conn_refuse(c, reason);
+	else
+		conn_deny(c, 403, "denied", reason);
+	return 1;
+}

@@ -523,6 +523,17 @@ noval:
 	return SEC_ERROR;
 }
 
+int
+sec_host_bound(const struct cfg *cfg, const char *host)
+{
+	size_t	i;
+
+	for (i = 0; i < cfg->c_nsecrets; i++)
+		if (sec_bound(&cfg->c_secrets[i], host))
+			return 1;
+	return 0;
+}
+
 struct sec_trip *
 sec_trip_body_new(const struct cfg *cfg, const char *host)
 {

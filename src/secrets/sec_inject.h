@@ -76,6 +76,9 @@ enum sec_verdict sec_req_prepare(const struct sec_facts *,
 	    struct sec_req **out, char *reason, size_t reasonsz);
 void	sec_req_free(struct sec_req *);
 
+/* Is <host> one of some secret's hosts (its responses are scanned)? */
+int	sec_host_bound(const struct cfg *, const char *host);
+
 /* Is header <name> one the stage replaces (drop it from the request)? */
 int	sec_req_drops(const struct sec_req *, const char *name, size_t len);
 

@@ -7,7 +7,7 @@
 # double-encoded in next=; the SigV4 signature and session token are echoed;
 # values are stored and read back later by requests that carry no secret,
 # through a rule without secrets; a Range-honouring resource hands out
-# pieces. The client must receive no form of any secret bound to the host,
+# pieces; a splice (intercept: false) towards a secret's host is refused. The client must receive no form of any secret bound to the host,
 # not even a run of reflect_min_run (12) bytes of one; Range/If-Range never
 # reach the upstream with a secret; a 206 or multipart/byteranges answer to
 # a request that carried one is refused (502, JSON, audited).
@@ -15,7 +15,7 @@
 
 command -v openssl >/dev/null 2>&1 || skip "openssl CLI not found"
 
-HOSTS="api.test query.test basic.test sqs.test"
+HOSTS="api.test query.test basic.test sqs.test spl.test"
 sh "$top_srcdir/tests/harness/mkpki.sh" "$T/pki" >"$T/mkpki.log" 2>&1 ||
     hard_error "mkpki.sh: $(cat "$T/mkpki.log")"
 # shellcheck disable=SC2086
@@ -66,6 +66,10 @@ secrets:
     source: env:SEC_BASIC
     hosts: ["basic.test"]
     inject: {basic: {username: alice}}
+  - name: splk
+    source: env:SEC_PH
+    hosts: ["spl.test"]
+    placeholder: "airlock-spl-$(rnd)"
   - name: sig
     source: env:SEC_SIG
     hosts: ["sqs.test"]
@@ -79,6 +83,7 @@ policies:
       - {host: "query.test", ports: [$UPS_PORT], secrets: [qkey]}
       - {host: "basic.test", ports: [$UPS_PORT], secrets: [basicu]}
       - {host: "sqs.test", ports: [$UPS_PORT], secrets: [sig]}
+      - {host: "spl.test", ports: [$UPS_PORT], intercept: false}
 sandboxes:
   - {id: sb, policy: p}
 YAML
@@ -348,6 +353,19 @@ r, raw, rec = call("api.test", "read_pieces", "/nosec/pieces")
 t.ok(r is not None and not leaks(raw, [HDR]),
      "runs: pieces of a stored value redacted on a request without it",
      repr(raw[:400]))
+
+# a splice towards a secret's host would hand back whatever it stored,
+# unscanned: refused
+import tlslib
+try:
+    sock, _ = tlslib.proxy_connect(ap, "spl.test:%d" % port)
+    sock.close()
+    t.ok(False, "splice towards a secret's host refused")
+except tlslib.ProxyRefused as e:
+    r = e.resp
+    t.ok(r is not None and r.status == 403 and b"spliced" in r.body,
+         "splice towards a secret's host: 403 denied, says why",
+         repr(r))
 
 # nothing leaked into the audit log either
 with open(audit, "rb") as f:
