@@ -1355,7 +1355,7 @@ write_response_head(struct conn *c, int interim)
 
 	/* the upstream's part is redacted as one block: the reason phrase,
 	   names and values could each echo a secret */
-	up = reflect != NULL ? c->c_worker->w_scratch : out;
+	up = reflect != NULL ? evbuffer_new() : out;
 	evbuffer_add(up, "HTTP/1.1 ", 9);
 	evbuffer_add(up, num, util_u64_dec((uint64_t)m->hm_status, num));
 	evbuffer_add(up, " ", 1);
@@ -1376,8 +1376,10 @@ write_response_head(struct conn *c, int interim)
 		evbuffer_add(up, v, vlen);
 		evbuffer_add(up, "\r\n", 2);
 	}
-	if (up != out)
+	if (up != out) {
 		conn_sec_head_out(c, up, out);
+		evbuffer_free(up);
+	}
 	if (!interim) {
 		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
 		evbuffer_add(out, c->c_r.r_id, strlen(c->c_r.r_id));
