@@ -106,6 +106,18 @@ req_reflect_as(struct sec_req *sr, const char *name, const char *pat,
 		    repl, (size_t)n);
 }
 
+/* Just these bytes, no runs. */
+static void
+req_reflect_whole(struct sec_req *sr, const char *name, const char *pat,
+    size_t len)
+{
+	char	repl[128];
+	int	n;
+
+	n = snprintf(repl, sizeof(repl), "[airlock:redacted:%s]", name);
+	sec_scan_add(sr->sr_reflect, pat, len, repl, (size_t)n);
+}
+
 static void
 req_reflect(struct sec_req *sr, const char *name, const char *pat,
     size_t len)
@@ -227,8 +239,9 @@ reflect_secret(struct sec_req *sr, const struct cfg *cfg, size_t idx,
 		return;
 	done[idx] = 1;
 	if (s->sc_inject == CFG_INJECT_SIGV4) {
-		/* "AKID:SECRET[:TOKEN]": the key id is not a secret */
-		req_reflect_as(sr, s->sc_name, v->sv_data, v->sv_len, 0);
+		/* "AKID:SECRET[:TOKEN]": the key id is not a secret (S3
+		   errors quote it), so only the whole value and the parts */
+		req_reflect_whole(sr, s->sc_name, v->sv_data, v->sv_len);
 		if ((colon = memchr(v->sv_data, ':', v->sv_len)) == NULL) {
 			req_reflect(sr, s->sc_name, v->sv_data, v->sv_len);
 			return;
