@@ -119,6 +119,12 @@ struct sec_scan;
  * minus one, and wiped when released.
  */
 struct sec_scan	*sec_scan_new(void);
+/*
+ * A new scanner with the patterns (and the built automaton) of <sc>,
+ * shared read-only, and a stream state of its own; either may be used
+ * from another thread. Adding a pattern to either copies first.
+ */
+struct sec_scan	*sec_scan_share(struct sec_scan *);
 /* Borrow nothing: pattern and replacement are copied. */
 void	 sec_scan_add(struct sec_scan *, const char *pat, size_t patlen,
 	    const char *repl, size_t repllen);
