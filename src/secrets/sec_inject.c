@@ -40,7 +40,6 @@ req_get(struct sec_req **srp, const struct cfg *cfg)
 	if (*srp == NULL) {
 		*srp = xcalloc(1, sizeof(**srp));
 		(*srp)->sr_add = evbuffer_new();
-		(*srp)->sr_reflect = sec_scan_new();
 		(*srp)->sr_min_run = cfg->c_reflect_min_run;
 	}
 	return *srp;
@@ -84,13 +83,10 @@ req_name(struct sec_req *sr, const char *name)
 		sr->sr_names[sr->sr_nnames++] = name;
 }
 
-/*
- * Redact <pat> from responses as "[airlock:redacted:NAME]": every encoded
- * form of it (forms != 0) or just these bytes, and their runs.
- */
+/* Redact <pat> (and its runs) from responses as [airlock:redacted:NAME]. */
 static void
-req_reflect_as(struct sec_req *sr, const char *name, const char *pat,
-    size_t len, int forms)
+req_reflect_runs(struct sec_req *sr, const char *name, const char *pat,
+    size_t len)
 {
 	char	repl[128];
 	int	n;
@@ -98,31 +94,8 @@ req_reflect_as(struct sec_req *sr, const char *name, const char *pat,
 	if (len == 0)
 		return;
 	n = snprintf(repl, sizeof(repl), "[airlock:redacted:%s]", name);
-	if (forms)
-		sec_scan_add_forms(sr->sr_reflect, pat, len, sr->sr_min_run,
-		    repl, (size_t)n);
-	else
-		sec_scan_add_runs(sr->sr_reflect, pat, len, sr->sr_min_run,
-		    repl, (size_t)n);
-}
-
-/* Just these bytes, no runs. */
-static void
-req_reflect_whole(struct sec_req *sr, const char *name, const char *pat,
-    size_t len)
-{
-	char	repl[128];
-	int	n;
-
-	n = snprintf(repl, sizeof(repl), "[airlock:redacted:%s]", name);
-	sec_scan_add(sr->sr_reflect, pat, len, repl, (size_t)n);
-}
-
-static void
-req_reflect(struct sec_req *sr, const char *name, const char *pat,
-    size_t len)
-{
-	req_reflect_as(sr, name, pat, len, 1);
+	sec_scan_add_runs(sr->sr_reflect, pat, len, sr->sr_min_run, repl,
+	    (size_t)n);
 }
 
 static char *
@@ -221,67 +194,44 @@ sr_query_without(const char *query, const char *param)
 }
 
 /*
- * Every form of secret <idx> the response scanner looks for, once per
- * request: its value and, where the value is made of parts, the parts an
- * upstream may echo alone (a Basic password, the SigV4 secret key and
- * session token) and the Basic base64 exactly as it is sent.
+ * The secrets whose forms the response scanner holds, with the value each
+ * request uses (one value per secret, the one it attached: a refresh in
+ * between must not leave the attached one unscanned).
  */
-static void
-reflect_secret(struct sec_req *sr, const struct cfg *cfg, size_t idx,
-    const struct sec_val *v, unsigned char *done)
-{
-	const struct cfg_secret	*s = &cfg->c_secrets[idx];
-	const char		*colon, *end = v->sv_data + v->sv_len;
-	char			*tmp, *enc;
-	size_t			 n;
+struct refl_list {
+	unsigned char	 *rl_done;	/* per secret index */
+	size_t		 *rl_idx;
+	struct sec_val	**rl_val;	/* refs */
+	size_t		  rl_n;
+};
 
-	if (done[idx])
+static void
+reflect_secret(struct refl_list *rl, size_t idx, struct sec_val *v)
+{
+	if (rl->rl_done[idx])
 		return;
-	done[idx] = 1;
-	if (s->sc_inject == CFG_INJECT_SIGV4) {
-		/* "AKID:SECRET[:TOKEN]": the key id is not a secret (S3
-		   errors quote it), so only the whole value and the parts */
-		req_reflect_whole(sr, s->sc_name, v->sv_data, v->sv_len);
-		if ((colon = memchr(v->sv_data, ':', v->sv_len)) == NULL) {
-			req_reflect(sr, s->sc_name, v->sv_data, v->sv_len);
-			return;
-		}
-		colon++;
-		n = (size_t)(end - colon);
-		tmp = memchr(colon, ':', n);
-		req_reflect(sr, s->sc_name, colon, tmp != NULL ?
-		    (size_t)(tmp - colon) : n);
-		if (tmp != NULL)
-			req_reflect(sr, s->sc_name, tmp + 1,
-			    (size_t)(end - tmp - 1));
-		return;
-	}
-	req_reflect(sr, s->sc_name, v->sv_data, v->sv_len);
-	if (s->sc_inject != CFG_INJECT_BASIC)
-		return;
-	if (s->sc_username != NULL) {
-		n = strlen(s->sc_username) + 1 + v->sv_len;
-		tmp = xmalloc(n + 1);
-		snprintf(tmp, n + 1, "%s:%s", s->sc_username, v->sv_data);
-	} else {
-		n = v->sv_len;
-		tmp = xstrndup(v->sv_data, n);
-		if ((colon = memchr(v->sv_data, ':', v->sv_len)) != NULL)
-			req_reflect(sr, s->sc_name, colon + 1,
-			    (size_t)(end - colon - 1));
-	}
-	/* the encoded form is as much a secret as the value */
-	enc = b64(tmp, n);
-	req_reflect_as(sr, s->sc_name, enc, strlen(enc), 0);
-	wipe_free(enc);
-	OPENSSL_cleanse(tmp, n);
-	free(tmp);
+	rl->rl_done[idx] = 1;
+	rl->rl_idx[rl->rl_n] = idx;
+	rl->rl_val[rl->rl_n++] = sec_val_ref(v);
+}
+
+static void
+refl_fini(struct refl_list *rl)
+{
+	size_t	i;
+
+	for (i = 0; i < rl->rl_n; i++)
+		sec_val_unref(rl->rl_val[i]);
+	free(rl->rl_done);
+	free(rl->rl_idx);
+	free(rl->rl_val);
+	memset(rl, 0, sizeof(*rl));
 }
 
 /* Attach secret <idx> the way its `inject` says. */
 static int
 attach(struct sec_req *sr, const struct sec_facts *f, size_t idx,
-    unsigned char *done)
+    struct refl_list *rl)
 {
 	const struct cfg_secret	*s = &f->sf_cfg->c_secrets[idx];
 	struct sec_val		*v;
@@ -292,7 +242,7 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx,
 	if ((v = req_value(sr, f->sf_cfg, idx)) == NULL)
 		return -1;
 	req_name(sr, s->sc_name);
-	reflect_secret(sr, f->sf_cfg, idx, v, done);
+	reflect_secret(rl, idx, v);
 	switch (s->sc_inject) {
 	case CFG_INJECT_NONE:
 		break;
@@ -440,23 +390,24 @@ subst_apply(struct sec_req *sr, const struct sec_facts *f)
  * left with it, so its responses are scanned for every secret bound to it,
  * whichever rule matched and whatever this request carries.
  */
-static int
+static void
 reflect_bound(struct sec_req **srp, const struct sec_facts *f,
-    unsigned char *done)
+    struct refl_list *rl)
 {
 	const struct cfg	*cfg = f->sf_cfg;
 	struct sec_val		*v;
 	size_t			 i;
 
 	for (i = 0; i < cfg->c_nsecrets; i++) {
-		if (done[i] || !sec_bound(&cfg->c_secrets[i], f->sf_host))
+		if (rl->rl_done[i] || !sec_bound(&cfg->c_secrets[i],
+		    f->sf_host))
 			continue;
 		if ((v = sec_store_get(cfg->c_store, i)) == NULL)
 			continue;	/* no value: nothing to leak */
-		reflect_secret(req_get(srp, cfg), cfg, i, v, done);
+		req_get(srp, cfg);
+		reflect_secret(rl, i, v);
 		sec_val_unref(v);
 	}
-	return 0;
 }
 
 enum sec_verdict
@@ -467,13 +418,16 @@ sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
 	const struct cfg_secret	*s;
 	struct sec_req		*sr = NULL;
 	struct sec_val		*v;
-	unsigned char		*done;
+	struct refl_list	 rl;
 	size_t			 i, n;
 
 	*out = NULL;
 	if (cfg->c_nsecrets == 0)
 		return SEC_OK;
-	done = xcalloc(cfg->c_nsecrets, 1);
+	rl.rl_done = xcalloc(cfg->c_nsecrets, 1);
+	rl.rl_idx = xcalloc(cfg->c_nsecrets, sizeof(*rl.rl_idx));
+	rl.rl_val = xcalloc(cfg->c_nsecrets, sizeof(*rl.rl_val));
+	rl.rl_n = 0;
 	/* placeholders first: misuse stops everything */
 	for (i = 0; i < cfg->c_nsecrets; i++) {
 		s = &cfg->c_secrets[i];
@@ -494,7 +448,7 @@ sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
 		subst_add(sr, s->sc_placeholder, v);
 		sr->sr_carries = 1;
 		req_name(sr, s->sc_name);
-		reflect_secret(sr, cfg, i, v, done);
+		reflect_secret(&rl, i, v);
 	}
 	for (n = 0; f->sf_rule != NULL && n < f->sf_rule->r_nsecrets; n++) {
 		i = f->sf_rule->r_secrets[n];
@@ -505,14 +459,18 @@ sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
 		    plaintext_refused(f, s, reason, reasonsz))
 			goto misuse;
 		req_get(&sr, cfg);
-		if (attach(sr, f, i, done) == -1)
+		if (attach(sr, f, i, &rl) == -1)
 			goto noval;
 	}
-	reflect_bound(&sr, f, done);
-	free(done);
-	done = NULL;
-	if (sr == NULL)
+	reflect_bound(&sr, f, &rl);
+	if (sr == NULL) {
+		refl_fini(&rl);
 		return SEC_OK;
+	}
+	/* one scanner per host and values, built once (sec_reflect.c) */
+	sr->sr_reflect = sec_reflect_scanner(cfg, rl.rl_idx, rl.rl_val,
+	    rl.rl_n, sr->sr_min_run);
+	refl_fini(&rl);
 	if (sr->sr_subst != NULL)
 		subst_apply(sr, f);
 	if (sr->sr_carries) {
@@ -526,11 +484,11 @@ sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
 	*out = sr;
 	return SEC_OK;
 misuse:
-	free(done);
+	refl_fini(&rl);
 	sec_req_free(sr);
 	return SEC_MISUSE;
 noval:
-	free(done);
+	refl_fini(&rl);
 	snprintf(reason, reasonsz, "secret \"%s\" has no value", s->sc_name);
 	sec_req_free(sr);
 	return SEC_ERROR;
@@ -685,8 +643,8 @@ sec_req_sign(struct sec_req *sr, const struct cfg *cfg, const char *method,
 		const char	*sig = strstr(o.authorization, "Signature=");
 
 		if (sig != NULL)
-			req_reflect_as(sr, s->sc_name, sig + 10,
-			    strlen(sig + 10), 0);
+			req_reflect_runs(sr, s->sc_name, sig + 10,
+			    strlen(sig + 10));
 		evbuffer_add_printf(sr->sr_add, "Authorization: %s\r\n"
 		    "X-Amz-Date: %s\r\nX-Amz-Content-Sha256: %s\r\n",
 		    o.authorization, o.amz_date, hash);

@@ -76,6 +76,16 @@ enum sec_verdict sec_req_prepare(const struct sec_facts *,
 	    struct sec_req **out, char *reason, size_t reasonsz);
 void	sec_req_free(struct sec_req *);
 
+/*
+ * The response scanner for the secrets <idx>[0..n) with values <vals>:
+ * every form of each (and its runs of <min_run> bytes), shared with the
+ * other requests of the same secrets and values, a stream state of its
+ * own. Borrows the values. sec_reflect_flush() empties the cache.
+ */
+struct sec_scan	*sec_reflect_scanner(const struct cfg *, const size_t *idx,
+	    struct sec_val *const *vals, size_t n, size_t min_run);
+void	sec_reflect_flush(void);
+
 /* Is <host> one of some secret's hosts (its responses are scanned)? */
 int	sec_host_bound(const struct cfg *, const char *host);
 

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -622,6 +623,79 @@ START_TEST(test_fuzz_many)
 }
 END_TEST
 
+/*
+ * Shared scanners (sec_scan_share): each has a stream state of its own
+ * over the one automaton, threads scan at once, and a pattern added to one
+ * copies first: the others do not see it.
+ */
+static struct sec_scan	*share_tmpl;
+
+static void *
+share_worker(void *arg)
+{
+	static const char	 in[] = "xx secret yy secret zz sec";
+	struct sec_scan		*sc;
+	struct evbuffer		*eb;
+	size_t			 i, k, n;
+	char			*got;
+	int			*ok = arg;
+
+	*ok = 1;
+	for (i = 0; i < 300; i++) {
+		sc = sec_scan_share(share_tmpl);
+		eb = evbuffer_new();
+		for (k = 0; k < sizeof(in) - 1; k++)
+			sec_scan_feed(sc, in + k, 1, eb);
+		sec_scan_finish(sc, eb);
+		got = take(eb, &n);
+		if (strcmp(got, "xx <0> yy <0> zz sec") != 0)
+			*ok = 0;
+		free(got);
+		evbuffer_free(eb);
+		sec_scan_free(sc);
+	}
+	return NULL;
+}
+
+START_TEST(test_share)
+{
+	struct sec_scan	*a, *b;
+	pthread_t	 th[4];
+	int		 ok[4], i;
+	char		*s;
+	size_t		 n;
+
+	share_tmpl = sec_scan_new();
+	sec_scan_add(share_tmpl, "secret", 6, "<0>", 3);
+	a = sec_scan_share(share_tmpl);
+	b = sec_scan_share(share_tmpl);
+	sec_scan_add(a, "yy", 2, "<1>", 3);
+	s = sec_scan_string(a, "a secret yy", 11, &n, NULL);
+	ck_assert_str_eq(s, "a <0> <1>");
+	free(s);
+	s = sec_scan_string(b, "a secret yy", 11, &n, NULL);
+	ck_assert_str_eq(s, "a <0> yy");
+	free(s);
+	s = sec_scan_string(share_tmpl, "a secret yy", 11, &n, NULL);
+	ck_assert_str_eq(s, "a <0> yy");
+	free(s);
+	sec_scan_free(a);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, share_worker,
+		    &ok[i]), 0);
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_msg(ok[i], "thread %d scanned wrong", i);
+	}
+	/* the template may go first: the shares keep the automaton */
+	sec_scan_free(share_tmpl);
+	s = sec_scan_string(b, "secret", 6, &n, NULL);
+	ck_assert_str_eq(s, "<0>");
+	free(s);
+	sec_scan_free(b);
+}
+END_TEST
+
 /* A larger stream in odd-sized chunks, patterns of a few KiB. */
 START_TEST(test_long_patterns)
 {
@@ -715,6 +789,7 @@ suite_sec_scan(void)
 	tcase_add_test(tc, test_fuzz_small_alphabet);
 	tcase_add_test(tc, test_fuzz_wide);
 	tcase_add_test(tc, test_fuzz_many);
+	tcase_add_test(tc, test_share);
 	tcase_add_test(tc, test_fuzz_hold);
 	tcase_add_test(tc, test_long_patterns);
 	suite_add_tcase(s, tc);
