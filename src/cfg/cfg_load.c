@@ -949,6 +949,16 @@ cfg_k_sec_sandbox_env(struct cfg_parse *cp, const struct cfg_key *k,
 	xc->xc_sec->sc_sandbox_env = xstrdup(s);
 }
 
+/* Plain HTTP shows the value to every hop: only when the secret says so. */
+static void
+cfg_k_sec_allow_plaintext(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_xctx	*xc = arg;
+
+	cfg_set_bool(cp, k, v, xc->xc_sec);
+}
+
 static const struct cfg_key cfg_secret_keys[] = {
 	{ "name", CFG_K_REQUIRED, cfg_k_sec_name, 0, 0, 0 },
 	{ "source", CFG_K_REQUIRED, cfg_k_sec_source, 0, 0, 0 },
@@ -957,6 +967,8 @@ static const struct cfg_key cfg_secret_keys[] = {
 	{ "inject", 0, cfg_k_sec_inject, 0, 0, 0 },
 	{ "placeholder", 0, cfg_k_sec_placeholder, 0, 0, 0 },
 	{ "sandbox_env", 0, cfg_k_sec_sandbox_env, 0, 0, 0 },
+	{ "allow_plaintext", 0, cfg_k_sec_allow_plaintext,
+	    offsetof(struct cfg_secret, sc_allow_plaintext), 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
 
@@ -2198,6 +2210,8 @@ static const struct cfg_key cfg_top_keys[] = {
 	{ "admin", 0, cfg_k_admin, 0, 0, 0 },
 	{ "geoip", 0, cfg_k_geoip, 0, 0, 0 },
 	{ "secrets", 0, cfg_k_secrets, 0, 0, 0 },
+	{ "reflect_min_run", 0, cfg_set_count,
+	    offsetof(struct cfg, c_reflect_min_run), 4, 4096 },
 	{ "pricing", 0, cfg_k_pricing, 0, 0, 0 },
 	{ "budget_store", 0, cfg_k_budget_store, 0, 0, 0 },
 	{ "launcher", 0, cfg_k_launcher, 0, 0, 0 },
@@ -2214,6 +2228,7 @@ cfg_new(char *file, char *dir)
 	c->c_file = file;
 	c->c_dir = dir;
 	c->c_limits.l_header_bytes = 64 * 1024;
+	c->c_reflect_min_run = 12;
 	c->c_limits.l_header_timeout_ms = 30 * 1000;
 	c->c_limits.l_connect_timeout_ms = 10 * 1000;
 	c->c_limits.l_idle_timeout_ms = 120 * 1000;
