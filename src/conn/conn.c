@@ -414,10 +414,10 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 		if (transparent) {
 			snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
 			    "%s", why);
-			c->c_r.r_code = "overloaded";
-			conn_close(c);
+			c->c_r.r_why = AUD_R_OVERLOADED;
+			conn_close(c, AUD_R_OVERLOADED);
 		} else
-			conn_reply_error(c, 503, "overloaded", why, 1);
+			conn_reply_error(c, AUD_R_OVERLOADED, why, 1);
 		return;
 	}
 	if (transparent)
@@ -472,11 +472,15 @@ conn_free(struct conn *c)
 }
 
 void
-conn_close(struct conn *c)
+conn_close(struct conn *c, enum aud_reason why)
 {
 	if (c->c_closing)
 		return;
 	c->c_closing = 1;
+	if (c->c_r.r_why == AUD_R_NONE)
+		c->c_r.r_why = why;
+	if (aud_reason(why)->ri_decision == AUD_D_DENY)
+		c->c_r.r_allowed = 0;
 	if (c->c_r.r_active)
 		conn_audit(c);
 	if (c->c_depth == 0)
@@ -502,7 +506,7 @@ linger_cb(evutil_socket_t fd, short what, void *arg)
 		;
 	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 		conn_enter(c);
-		conn_close(c);	/* the client is done too */
+		conn_close(c, AUD_R_DONE);	/* the client is done too */
 		conn_leave(c);
 	}
 }
@@ -525,7 +529,7 @@ conn_linger(struct conn *c)
 		raw = c->c_bev;
 	fd = bufferevent_getfd(raw);
 	if (fd < 0 || c->c_worker->w_stopping) {
-		conn_close(c);
+		conn_close(c, AUD_R_DONE);
 		return;
 	}
 	bufferevent_disable(raw, EV_READ | EV_WRITE);
@@ -535,7 +539,7 @@ conn_linger(struct conn *c)
 	c->c_linger_ev = event_new(c->c_worker->w_base, fd,
 	    EV_READ | EV_PERSIST, linger_cb, c);
 	if (c->c_linger_ev == NULL || event_add(c->c_linger_ev, NULL) == -1) {
-		conn_close(c);
+		conn_close(c, AUD_R_DONE);
 		return;
 	}
 	conn_timer_arm(c, 2000);
@@ -580,7 +584,7 @@ tls_finish(struct conn *c)
 		 */
 		evbuffer_unfreeze(out, 1);	/* libevent froze it on error */
 		(void)evbuffer_write(out, bufferevent_getfd(under));
-		conn_close(c);
+		conn_close(c, AUD_R_DONE);
 		return;
 	}
 	if (!c->c_tls_shut) {
@@ -618,12 +622,12 @@ conn_drain(struct conn *c)
 	if ((c->c_state == CONN_HEAD && !c->c_r.r_active &&
 	    c->c_req.hm_len == 0 && c->c_depth == 0) ||
 	    (c->c_state == CONN_LINGER && c->c_depth == 0))
-		conn_close(c);
+		conn_close(c, AUD_R_DONE);
 }
 
 /* Answer the current request from the gateway; see conn_reply.c. */
 void
-conn_deny(struct conn *c, int status, const char *code, const char *reason)
+conn_deny(struct conn *c, enum aud_reason why, const char *reason)
 {
 	/* a body we will not read makes the connection unusable */
 	int close = !c->c_r.r_req_done && c->c_r.r_body == NULL &&
@@ -632,9 +636,10 @@ conn_deny(struct conn *c, int status, const char *code, const char *reason)
 	    c->c_req.hm_content_length == 0);
 
 	/* inside a tunnel the framing of what follows is in doubt */
-	if (status == 400 && (c->c_tls || c->c_tunnel_http))
+	if (aud_reason(why)->ri_status == 400 &&
+	    (c->c_tls || c->c_tunnel_http))
 		close = 1;
-	conn_reply_error(c, status, code, reason, close || !c->c_r.r_keepalive);
+	conn_reply_error(c, why, reason, close || !c->c_r.r_keepalive);
 }
 
 /*
@@ -657,7 +662,7 @@ identify(struct conn *c)
 		if (conn_listener_default(c) != NULL)
 			s = sbx_find(conn_listener_default(c));
 		if (s == NULL) {
-			conn_deny(c, 407, "proxy_auth_required",
+			conn_deny(c, AUD_R_PROXY_AUTH_REQUIRED,
 			    "proxy credentials required");
 			return -1;
 		}
@@ -685,7 +690,7 @@ identify(struct conn *c)
 		s = NULL;
 	}
 	if (s == NULL) {
-		conn_deny(c, 407, "proxy_auth_required",
+		conn_deny(c, AUD_R_PROXY_AUTH_REQUIRED,
 		    "proxy credentials not valid");
 		return -1;
 	}
@@ -709,7 +714,7 @@ identify(struct conn *c)
 	c->c_sbx = s;
 	if ((size_t)__atomic_add_fetch(&s->sb_conns, 1, __ATOMIC_RELAXED) >
 	    cfg->c_limits.l_max_connections_per_sandbox) {
-		conn_deny(c, 503, "overloaded",
+		conn_deny(c, AUD_R_OVERLOADED,
 		    "sandbox connection limit reached");
 		return -1;
 	}
@@ -731,7 +736,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	conn_enter(c);
 	if (err != NULL) {
 		snprintf(reason, sizeof(reason), "%s: %s", c->c_r.r_host, err);
-		conn_upstream_failed(c, 502, "upstream_unreachable", reason);
+		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, reason);
 		goto out;
 	}
 	/* every address is checked: one bad answer spoils the name */
@@ -743,14 +748,14 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 			    "destination %s resolves to %s in denied network %s",
 			    c->c_r.r_host, ip, why);
 			c->c_r.r_allowed = 0;
-			conn_deny(c, 403, "denied", reason);
+			conn_deny(c, AUD_R_DENIED, reason);
 			goto out;
 		}
 		/* allow_networks cannot open the gateway to itself */
 		if (net_self_check(c->c_cfg->c_self, &addrs[i], c->c_r.r_port,
 		    reason, sizeof(reason))) {
 			c->c_r.r_allowed = 0;
-			conn_deny(c, 403, "denied", reason);
+			conn_deny(c, AUD_R_DENIED, reason);
 			goto out;
 		}
 	}
@@ -766,7 +771,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 		    ip, cc[0] != '\0' ? "country " : "no known country", cc,
 		    p->p_name, list);
 		c->c_r.r_allowed = 0;
-		conn_deny(c, 403, "denied", reason);
+		conn_deny(c, AUD_R_DENIED, reason);
 		goto out;
 	}
 	if (naddrs > sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]))
@@ -816,7 +821,7 @@ transparent_target(struct conn *c, const struct http_target *t)
 		util_copy_str(c->c_r.r_host, c->c_trans_host,
 		    sizeof(c->c_r.r_host));
 	if ((i = http_msg_find(m, "host", 0)) == -1) {
-		conn_deny(c, 400, "bad_request", "Host header missing");
+		conn_deny(c, AUD_R_BAD_REQUEST, "Host header missing");
 		return -1;
 	}
 	v = http_msg_str(m, m->hm_hdrs[i].h_value);
@@ -824,7 +829,7 @@ transparent_target(struct conn *c, const struct http_target *t)
 	util_trim_ows(&v, &vlen);
 	if (http_authority_parse(v, vlen, c->c_trans_port, 0, &h, &why) ==
 	    -1) {
-		conn_deny(c, 400, "bad_request", why);
+		conn_deny(c, AUD_R_BAD_REQUEST, why);
 		return -1;
 	}
 	if ((c->c_trans_named && strcmp(h.t_host, c->c_trans_host) != 0) ||
@@ -834,7 +839,7 @@ transparent_target(struct conn *c, const struct http_target *t)
 		/* header values are never echoed (error pages, audit) */
 		snprintf(reason, sizeof(reason), "Host header does not name "
 		    "the destination %s:%d", c->c_trans_host, c->c_trans_port);
-		conn_deny(c, 403, "denied", reason);
+		conn_deny(c, AUD_R_DENIED, reason);
 		return -1;
 	}
 	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", h.t_host);
@@ -860,13 +865,13 @@ request_target(struct conn *c)
 
 	if (c->c_r.r_connect) {
 		if (c->c_tls || c->c_tunnel_http) {
-			conn_reply_error(c, 400, "bad_request",
+			conn_reply_error(c, AUD_R_BAD_REQUEST,
 			    "CONNECT inside a tunnel", 1);
 			return -1;
 		}
 		if (http_authority_parse(url, m->hm_url_len, 0, 1, &t,
 		    &why) == -1) {
-			conn_reply_error(c, 400, "bad_request", why, 1);
+			conn_reply_error(c, AUD_R_BAD_REQUEST, why, 1);
 			return -1;
 		}
 		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", t.t_host);
@@ -876,7 +881,7 @@ request_target(struct conn *c)
 	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls ||
 	    c->c_transparent || c->c_tunnel_http, &t, &why) == -1) {
 		http_target_fini(&t);	/* conn_reply_error() reads it again */
-		conn_reply_error(c, 400, "bad_request", why, 1);
+		conn_reply_error(c, AUD_R_BAD_REQUEST, why, 1);
 		return -1;
 	}
 	c->c_r.r_path = t.t_path;
@@ -896,17 +901,17 @@ request_target(struct conn *c)
 		snprintf(reason, sizeof(reason), "TLS server name %s does not "
 		    "match CONNECT host %s (domain fronting)", c->c_tls_host,
 		    c->c_tls_fronting);
-		conn_deny(c, 403, "denied", reason);
+		conn_deny(c, AUD_R_DENIED, reason);
 		return -1;
 	}
 	if (t.t_host[0] != '\0' && (strcmp(t.t_host, c->c_tls_host) != 0 ||
 	    t.t_port != c->c_tls_port || !t.t_https)) {
-		conn_deny(c, 403, "denied",
+		conn_deny(c, AUD_R_DENIED,
 		    "request target does not name the TLS server");
 		return -1;
 	}
 	if ((i = http_msg_find(m, "host", 0)) == -1) {
-		conn_deny(c, 400, "bad_request", "Host header missing");
+		conn_deny(c, AUD_R_BAD_REQUEST, "Host header missing");
 		return -1;
 	}
 	v = http_msg_str(m, m->hm_hdrs[i].h_value);
@@ -917,7 +922,7 @@ request_target(struct conn *c)
 	    h.t_port != c->c_tls_port) {
 		snprintf(reason, sizeof(reason), "Host header does not name "
 		    "the TLS server %s", c->c_tls_host);
-		conn_deny(c, 403, "denied", reason);
+		conn_deny(c, AUD_R_DENIED, reason);
 		return -1;
 	}
 	return 0;
@@ -948,7 +953,7 @@ on_request_head(struct conn *c)
 	if (request_target(c) == -1)
 		return;
 	if (m->hm_method == HTTP_TRACE) {
-		conn_deny(c, 501, "not_implemented", "method is not relayed");
+		conn_deny(c, AUD_R_NOT_IMPLEMENTED, "method is not relayed");
 		return;
 	}
 	/* inside TLS the sandbox is the one that sent the CONNECT; on the
@@ -961,7 +966,7 @@ on_request_head(struct conn *c)
 		return;
 	/* fail closed: no request goes out that the audit cannot record */
 	if (!aud_available()) {
-		conn_deny(c, 503, "audit_unavailable", "the audit log cannot "
+		conn_deny(c, AUD_R_AUDIT_UNAVAILABLE, "the audit log cannot "
 		    "be written; requests are refused until it can");
 		return;
 	}
@@ -977,7 +982,7 @@ on_request_head(struct conn *c)
 	if (!c->c_r.r_connect && (i = http_msg_method_override(m, override,
 	    sizeof(override))) != 0) {
 		if (i == -1) {
-			conn_reply_error(c, 400, "bad_request", "method-"
+			conn_reply_error(c, AUD_R_BAD_REQUEST, "method-"
 			    "override headers that do not name one method", 1);
 			return;
 		}
@@ -994,7 +999,7 @@ on_request_head(struct conn *c)
 	}
 	if (verdict == POL_BAD) {
 		/* ambiguous, like a malformed target: the connection ends */
-		conn_reply_error(c, 400, "bad_request", res.pr_reason, 1);
+		conn_reply_error(c, AUD_R_BAD_REQUEST, res.pr_reason, 1);
 		return;
 	}
 	if (verdict != POL_ALLOW) {
@@ -1004,7 +1009,7 @@ on_request_head(struct conn *c)
 		if (c->c_r.r_connect)
 			conn_connect_denied(c, why);	/* 403 inside TLS */
 		else
-			conn_deny(c, 403, "denied", why);
+			conn_deny(c, AUD_R_DENIED, why);
 		return;
 	}
 	c->c_r.r_allowed = 1;
@@ -1035,7 +1040,7 @@ on_request_head(struct conn *c)
 		return;
 	if (c->c_r.r_upgrade && c->c_r.r_sec != NULL) {
 		/* frames after a 101 cannot be scanned for the secret */
-		conn_deny(c, 403, "denied", "WebSocket upgrade towards a "
+		conn_deny(c, AUD_R_DENIED, "WebSocket upgrade towards a "
 		    "secret's host is not relayed (its frames could not be "
 		    "scanned for the secret)");
 		return;
@@ -1048,7 +1053,7 @@ on_request_head(struct conn *c)
 		if (m->hm_framing == HTTP_BODY_LENGTH &&
 		    m->hm_content_length > c->c_cfg->c_limits.l_body_bytes) {
 			c->c_r.r_allowed = 0;
-			conn_reply_error(c, 413, "body_too_large", "request "
+			conn_reply_error(c, AUD_R_BODY_TOO_LARGE, "request "
 			    "body over limits.body_bytes (needed whole)", 1);
 			return;
 		}
@@ -1098,10 +1103,10 @@ request_secrets(struct conn *c, const struct cfg_rule *rule)
 		return 0;
 	case SEC_MISUSE:
 		c->c_r.r_allowed = 0;
-		conn_deny(c, 403, "secret_misuse", reason);
+		conn_deny(c, AUD_R_SECRET_MISUSE, reason);
 		return -1;
 	case SEC_ERROR:
-		conn_deny(c, 503, "secret_unavailable", reason);
+		conn_deny(c, AUD_R_SECRET_UNAVAILABLE, reason);
 		return -1;
 	}
 	return -1;
@@ -1286,7 +1291,7 @@ conn_upstream_ready(struct conn *c)
 }
 
 void
-conn_upstream_failed(struct conn *c, int status, const char *code,
+conn_upstream_failed(struct conn *c, enum aud_reason why,
     const char *reason)
 {
 	if (c->c_up != NULL) {
@@ -1298,7 +1303,7 @@ conn_upstream_failed(struct conn *c, int status, const char *code,
 		conn_cut(c, reason);
 		return;
 	}
-	conn_deny(c, status, code, reason);
+	conn_deny(c, why, reason);
 }
 
 /* Feed buffered client bytes to the request parser. */
@@ -1317,7 +1322,7 @@ conn_feed_request(struct conn *c)
 		/* the client half-closed before its body was complete */
 		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
 		    "client closed mid-request");
-		conn_close(c);
+		conn_close(c, AUD_R_CLIENT_CLOSED);
 	}
 }
 
@@ -1360,7 +1365,7 @@ conn_feed_request_loop(struct conn *c)
 			return;
 		if (c->c_r.r_body_too_large) {
 			c->c_r.r_allowed = 0;
-			conn_reply_error(c, 413, "body_too_large", "request body "
+			conn_reply_error(c, AUD_R_BODY_TOO_LARGE, "request body "
 			    "over limits.body_bytes (needed whole for signing)",
 			    1);
 			return;
@@ -1396,12 +1401,14 @@ conn_feed_request_loop(struct conn *c)
 		case HTTP_FEED_ERROR:
 			if (!c->c_r.r_active)
 				req_begin(c);
-			conn_reply_error(c, c->c_req.hm_err_status,
-			    c->c_req.hm_err_status == 431 ? "headers_too_large" :
-			    c->c_req.hm_err_status == 414 ? "uri_too_long" :
-			    c->c_req.hm_err_status == 501 ? "not_implemented" :
+			conn_reply_error(c,
+			    c->c_req.hm_err_status == 431 ?
+			    AUD_R_HEADERS_TOO_LARGE :
+			    c->c_req.hm_err_status == 414 ? AUD_R_URI_TOO_LONG :
+			    c->c_req.hm_err_status == 501 ?
+			    AUD_R_NOT_IMPLEMENTED :
 			    c->c_req.hm_err_status == 505 ?
-			    "version_not_supported" : "bad_request",
+			    AUD_R_VERSION_NOT_SUPPORTED : AUD_R_BAD_REQUEST,
 			    c->c_req.hm_err_reason, 1);
 			return;
 		}
@@ -1506,7 +1513,8 @@ conn_feed_response_loop(struct conn *c)
 	struct evbuffer_iovec	 v;
 	enum http_feed		 f;
 	size_t			 used;
-	const char		*why, *code;
+	const char		*why;
+	enum aud_reason		 code;
 
 	if (c->c_up == NULL)
 		return;
@@ -1536,7 +1544,7 @@ conn_feed_response_loop(struct conn *c)
 			c->c_r.r_status = c->c_resp.hm_status;
 			why = conn_sec_response_refused(c, &code);
 			if (why != NULL) {
-				conn_upstream_failed(c, 502, code, why);
+				conn_upstream_failed(c, code, why);
 				return;
 			}
 			if (conn_budget_response_head(c) == -1)
@@ -1571,8 +1579,7 @@ conn_feed_response_loop(struct conn *c)
 		case HTTP_FEED_UPGRADE:
 			if (!c->c_r.r_upgrade) {
 				/* nothing asked for it: no tunnel, no 101 */
-				conn_upstream_failed(c, 502,
-				    "upstream_unreachable", "upstream switched "
+				conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, "upstream switched "
 				    "protocols (101) for a request that asked "
 				    "for no upgrade");
 				return;
@@ -1585,11 +1592,11 @@ conn_feed_response_loop(struct conn *c)
 				conn_tunnel_start(c);
 				return;
 			}
-			conn_upstream_failed(c, 502, "upstream_unreachable",
+			conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
 			    "unexpected protocol switch");
 			return;
 		case HTTP_FEED_ERROR:
-			conn_upstream_failed(c, 502, "upstream_unreachable",
+			conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
 			    c->c_resp.hm_err_reason);
 			return;
 		}
@@ -1695,7 +1702,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 		if (c->c_state == CONN_FORWARD && !c->c_r.r_req_done)
 			conn_feed_request(c);
 	} else
-		conn_close(c);
+		conn_close(c, AUD_R_CLIENT_CLOSED);
 out:
 	conn_leave(c);
 }
@@ -1827,7 +1834,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 			goto out;
 		}
 	}
-	conn_upstream_failed(c, 502, "upstream_unreachable",
+	conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
 	    c->c_r.r_resp_started ? "upstream closed mid-response" :
 	    "upstream closed the connection before answering");
 out:
@@ -1844,14 +1851,14 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	switch (c->c_state) {
 	case CONN_HEAD:
 		if (!c->c_r.r_active) {
-			conn_close(c);	/* idle keep-alive connection */
+			conn_close(c, AUD_R_IDLE_TIMEOUT);	/* idle keep-alive connection */
 			break;
 		}
-		conn_reply_error(c, 408, "request_timeout",
+		conn_reply_error(c, AUD_R_REQUEST_TIMEOUT,
 		    "request head not received in time", 1);
 		break;
 	case CONN_WAIT:
-		conn_upstream_failed(c, 504, "upstream_timeout",
+		conn_upstream_failed(c, AUD_R_UPSTREAM_TIMEOUT,
 		    "connecting to the upstream timed out");
 		break;
 	case CONN_BODY_BUFFER:
@@ -1863,7 +1870,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		if (c->c_state == CONN_FORWARD && !c->c_r.r_resp_started &&
 		    c->c_r.r_req_done) {
-			conn_upstream_failed(c, 504, "upstream_timeout",
+			conn_upstream_failed(c, AUD_R_UPSTREAM_TIMEOUT,
 			    "upstream did not answer in time");
 			break;
 		}
@@ -1883,7 +1890,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
 		    "TLS handshake not completed in time");
 		log_info("%s: TLS handshake timed out", c->c_client);
-		conn_close(c);
+		conn_close(c, AUD_R_TLS_FAILED);
 		break;
 	case CONN_TRANS_PEEK:
 		conn_transparent_peek(c, 1);
@@ -1893,10 +1900,10 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		if (c->c_flushed)
 			conn_linger(c);
 		else
-			conn_close(c);
+			conn_close(c, AUD_R_DONE);
 		break;
 	case CONN_LINGER:
-		conn_close(c);
+		conn_close(c, AUD_R_DONE);
 		break;
 	}
 	conn_leave(c);

@@ -13,6 +13,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include "audit/aud_reasons.h"
 #include "dns/net_guard.h"
 #include "http/http_msg.h"
 
@@ -73,7 +74,7 @@ struct conn_req {
 	int		 r_connect_replied; /* "200 Connection established" */
 	char		 r_rule[128];
 	char		 r_reason[512];
-	const char	*r_code;	/* SPEC error code (static) or NULL */
+	enum aud_reason	 r_why;		/* how it ended (aud_reasons.h) */
 	int		 r_status;
 	int		 r_allowed;
 	uint64_t	 r_bytes_in;	/* to the client */
@@ -189,8 +190,14 @@ void	req_begin_transparent(struct conn *);
 extern struct dns_synth *worker_dns_synth;	/* names of stub addresses */
 void	conn_accept(struct worker *, int fd, const struct sockaddr *,
 	    int socklen, int transparent);
-/* End the connection (idempotent; deferred inside callbacks). */
-void	conn_close(struct conn *);
+/*
+ * End the connection (idempotent; deferred inside callbacks): the one way
+ * a connection ends. <why> is recorded for the exchange under way unless
+ * an earlier reason was (an answer, a cut); it is audited and settled.
+ */
+void	conn_close(struct conn *, enum aud_reason why);
+/* Shutdown grace over: end every connection of <w> (conn_close). */
+void	conn_close_all(struct worker *, enum aud_reason why);
 /* Worker draining: close if idle between requests. */
 void	conn_drain(struct conn *);
 /* Free without audit (worker teardown). */
@@ -212,9 +219,11 @@ int	conn_header_stripped(const struct conn *, const char *name,
 /* conn_reply.c */
 /*
  * Answer the current request from the gateway itself with SPEC's JSON
- * error body; <close> ends the connection after it is flushed.
+ * error body: status and code from <why>'s row of aud_reasons.h, <reason>
+ * (borrowed; NULL: the row's text) the audit's and the body's reason;
+ * <close> ends the connection after it is flushed.
  */
-void	conn_reply_error(struct conn *, int status, const char *code,
+void	conn_reply_error(struct conn *, enum aud_reason why,
 	    const char *reason, int close);
 const char *conn_status_text(int status);
 void	conn_audit(struct conn *);
@@ -239,7 +248,7 @@ void	conn_upstream_connect_failed(struct conn *, const char *reason);
 
 /* conn.c internals shared with the other conn_*.c files */
 void	conn_upstream_ready(struct conn *);
-void	conn_upstream_failed(struct conn *, int status, const char *code,
+void	conn_upstream_failed(struct conn *, enum aud_reason why,
 	    const char *reason);
 void	conn_enter(struct conn *);
 /* After a gateway reply: next request (keep-alive) or close. */
@@ -249,8 +258,7 @@ void	conn_touch(struct conn *);
 
 /* Flush what is queued for the client (TLS: and close_notify), then end. */
 void	conn_close_when_flushed(struct conn *);
-void	conn_deny(struct conn *, int status, const char *code,
-	    const char *reason);
+void	conn_deny(struct conn *, enum aud_reason why, const char *reason);
 void	conn_timer_arm(struct conn *, uint64_t ms);
 void	conn_bev_enable(struct bufferevent *, short what);
 void	conn_bev_bound(struct bufferevent *);
@@ -316,7 +324,7 @@ struct evbuffer;
 /* Why a response to a request towards a secret's hosts is refused (and
  * its SPEC code in <code>), or NULL: encoded body (upstream_encoded_body),
  * partial (206/byteranges) answer to one carrying a secret. */
-const char *conn_sec_response_refused(struct conn *, const char **code);
+const char *conn_sec_response_refused(struct conn *, enum aud_reason *code);
 /* Move the upstream's status line and fields in <head> to <out>,
  * reflected secrets redacted over the whole block. */
 void	conn_sec_head_out(struct conn *, struct evbuffer *head,

@@ -110,7 +110,7 @@ inspect_body(struct conn *c, enum cfg_meter dialect, struct req_facts *rf)
 	if (req_scan((const char *)p, len, dialect == CFG_METER_OPENAI, rf) ==
 	    -1) {
 		c->c_r.r_allowed = 0;
-		conn_deny(c, 400, "bad_request", rf->rf_why);
+		conn_deny(c, AUD_R_BAD_REQUEST, rf->rf_why);
 		return -1;
 	}
 	util_copy_str(c->c_r.r_model, rf->rf_model, sizeof(c->c_r.r_model));
@@ -160,7 +160,7 @@ metered_reserve(struct conn *c, const struct cfg_rule *rule,
 	if (is_async(c) || rf.rf_background) {
 		if (!rule->r_has_async) {
 			c->c_r.r_allowed = 0;
-			conn_deny(c, 403, "denied", "asynchronous LLM work "
+			conn_deny(c, AUD_R_DENIED, "asynchronous LLM work "
 			    "(batches, fine-tuning, runs, background "
 			    "responses) reports no usage to meter; the rule "
 			    "must price it with async_usd");
@@ -240,7 +240,7 @@ conn_budget_admit(struct conn *c)
 	sb = bud_handle(c->c_sbx->sb_id);
 	if (declared_over(c, sb, why, sizeof(why))) {
 		c->c_r.r_allowed = 0;
-		conn_deny(c, 402, "budget_exceeded", why);
+		conn_deny(c, AUD_R_BUDGET_EXCEEDED, why);
 		return -1;
 	}
 	if (metered) {
@@ -250,7 +250,7 @@ conn_budget_admit(struct conn *c)
 			    (unsigned long long)caps->cp_llm_concurrency);
 			c->c_r.r_retry_after = 1;
 			c->c_r.r_allowed = 0;
-			conn_deny(c, 429, "rate_limited", why);
+			conn_deny(c, AUD_R_RATE_LIMITED, why);
 			return -1;
 		}
 		c->c_r.r_llm = caps->cp_llm_concurrency != 0;
@@ -272,12 +272,12 @@ conn_budget_admit(struct conn *c)
 		return 0;
 	case BUD_EXCEEDED:
 		c->c_r.r_allowed = 0;
-		conn_deny(c, 402, "budget_exceeded", why);
+		conn_deny(c, AUD_R_BUDGET_EXCEEDED, why);
 		return -1;
 	case BUD_RATE:
 		c->c_r.r_retry_after = retry > 0 ? retry : 1;
 		c->c_r.r_allowed = 0;
-		conn_deny(c, 429, "rate_limited", why);
+		conn_deny(c, AUD_R_RATE_LIMITED, why);
 		return -1;
 	}
 	return -1;
@@ -354,7 +354,7 @@ conn_budget_cut(struct conn *c)
 	else
 		snprintf(why, sizeof(why), "bytes cap reached");
 	if (!c->c_r.r_resp_started && !c->c_r.r_connect_replied) {
-		conn_reply_error(c, 402, "budget_exceeded", why, 1);
+		conn_reply_error(c, AUD_R_BUDGET_EXCEEDED, why, 1);
 		return;
 	}
 	log_info("%s: sandbox %s: %s: cut", c->c_client,
@@ -375,7 +375,7 @@ conn_budget_response_head(struct conn *c)
 	    conn_budget_allow(c, 0, m->hm_content_length) <
 	    m->hm_content_length) {
 		/* nothing went back yet: the sandbox gets a clean 402 */
-		conn_reply_error(c, 402, "budget_exceeded", "bytes_in cap "
+		conn_reply_error(c, AUD_R_BUDGET_EXCEEDED, "bytes_in cap "
 		    "reached: the response would pass it", 1);
 		return -1;
 	}

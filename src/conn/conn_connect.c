@@ -110,7 +110,7 @@ conn_connect_guard(struct conn *c)
 	snprintf(reason, sizeof(reason), "destination %s is in denied "
 	    "network %s", c->c_r.r_host, net);
 	c->c_r.r_allowed = 0;
-	conn_deny(c, 403, "denied", reason);
+	conn_deny(c, AUD_R_DENIED, reason);
 	return -1;
 }
 
@@ -122,7 +122,7 @@ conn_connect_denied(struct conn *c, const char *reason)
 	c->c_r.r_allowed = 0;
 	/* a redirected connection that says CONNECT was promised nothing */
 	if (c->c_transparent || !cert_name_ok(c->c_r.r_host)) {
-		conn_deny(c, 403, "denied", reason);
+		conn_deny(c, AUD_R_DENIED, reason);
 		return;
 	}
 	if (!deny_tls_admit(c->c_sbx)) {
@@ -131,11 +131,11 @@ conn_connect_denied(struct conn *c, const char *reason)
 		    CONN_DENY_TLS_RATE);
 		log_info("%s: sandbox %s: denied-CONNECT handshakes over "
 		    "their bound", c->c_client, c->c_sbx->sb_id);
-		conn_deny(c, 403, "denied", why);
+		conn_deny(c, AUD_R_DENIED, why);
 		return;
 	}
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
-	c->c_r.r_code = "denied";
+	c->c_r.r_why = AUD_R_DENIED;
 	c->c_deny_tls = 1;
 	/* 200, peek, leaf for the name asked for, handshake: as if allowed,
 	   until conn_connect_deny_handshake() answers */
@@ -210,7 +210,7 @@ conn_connect_deny_handshake(struct conn *c, short what)
 		c->c_tls = 1;
 		__atomic_add_fetch(&worker_tls_handshakes, 1, __ATOMIC_RELAXED);
 		/* answered at once, whatever request comes: then close */
-		conn_reply_error(c, 403, "denied", denial, 1);
+		conn_reply_error(c, AUD_R_DENIED, denial, 1);
 		return;
 	}
 	if (c->c_tls_h2_only)
@@ -245,11 +245,11 @@ conn_connect_deny_timeout(struct conn *c)
 		c->c_r.r_connect_replied = 0;
 		c->c_r.r_proto = "tunnel";
 		c->c_r.r_tls = NULL;
-		conn_reply_error(c, 403, "denied", denial, 1);
+		conn_reply_error(c, AUD_R_DENIED, denial, 1);
 		return;
 	}
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.400s; TLS "
 	    "handshake not completed in time", denial);
 	log_info("%s: TLS handshake timed out (denied CONNECT)", c->c_client);
-	conn_close(c);
+	conn_close(c, AUD_R_TLS_FAILED);
 }

@@ -134,7 +134,7 @@ conn_sandbox_refresh(struct conn *c)
 	if ((s = current_sandbox(c, why, sizeof(why))) == NULL) {
 		c->c_r.r_allowed = 0;
 		c->c_policy = NULL;
-		conn_deny(c, 403, "denied", why);
+		conn_deny(c, AUD_R_DENIED, why);
 		return -1;
 	}
 	sandbox_take(c, s);
@@ -242,7 +242,7 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 		log_info("%s: %s: closed after a reload: %s", c->c_client,
 		    c->c_r.r_host, why);
 		conn_enter(c);
-		conn_close(c);
+		conn_close(c, AUD_R_REVOKED);
 		conn_leave(c);
 		n++;
 	}

@@ -46,10 +46,13 @@ conn_status_text(int status)
 }
 
 void
-conn_reply_error(struct conn *c, int status, const char *code,
-    const char *reason, int close)
+conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
+    int close)
 {
+	const struct aud_reason_info *ri = aud_reason(why);
 	struct evbuffer	*out = c->c_worker->w_scratch;
+	const char	*code = ri->ri_code != NULL ? ri->ri_code : "internal_error";
+	int		 status = ri->ri_status != 0 ? ri->ri_status : 500;
 	json_object	*o;
 	const char	*body;
 	char		 extra[80];
@@ -65,12 +68,16 @@ conn_reply_error(struct conn *c, int status, const char *code,
 	}
 	conn_req_early_facts(c);
 	c->c_r.r_status = status;
-	c->c_r.r_code = code;
+	if (reason == NULL)
+		reason = ri->ri_text;
+	c->c_r.r_why = why;
+	if (ri->ri_decision == AUD_D_DENY)
+		c->c_r.r_allowed = 0;
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
 	if (c->c_r.r_connect_replied && !c->c_tls) {
 		/* after "200 Connection established" the bytes are TLS: no
 		 * HTTP answer fits, the audit record says why */
-		conn_close(c);
+		conn_close(c, why);
 		return;
 	}
 	if (c->c_r.r_resp_started) {
@@ -122,7 +129,7 @@ conn_refuse(struct conn *c, const char *reason)
 	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.500s", reason);
 	log_info("%s: %s%s", c->c_client, c->c_transparent ?
 	    "transparent: " : "", reason);
-	conn_close(c);
+	conn_close(c, AUD_R_REFUSED);
 }
 
 /*
@@ -143,7 +150,7 @@ conn_cut(struct conn *c, const char *reason)
 	fd = bufferevent_getfd(raw != NULL ? raw : c->c_bev);
 	if (c->c_r.r_close_delim && !c->c_r.r_resp_done && fd >= 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-	conn_close(c);
+	conn_close(c, AUD_R_CUT);
 }
 
 void
@@ -162,7 +169,7 @@ conn_idle_end(struct conn *c)
 		conn_cut(c, why);
 	else {
 		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", why);
-		conn_close(c);
+		conn_close(c, AUD_R_IDLE_TIMEOUT);
 	}
 }
 
@@ -207,6 +214,26 @@ conn_audit(struct conn *c)
 	r.ar_tls = q->r_tls;
 	conn_budget_end(c, &r, &u);
 	aud_submit(&r);
-	met_request(r.ar_decision, q->r_code, dur_us,
+	met_request(q->r_allowed, q->r_why, dur_us,
 	    q->r_bytes_in, q->r_bytes_out);
+}
+
+/*
+ * limits.shutdown_grace is over: every connection still open ends here,
+ * each exchange under way audited and its budget settled (conn_audit),
+ * as if it had been cut (a timer of the worker: no callback of these
+ * connections is on the stack, so each is freed at once).
+ */
+void
+conn_close_all(struct worker *w, enum aud_reason why)
+{
+	struct conn	*c, *next;
+
+	for (c = TAILQ_FIRST(&w->w_conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, c_entry);
+		if (c->c_r.r_active && c->c_r.r_reason[0] == '\0')
+			snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+			    "%s", aud_reason(why)->ri_text);
+		conn_close(c, why);
+	}
 }

@@ -59,7 +59,7 @@ encoded(const struct http_msg *m)
 }
 
 const char *
-conn_sec_response_refused(struct conn *c, const char **code)
+conn_sec_response_refused(struct conn *c, enum aud_reason *code)
 {
 	const struct sec_req	*sr = c->c_r.r_sec;
 	const struct http_msg	*m = &c->c_resp;
@@ -68,13 +68,13 @@ conn_sec_response_refused(struct conn *c, const char **code)
 		return NULL;
 	/* we asked for Accept-Encoding: identity; compressed anyway would
 	   carry a reflected secret past the scanner */
-	*code = "upstream_encoded_body";
+	*code = AUD_R_UPSTREAM_ENCODED_BODY;
 	if (encoded(m))
 		return "upstream sent an encoded body for a request towards a "
 		    "secret's host (it could not be scanned)";
 	/* Range was removed: a piece of a resource now is an upstream
 	   handing out a secret a few bytes at a time */
-	*code = "upstream_unreachable";
+	*code = AUD_R_UPSTREAM_UNREACHABLE;
 	if (sr->sr_carries && (m->hm_status == 206 ||
 	    field_has(m, "content-type", "multipart/byteranges") ||
 	    http_msg_find(m, "content-range", 0) != -1))
@@ -136,7 +136,7 @@ conn_sec_trip_check(struct conn *c)
 	snprintf(reason, sizeof(reason), "a secret's placeholder was sent in "
 	    "the request body towards %s, which it is not bound to",
 	    c->c_r.r_host);
-	conn_upstream_failed(c, 403, "secret_misuse", reason);
+	conn_upstream_failed(c, AUD_R_SECRET_MISUSE, reason);
 	return -1;
 }
 
@@ -153,6 +153,6 @@ conn_sec_splice_refused(struct conn *c)
 	if (c->c_transparent)
 		conn_refuse(c, reason);
 	else
-		conn_deny(c, 403, "denied", reason);
+		conn_deny(c, AUD_R_DENIED, reason);
 	return 1;
 }

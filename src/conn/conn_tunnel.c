@@ -242,7 +242,7 @@ conn_tunnel_check(struct conn *c)
 		bufferevent_disable(u->u_bev, EV_READ | EV_WRITE);
 	}
 	if (c->c_tunnel_dead & TUNNEL_CLIENT_DEAD)
-		conn_close(c);
+		conn_close(c, AUD_R_CLIENT_CLOSED);
 	else
 		conn_close_when_flushed(c);
 }

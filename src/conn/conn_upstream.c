@@ -174,7 +174,7 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 		goto out;
 	}
 	if (c->c_tls && upstream_tls_failed(c, bev, reason, sizeof(reason))) {
-		conn_upstream_failed(c, 502, "upstream_tls_failed", reason);
+		conn_upstream_failed(c, AUD_R_UPSTREAM_TLS_FAILED, reason);
 		goto out;
 	}
 	snprintf(reason, sizeof(reason), "connect to %s: %s",
@@ -194,10 +194,10 @@ void
 conn_upstream_connect_failed(struct conn *c, const char *reason)
 {
 	if (errno == EMFILE || errno == ENFILE)
-		conn_upstream_failed(c, 503, "overloaded", "file descriptor "
+		conn_upstream_failed(c, AUD_R_OVERLOADED, "file descriptor "
 		    "limit reached: no socket for the upstream connection");
 	else
-		conn_upstream_failed(c, 502, "upstream_unreachable", reason);
+		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, reason);
 }
 
 int

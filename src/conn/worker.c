@@ -202,6 +202,8 @@ grace_cb(evutil_socket_t fd, short what, void *arg)
 
 	log_info("worker %d: shutdown grace over, %zu connections cut",
 	    w->w_id, w->w_nconns);
+	/* each exchange still open is audited and settled first */
+	conn_close_all(w, AUD_R_SHUTDOWN);
 	event_base_loopbreak(w->w_base);
 }
 
@@ -478,7 +480,7 @@ revoke_cb(evutil_socket_t fd, short what, void *arg)
 		    __ATOMIC_ACQUIRE)) {
 			log_info("%s: sandbox %s deleted: closing its "
 			    "connection", c->c_client, c->c_sbx->sb_id);
-			conn_close(c);
+			conn_close(c, AUD_R_REVOKED);
 		}
 	}
 }

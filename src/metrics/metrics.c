@@ -20,6 +20,7 @@
 #include <event2/buffer.h>
 
 #include "audit/aud.h"
+#include "audit/aud_reasons.h"
 #include "budget/bud.h"
 #include "ca/ca.h"
 #include "conn/worker.h"
@@ -27,45 +28,13 @@
 #include "sbx/sbx.h"
 
 /*
- * Values of the "reason" label: SPEC's error codes of the gateway's own
- * answers, "none" when the upstream answered (or nobody did and no code
- * applies), "other" for a code not in this table. A fixed table keeps the
- * label set bounded whatever the callers pass.
+ * Values of the "reason" label: the SPEC error code of a reason in
+ * audit/aud_reasons.h, "none" when the upstream answered (or the exchange
+ * ended without an answer of ours and was allowed), "other" for a refusal
+ * that carries no code. The table bounds the label set.
  */
-#define MET_REASONS(X)							\
-	X(NONE,			none)					\
-	X(DENIED,		denied)					\
-	X(SECRET_MISUSE,	secret_misuse)				\
-	X(SECRET_UNAVAILABLE,	secret_unavailable)			\
-	X(BUDGET_EXCEEDED,	budget_exceeded)			\
-	X(PROXY_AUTH_REQUIRED,	proxy_auth_required)			\
-	X(RATE_LIMITED,		rate_limited)				\
-	X(BAD_REQUEST,		bad_request)				\
-	X(HEADERS_TOO_LARGE,	headers_too_large)			\
-	X(BODY_TOO_LARGE,	body_too_large)				\
-	X(URI_TOO_LONG,		uri_too_long)				\
-	X(REQUEST_TIMEOUT,	request_timeout)			\
-	X(NOT_IMPLEMENTED,	not_implemented)			\
-	X(VERSION_NOT_SUPPORTED, version_not_supported)			\
-	X(UPSTREAM_UNREACHABLE,	upstream_unreachable)			\
-	X(UPSTREAM_TLS_FAILED,	upstream_tls_failed)			\
-	X(UPSTREAM_TIMEOUT,	upstream_timeout)			\
-	X(AUDIT_UNAVAILABLE,	audit_unavailable)			\
-	X(OVERLOADED,		overloaded)				\
-	X(OTHER,		other)
-
-enum met_reason {
-#define X(e, s)	MET_R_##e,
-	MET_REASONS(X)
-#undef X
-	MET_R_COUNT,
-};
-
-static const char *const met_reason_name[MET_R_COUNT] = {
-#define X(e, s)	#s,
-	MET_REASONS(X)
-#undef X
-};
+#define MET_R_OTHER	AUD_R_COUNT	/* one slot past the table */
+#define MET_R_COUNT	(AUD_R_COUNT + 1)
 
 enum met_decision {
 	MET_D_ALLOW = 0,
@@ -123,34 +92,34 @@ met_load(const uint64_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-static enum met_reason
-met_reason_of(const char *code)
+/* The slot of <why>: its own when it has a code, else none or other. */
+static size_t
+met_reason_slot(enum aud_reason why, int allowed)
 {
-	size_t	i;
+	if ((unsigned)why < AUD_R_COUNT && aud_reason_code(why) != NULL)
+		return (size_t)why;
+	return allowed ? AUD_R_NONE : MET_R_OTHER;
+}
 
-	if (code == NULL || *code == '\0')
-		return MET_R_NONE;
-	for (i = MET_R_NONE + 1; i < MET_R_OTHER; i++)
-		if (strcmp(code, met_reason_name[i]) == 0)
-			return (enum met_reason)i;
-	return MET_R_OTHER;
+static const char *
+met_reason_label(size_t slot)
+{
+	if (slot == MET_R_OTHER)
+		return "other";
+	if (slot == AUD_R_NONE)
+		return "none";
+	return aud_reason_code((enum aud_reason)slot);
 }
 
 void
-met_request(const char *decision, const char *code, uint64_t duration_us,
+met_request(int allowed, enum aud_reason why, uint64_t duration_us,
     uint64_t bytes_in, uint64_t bytes_out)
 {
 	enum met_decision	d;
-	enum met_reason		r;
 	size_t			b;
 
-	d = decision != NULL && strcmp(decision, "allow") == 0 ?
-	    MET_D_ALLOW : MET_D_DENY;
-	r = met_reason_of(code);
-	/* a refusal that gave no code (e.g. a CONNECT cut before TLS) */
-	if (d == MET_D_DENY && r == MET_R_NONE)
-		r = MET_R_OTHER;
-	met_add(&met.requests[d][r], 1);
+	d = allowed ? MET_D_ALLOW : MET_D_DENY;
+	met_add(&met.requests[d][met_reason_slot(why, allowed)], 1);
 	for (b = 0; b < MET_NBUCKETS; b++)
 		if (duration_us <= met_bucket_us[b])
 			break;
@@ -242,11 +211,11 @@ met_render_requests(struct evbuffer *out)
 			v = met_load(&met.requests[d][r]);
 			/* series appear with their first request; allow/none
 			 * is always there so the family is never empty */
-			if (v == 0 && !(d == MET_D_ALLOW && r == MET_R_NONE))
+			if (v == 0 && !(d == MET_D_ALLOW && r == AUD_R_NONE))
 				continue;
 			evbuffer_add_printf(out, "airlock_requests_total"
 			    "{decision=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-			    met_decision_name[d], met_reason_name[r], v);
+			    met_decision_name[d], met_reason_label(r), v);
 		}
 }
 

@@ -8,14 +8,16 @@
 
 #include <stdint.h>
 
+#include "audit/aud_reasons.h"
+
 struct evbuffer;
 
 /*
- * One finished request (or refused connection, tunnel): <decision> is
- * "allow" or "deny"; <code> the SPEC error code for gateway answers
- * ("denied", "budget_exceeded", ...) or NULL when the upstream answered.
+ * One finished request (or refused connection, tunnel): <allowed> its
+ * decision, <why> how it ended (audit/aud_reasons.h; its SPEC code is the
+ * "reason" label).
  */
-void	met_request(const char *decision, const char *code,
+void	met_request(int allowed, enum aud_reason why,
 	    uint64_t duration_us, uint64_t bytes_in, uint64_t bytes_out);
 /* Requests counted so far, every decision and reason (admin status). */
 uint64_t met_requests_total(void);

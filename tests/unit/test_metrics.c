@@ -656,17 +656,17 @@ START_TEST(test_requests)
 
 	render_parse(&a);
 	total = met_requests_total();
-	met_request("allow", NULL, 1000, 100, 40);
-	met_request("allow", "", 2000, 200, 60);
-	met_request("allow", "upstream_timeout", 30000000, 150, 10);
-	met_request("deny", "denied", 10, 120, 50);
-	met_request("deny", "denied", 10, 0, 0);
-	met_request("deny", "denied", 10, 0, 0);
-	met_request("deny", "proxy_auth_required", 10, 0, 0);
-	met_request("deny", "budget_exceeded", 10, 0, 0);
-	met_request("deny", "version_not_supported", 10, 0, 0);
-	met_request("deny", "no_such_code\"\n", 10, 0, 0); /* other */
-	met_request("deny", NULL, 10, 0, 0);		/* other */
+	met_request(1, AUD_R_NONE, 1000, 100, 40);
+	met_request(1, AUD_R_CLIENT_CLOSED, 2000, 200, 60);
+	met_request(1, AUD_R_UPSTREAM_TIMEOUT, 30000000, 150, 10);
+	met_request(0, AUD_R_DENIED, 10, 120, 50);
+	met_request(0, AUD_R_DENIED, 10, 0, 0);
+	met_request(0, AUD_R_DENIED, 10, 0, 0);
+	met_request(0, AUD_R_PROXY_AUTH_REQUIRED, 10, 0, 0);
+	met_request(0, AUD_R_BUDGET_EXCEEDED, 10, 0, 0);
+	met_request(0, AUD_R_VERSION_NOT_SUPPORTED, 10, 0, 0);
+	met_request(0, (enum aud_reason)9999, 10, 0, 0); /* other */
+	met_request(0, AUD_R_CUT, 10, 0, 0);	/* other */
 	render_parse(&b);
 	ck_assert_uint_eq(met_requests_total() - total, 11);
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -712,14 +712,14 @@ START_TEST(test_histogram)
 	size_t		i;
 
 	render_parse(&a);
-	met_request("allow", NULL, 0, 0, 0);
-	met_request("allow", NULL, 1000, 0, 0);
-	met_request("allow", NULL, 1001, 0, 0);
-	met_request("allow", NULL, 25000, 0, 0);
-	met_request("allow", NULL, 1000000, 0, 0);
-	met_request("allow", NULL, 60000000, 0, 0);
-	met_request("allow", NULL, 61000000, 0, 0);
-	met_request("deny", "denied", 86400000000ULL, 0, 0);
+	met_request(1, AUD_R_NONE, 0, 0, 0);
+	met_request(1, AUD_R_NONE, 1000, 0, 0);
+	met_request(1, AUD_R_NONE, 1001, 0, 0);
+	met_request(1, AUD_R_NONE, 25000, 0, 0);
+	met_request(1, AUD_R_NONE, 1000000, 0, 0);
+	met_request(1, AUD_R_NONE, 60000000, 0, 0);
+	met_request(1, AUD_R_NONE, 61000000, 0, 0);
+	met_request(0, AUD_R_DENIED, 86400000000ULL, 0, 0);
 	render_parse(&b);
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		snprintf(lab, sizeof(lab), "le=\"%s\"", want[i].le);
@@ -769,7 +769,7 @@ writer(void *arg)
 
 	(void)arg;
 	for (i = 0; i < THR_REQS; i++)
-		met_request(i % 2 ? "allow" : "deny", i % 2 ? NULL : "denied",
+		met_request(i % 2, i % 2 ? AUD_R_NONE : AUD_R_DENIED,
 		    (uint64_t)i, 1, 2);
 	return NULL;
 }
