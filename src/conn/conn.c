@@ -102,16 +102,26 @@ timer_head(struct conn *c)
 	    l->l_header_timeout_ms : l->l_idle_timeout_ms));
 }
 
+/* The exchange is over (audited or never begun): free what it held. */
+static void
+xchg_clear(struct conn *c, struct xchg *x)
+{
+	sec_req_free(x->x_sec.s_req);
+	sec_trip_free(x->x_sec.s_trip);
+	meter_free(x->x_bud.b_meter);
+	free(x->x_path);
+	free(x->x_query);
+	if (x->x_queued)
+		TAILQ_REMOVE(&c->c_xq, x, x_entry);
+	memset(x, 0, sizeof(*x));
+}
+
 static void
 req_clear(struct conn *c)
 {
-	sec_req_free(c->c_r.r_sec);
-	sec_trip_free(c->c_r.r_trip);
+	xchg_clear(c, c->c_x);
 	if (c->c_r.r_body != NULL)
 		evbuffer_free(c->c_r.r_body);
-	meter_free(c->c_r.r_meter);
-	free(c->c_r.r_path);
-	free(c->c_r.r_query);
 	memset(&c->c_r, 0, sizeof(c->c_r));
 }
 
@@ -119,14 +129,16 @@ static void
 req_begin(struct conn *c)
 {
 	req_clear(c);
-	c->c_r.r_active = 1;
-	c->c_r.r_start_us = util_now_us();
-	c->c_r.r_start_wall = util_wall_ms();
-	c->c_r.r_status = -1;
-	c->c_r.r_port = -1;
-	c->c_r.r_proto = c->c_tls ? "https" : "http";
-	c->c_r.r_tls = c->c_tls ? "intercept" : "none";
-	worker_request_id(c->c_worker, c->c_r.r_id, sizeof(c->c_r.r_id));
+	TAILQ_INSERT_TAIL(&c->c_xq, c->c_x, x_entry);
+	c->c_x->x_queued = 1;
+	c->c_x->x_active = 1;
+	c->c_x->x_start_us = util_now_us();
+	c->c_x->x_start_wall = util_wall_ms();
+	c->c_x->x_status = -1;
+	c->c_x->x_port = -1;
+	c->c_x->x_proto = c->c_tls ? "https" : "http";
+	c->c_x->x_tls = c->c_tls ? "intercept" : "none";
+	worker_request_id(c->c_worker, c->c_x->x_id, sizeof(c->c_x->x_id));
 }
 
 /*
@@ -239,9 +251,9 @@ request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
 
-	if (c->c_r.r_trip != NULL) {
+	if (c->c_x->x_sec.s_trip != NULL) {
 		conn_sec_trip_body(c, p, len);
-		if (c->c_r.r_trip_hit)
+		if (c->c_x->x_sec.s_trip_hit)
 			return;		/* refused once the parser returns */
 	}
 	if (c->c_state == CONN_BODY_BUFFER) {
@@ -261,7 +273,7 @@ request_body_cb(void *arg, const char *p, size_t len)
 	/* past a bytes cap: the feed loop cuts the request */
 	len = conn_budget_allow(c, 1, len);
 	body_out(c, c->c_up->u_bev, p, len, c->c_r.r_up_chunked,
-	    &c->c_r.r_bytes_out);
+	    &c->c_x->x_bytes_out);
 }
 
 static void
@@ -274,16 +286,16 @@ response_body_cb(void *arg, const char *p, size_t len)
 	/* past a bytes cap: the feed loop cuts the response */
 	len = conn_budget_allow(c, 0, len);
 	conn_budget_body(c, p, len);
-	if (c->c_r.r_sec != NULL && c->c_r.r_sec->sr_reflect != NULL) {
+	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
 		/* a secret went out: it must not come back */
-		sec_scan_feed(c->c_r.r_sec->sr_reflect, p, len, scanned);
+		sec_scan_feed(c->c_x->x_sec.s_req->sr_reflect, p, len, scanned);
 		n = evbuffer_get_length(scanned);
 		body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
-		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_r.r_bytes_in);
+		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
 		evbuffer_drain(scanned, n);
 		return;
 	}
-	body_out(c, c->c_bev, p, len, c->c_r.r_rechunk, &c->c_r.r_bytes_in);
+	body_out(c, c->c_bev, p, len, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
 }
 
 /* End of a response body: what the scanner held, then the last chunk. */
@@ -293,16 +305,16 @@ response_body_end(struct conn *c)
 	struct evbuffer	*scanned = c->c_worker->w_scratch2;
 	size_t		 n;
 
-	if (c->c_r.r_sec != NULL && c->c_r.r_sec->sr_reflect != NULL) {
-		sec_scan_finish(c->c_r.r_sec->sr_reflect, scanned);
+	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
+		sec_scan_finish(c->c_x->x_sec.s_req->sr_reflect, scanned);
 		n = evbuffer_get_length(scanned);
 		body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
-		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_r.r_bytes_in);
+		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
 		evbuffer_drain(scanned, n);
 	}
 	if (c->c_r.r_rechunk) {
 		evbuffer_add(c->c_pend, "0\r\n\r\n", 5);
-		c->c_r.r_bytes_in += 5;
+		c->c_x->x_bytes_in += 5;
 	}
 }
 
@@ -363,6 +375,8 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	int		 one = 1, port = 0;
 
 	c = xcalloc(1, sizeof(*c));
+	c->c_x = &c->c_x0;
+	TAILQ_INIT(&c->c_xq);
 	c->c_worker = w;
 	c->c_cfg = cfg_ref(w->w_cfg);
 	c->c_listener = transparent ? -1 : w->w_accept_listener;
@@ -412,9 +426,9 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	if (why != NULL) {
 		req_begin(c);
 		if (transparent) {
-			snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+			snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
 			    "%s", why);
-			c->c_r.r_why = AUD_R_OVERLOADED;
+			c->c_x->x_why = AUD_R_OVERLOADED;
 			conn_close(c, AUD_R_OVERLOADED);
 		} else
 			conn_reply_error(c, AUD_R_OVERLOADED, why, 1);
@@ -430,7 +444,7 @@ void
 req_begin_transparent(struct conn *c)
 {
 	req_begin(c);
-	c->c_r.r_proto = "tunnel";
+	c->c_x->x_proto = "tunnel";
 	c->c_r.r_connect = 1;
 }
 
@@ -477,11 +491,11 @@ conn_close(struct conn *c, enum aud_reason why)
 	if (c->c_closing)
 		return;
 	c->c_closing = 1;
-	if (c->c_r.r_why == AUD_R_NONE)
-		c->c_r.r_why = why;
+	if (c->c_x->x_why == AUD_R_NONE)
+		c->c_x->x_why = why;
 	if (aud_reason(why)->ri_decision == AUD_D_DENY)
-		c->c_r.r_allowed = 0;
-	if (c->c_r.r_active)
+		c->c_x->x_allowed = 0;
+	if (c->c_x->x_active)
 		conn_audit(c);
 	if (c->c_depth == 0)
 		conn_free(c);
@@ -619,7 +633,7 @@ conn_close_when_flushed(struct conn *c)
 void
 conn_drain(struct conn *c)
 {
-	if ((c->c_state == CONN_HEAD && !c->c_r.r_active &&
+	if ((c->c_state == CONN_HEAD && !c->c_x->x_active &&
 	    c->c_req.hm_len == 0 && c->c_depth == 0) ||
 	    (c->c_state == CONN_LINGER && c->c_depth == 0))
 		conn_close(c, AUD_R_DONE);
@@ -735,7 +749,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	c->c_dns = NULL;
 	conn_enter(c);
 	if (err != NULL) {
-		snprintf(reason, sizeof(reason), "%s: %s", c->c_r.r_host, err);
+		snprintf(reason, sizeof(reason), "%s: %s", c->c_x->x_host, err);
 		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, reason);
 		goto out;
 	}
@@ -746,15 +760,15 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 			net_addr_format(&addrs[i], ip, sizeof(ip));
 			snprintf(reason, sizeof(reason),
 			    "destination %s resolves to %s in denied network %s",
-			    c->c_r.r_host, ip, why);
-			c->c_r.r_allowed = 0;
+			    c->c_x->x_host, ip, why);
+			c->c_x->x_allowed = 0;
 			conn_deny(c, AUD_R_DENIED, reason);
 			goto out;
 		}
 		/* allow_networks cannot open the gateway to itself */
-		if (net_self_check(c->c_cfg->c_self, &addrs[i], c->c_r.r_port,
+		if (net_self_check(c->c_cfg->c_self, &addrs[i], c->c_x->x_port,
 		    reason, sizeof(reason))) {
-			c->c_r.r_allowed = 0;
+			c->c_x->x_allowed = 0;
 			conn_deny(c, AUD_R_DENIED, reason);
 			goto out;
 		}
@@ -767,10 +781,10 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 			continue;
 		net_addr_format(&addrs[i], ip, sizeof(ip));
 		snprintf(reason, sizeof(reason), "destination %s resolves to "
-		    "%s in %s%s, denied by policy \"%s\" (%s)", c->c_r.r_host,
+		    "%s in %s%s, denied by policy \"%s\" (%s)", c->c_x->x_host,
 		    ip, cc[0] != '\0' ? "country " : "no known country", cc,
 		    p->p_name, list);
-		c->c_r.r_allowed = 0;
+		c->c_x->x_allowed = 0;
 		conn_deny(c, AUD_R_DENIED, reason);
 		goto out;
 	}
@@ -794,9 +808,9 @@ conn_upstream_key(struct conn *c, char *key, size_t keysz)
 
 	/* per request (the pool lookup): no snprintf */
 	n = util_copy_str(key, c->c_tls ? "https://" : "http://", keysz);
-	n += util_copy_str(key + n, c->c_r.r_host, keysz - n);
+	n += util_copy_str(key + n, c->c_x->x_host, keysz - n);
 	port[0] = ':';
-	util_u64_dec((uint64_t)c->c_r.r_port, port + 1);
+	util_u64_dec((uint64_t)c->c_x->x_port, port + 1);
 	util_copy_str(key + n, port, keysz - n);
 }
 
@@ -815,11 +829,11 @@ transparent_target(struct conn *c, const struct http_target *t)
 	size_t			 vlen;
 	int			 i;
 
-	c->c_r.r_port = c->c_trans_port;
+	c->c_x->x_port = c->c_trans_port;
 	/* what a refusal's audit record knows already */
 	if (c->c_trans_named)
-		util_copy_str(c->c_r.r_host, c->c_trans_host,
-		    sizeof(c->c_r.r_host));
+		util_copy_str(c->c_x->x_host, c->c_trans_host,
+		    sizeof(c->c_x->x_host));
 	if ((i = http_msg_find(m, "host", 0)) == -1) {
 		conn_deny(c, AUD_R_BAD_REQUEST, "Host header missing");
 		return -1;
@@ -842,7 +856,7 @@ transparent_target(struct conn *c, const struct http_target *t)
 		conn_deny(c, AUD_R_DENIED, reason);
 		return -1;
 	}
-	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", h.t_host);
+	snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", h.t_host);
 	return 0;
 }
 
@@ -874,8 +888,8 @@ request_target(struct conn *c)
 			conn_reply_error(c, AUD_R_BAD_REQUEST, why, 1);
 			return -1;
 		}
-		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", t.t_host);
-		c->c_r.r_port = t.t_port;
+		snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", t.t_host);
+		c->c_x->x_port = t.t_port;
 		return 0;
 	}
 	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls ||
@@ -884,19 +898,19 @@ request_target(struct conn *c)
 		conn_reply_error(c, AUD_R_BAD_REQUEST, why, 1);
 		return -1;
 	}
-	c->c_r.r_path = t.t_path;
-	c->c_r.r_query = t.t_query;
+	c->c_x->x_path = t.t_path;
+	c->c_x->x_query = t.t_query;
 	if (!c->c_tls && (c->c_transparent || c->c_tunnel_http))
 		return transparent_target(c, &t);
 	if (!c->c_tls) {
-		util_copy_str(c->c_r.r_host, t.t_host, sizeof(c->c_r.r_host));
-		c->c_r.r_port = t.t_port;
+		util_copy_str(c->c_x->x_host, t.t_host, sizeof(c->c_x->x_host));
+		c->c_x->x_port = t.t_port;
 		return 0;
 	}
 
 	/* intercepted: the session decides host and port */
-	util_copy_str(c->c_r.r_host, c->c_tls_host, sizeof(c->c_r.r_host));
-	c->c_r.r_port = c->c_tls_port;
+	util_copy_str(c->c_x->x_host, c->c_tls_host, sizeof(c->c_x->x_host));
+	c->c_x->x_port = c->c_tls_port;
 	if (c->c_tls_fronting[0] != '\0') {
 		snprintf(reason, sizeof(reason), "TLS server name %s does not "
 		    "match CONNECT host %s (domain fronting)", c->c_tls_host,
@@ -941,13 +955,13 @@ on_request_head(struct conn *c)
 	int			 i;
 
 	conn_cfg_refresh(c);	/* judged under the config of now */
-	util_copy_str(c->c_r.r_method, http_msg_method(m),
-	    sizeof(c->c_r.r_method));
+	util_copy_str(c->c_x->x_method, http_msg_method(m),
+	    sizeof(c->c_x->x_method));
 	c->c_r.r_keepalive = m->hm_keepalive && !c->c_worker->w_stopping;
 	c->c_r.r_connect = m->hm_method == HTTP_CONNECT;
 	if (c->c_r.r_connect) {
-		c->c_r.r_proto = "tunnel";
-		c->c_r.r_tls = NULL;
+		c->c_x->x_proto = "tunnel";
+		c->c_x->x_tls = NULL;
 		c->c_r.r_keepalive = 0;
 	}
 	if (request_target(c) == -1)
@@ -973,10 +987,10 @@ on_request_head(struct conn *c)
 	if (c->c_r.r_connect && conn_connect_guard(c) == -1)
 		return;
 
-	pr.pr_host = c->c_r.r_host;
-	pr.pr_port = c->c_r.r_port;
-	pr.pr_method = c->c_r.r_method;
-	pr.pr_path = c->c_r.r_connect ? NULL : c->c_r.r_path;
+	pr.pr_host = c->c_x->x_host;
+	pr.pr_port = c->c_x->x_port;
+	pr.pr_method = c->c_x->x_method;
+	pr.pr_path = c->c_r.r_connect ? NULL : c->c_x->x_path;
 	/* frameworks act on these instead of the method: judge that one */
 	pr.pr_method_override = NULL;
 	if (!c->c_r.r_connect && (i = http_msg_method_override(m, override,
@@ -992,10 +1006,10 @@ on_request_head(struct conn *c)
 	    pol_evaluate(c->c_policy, &pr, &res);
 	if (verdict != POL_DENY) {
 		/* "policy#N"; room kept for '#' and the digits */
-		n = util_copy_str(c->c_r.r_rule, c->c_policy->p_name,
-		    sizeof(c->c_r.r_rule) - 22);
-		c->c_r.r_rule[n++] = '#';
-		util_u64_dec((uint64_t)res.pr_rule, c->c_r.r_rule + n);
+		n = util_copy_str(c->c_x->x_rule, c->c_policy->p_name,
+		    sizeof(c->c_x->x_rule) - 22);
+		c->c_x->x_rule[n++] = '#';
+		util_u64_dec((uint64_t)res.pr_rule, c->c_x->x_rule + n);
 	}
 	if (verdict == POL_BAD) {
 		/* ambiguous, like a malformed target: the connection ends */
@@ -1012,7 +1026,7 @@ on_request_head(struct conn *c)
 			conn_deny(c, AUD_R_DENIED, why);
 		return;
 	}
-	c->c_r.r_allowed = 1;
+	c->c_x->x_allowed = 1;
 
 	if (c->c_r.r_connect) {
 		/* TLS follows: peek its ClientHello before going anywhere */
@@ -1035,24 +1049,24 @@ on_request_head(struct conn *c)
 			http_msg_ignore_upgrade(m);
 	}
 
-	c->c_r.r_rule_p = &c->c_policy->p_rules[res.pr_rule];
-	if (request_secrets(c, c->c_r.r_rule_p) == -1)
+	c->c_x->x_rule_p = &c->c_policy->p_rules[res.pr_rule];
+	if (request_secrets(c, c->c_x->x_rule_p) == -1)
 		return;
-	if (c->c_r.r_upgrade && c->c_r.r_sec != NULL) {
+	if (c->c_r.r_upgrade && c->c_x->x_sec.s_req != NULL) {
 		/* frames after a 101 cannot be scanned for the secret */
 		conn_deny(c, AUD_R_DENIED, "WebSocket upgrade towards a "
 		    "secret's host is not relayed (its frames could not be "
 		    "scanned for the secret)");
 		return;
 	}
-	if (((c->c_r.r_sec != NULL && c->c_r.r_sec->sr_need_body) ||
-	    c->c_r.r_rule_p->r_meter != CFG_METER_NONE) &&
+	if (((c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_need_body) ||
+	    c->c_x->x_rule_p->r_meter != CFG_METER_NONE) &&
 	    !msg_empty_body_left(m)) {
 		/* SigV4 signs the body, metering reads (and may rewrite) it:
 		 * hold it whole before going out */
 		if (m->hm_framing == HTTP_BODY_LENGTH &&
 		    m->hm_content_length > c->c_cfg->c_limits.l_body_bytes) {
-			c->c_r.r_allowed = 0;
+			c->c_x->x_allowed = 0;
 			conn_reply_error(c, AUD_R_BODY_TOO_LARGE, "request "
 			    "body over limits.body_bytes (needed whole)", 1);
 			return;
@@ -1093,16 +1107,16 @@ request_secrets(struct conn *c, const struct cfg_rule *rule)
 	f.sf_cfg = c->c_cfg;
 	f.sf_rule = rule;
 	f.sf_msg = &c->c_req;
-	f.sf_host = c->c_r.r_host;
-	f.sf_path = c->c_r.r_path;
-	f.sf_query = c->c_r.r_query;
+	f.sf_host = c->c_x->x_host;
+	f.sf_path = c->c_x->x_path;
+	f.sf_query = c->c_x->x_query;
 	f.sf_tls = c->c_tls;	/* the upstream handshake verifies */
-	switch (sec_req_prepare(&f, &c->c_r.r_sec, reason, sizeof(reason))) {
+	switch (sec_req_prepare(&f, &c->c_x->x_sec.s_req, reason, sizeof(reason))) {
 	case SEC_OK:
 		conn_sec_trip_setup(c);
 		return 0;
 	case SEC_MISUSE:
-		c->c_r.r_allowed = 0;
+		c->c_x->x_allowed = 0;
 		conn_deny(c, AUD_R_SECRET_MISUSE, reason);
 		return -1;
 	case SEC_ERROR:
@@ -1128,9 +1142,9 @@ conn_find_upstream(struct conn *c)
 			 * rules of this one decide (dns_done() says why) */
 			if (geo_policy_allows(c->c_policy, c->c_up->u_country,
 			    &list)) {
-				memcpy(c->c_r.r_country, c->c_up->u_country,
-				    sizeof(c->c_r.r_country));
-				c->c_r.r_asn = c->c_up->u_asn;
+				memcpy(c->c_x->x_country, c->c_up->u_country,
+				    sizeof(c->c_x->x_country));
+				c->c_x->x_asn = c->c_up->u_asn;
 				conn_upstream_ready(c);
 				return;
 			}
@@ -1155,7 +1169,7 @@ conn_resolve(struct conn *c)
 	c->c_state = CONN_WAIT;
 	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
 	c->c_dns = dns_resolve(c->c_worker->w_base, c->c_worker->w_dns,
-	    c->c_cfg, c->c_r.r_host, dns_done, c);
+	    c->c_cfg, c->c_x->x_host, dns_done, c);
 }
 
 /* Serialize the request head for the upstream. */
@@ -1163,37 +1177,37 @@ static void
 write_request_head(struct conn *c)
 {
 	struct http_msg	*m = &c->c_req;
-	struct sec_req	*sr = c->c_r.r_sec;
+	struct sec_req	*sr = c->c_x->x_sec.s_req;
 	/* built aside: a TLS bufferevent drains its output as we add */
 	struct evbuffer	*out = c->c_worker->w_scratch;
 	const char	*name, *v, *path, *query;
 	struct bufferevent *sock;
 	char		 host[300], num[21], *subst;
 	size_t		 nlen, vlen, slen, hlen, was;
-	int		 i, v6 = strchr(c->c_r.r_host, ':') != NULL;
+	int		 i, v6 = strchr(c->c_x->x_host, ':') != NULL;
 
-	path = sr != NULL && sr->sr_path != NULL ? sr->sr_path : c->c_r.r_path;
+	path = sr != NULL && sr->sr_path != NULL ? sr->sr_path : c->c_x->x_path;
 	query = sr != NULL && sr->sr_query != NULL ? sr->sr_query :
-	    c->c_r.r_query;
+	    c->c_x->x_query;
 	/* [v6]:port, the port only when not the scheme's (no snprintf:
 	   every request comes here) */
 	hlen = util_copy_str(host, v6 ? "[" : "", sizeof(host));
-	hlen += util_copy_str(host + hlen, c->c_r.r_host, sizeof(host) - hlen);
+	hlen += util_copy_str(host + hlen, c->c_x->x_host, sizeof(host) - hlen);
 	hlen += util_copy_str(host + hlen, v6 ? "]" : "", sizeof(host) - hlen);
-	if (c->c_r.r_port != (c->c_tls ? 443 : 80)) {
+	if (c->c_x->x_port != (c->c_tls ? 443 : 80)) {
 		num[0] = ':';
-		util_u64_dec((uint64_t)c->c_r.r_port, num + 1);
+		util_u64_dec((uint64_t)c->c_x->x_port, num + 1);
 		hlen += util_copy_str(host + hlen, num, sizeof(host) - hlen);
 	}
-	if (sr != NULL && sr->sr_sigv4 != 0 && !c->c_r.r_signed) {
-		if (sec_req_sign(sr, c->c_cfg, c->c_r.r_method, host, path,
+	if (sr != NULL && sr->sr_sigv4 != 0 && !c->c_x->x_sec.s_signed) {
+		if (sec_req_sign(sr, c->c_cfg, c->c_x->x_method, host, path,
 		    query != NULL && query[0] != '\0' ? query : NULL, m,
 		    c->c_r.r_body) == -1)
 			log_warnx("SigV4 signing failed (secret %s)",
 			    c->c_cfg->c_secrets[sr->sr_sigv4 - 1].sc_name);
-		c->c_r.r_signed = 1;
+		c->c_x->x_sec.s_signed = 1;
 	}
-	evbuffer_add(out, c->c_r.r_method, strlen(c->c_r.r_method));
+	evbuffer_add(out, c->c_x->x_method, strlen(c->c_x->x_method));
 	evbuffer_add(out, " ", 1);
 	evbuffer_add(out, path, strlen(path));
 	if (query != NULL && query[0] != '\0') {
@@ -1255,7 +1269,7 @@ write_request_head(struct conn *c)
 		}
 		evbuffer_add(out, "\r\n", 2);
 	}
-	c->c_r.r_bytes_out += evbuffer_get_length(out);
+	c->c_x->x_bytes_out += evbuffer_get_length(out);
 	sock = bev_socket(c->c_up->u_bev);
 	was = evbuffer_get_length(bufferevent_get_output(sock));
 	bufferevent_write_buffer(c->c_up->u_bev, out);
@@ -1267,7 +1281,7 @@ conn_upstream_ready(struct conn *c)
 {
 	struct upstream	*u = c->c_up;
 
-	util_copy_str(c->c_r.r_upstream, u->u_addr, sizeof(c->c_r.r_upstream));
+	util_copy_str(c->c_x->x_upstream, u->u_addr, sizeof(c->c_x->x_upstream));
 	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
 	    upstream_event_cb, c);
 	conn_bev_bound(u->u_bev);
@@ -1320,7 +1334,7 @@ conn_feed_request(struct conn *c)
 	    !c->c_r.r_req_done && evbuffer_get_length(
 	    bufferevent_get_input(c->c_bev)) == 0) {
 		/* the client half-closed before its body was complete */
-		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
 		    "client closed mid-request");
 		conn_close(c, AUD_R_CLIENT_CLOSED);
 	}
@@ -1345,7 +1359,7 @@ conn_feed_request_loop(struct conn *c)
 			bufferevent_disable(c->c_bev, EV_READ);
 			return;
 		}
-		if (c->c_state == CONN_HEAD && !c->c_r.r_active) {
+		if (c->c_state == CONN_HEAD && !c->c_x->x_active) {
 			req_begin(c);
 			/* the head deadline runs from its first byte */
 			conn_timer_arm(c, conn_slot_bound_ms(c,
@@ -1357,14 +1371,14 @@ conn_feed_request_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
-		if (c->c_r.r_budget_over) {
+		if (c->c_x->x_bud.b_over) {
 			conn_budget_cut(c);
 			return;
 		}
-		if (c->c_r.r_trip_hit && conn_sec_trip_check(c) == -1)
+		if (c->c_x->x_sec.s_trip_hit && conn_sec_trip_check(c) == -1)
 			return;
 		if (c->c_r.r_body_too_large) {
-			c->c_r.r_allowed = 0;
+			c->c_x->x_allowed = 0;
 			conn_reply_error(c, AUD_R_BODY_TOO_LARGE, "request body "
 			    "over limits.body_bytes (needed whole for signing)",
 			    1);
@@ -1384,7 +1398,7 @@ conn_feed_request_loop(struct conn *c)
 			if (c->c_r.r_up_chunked && c->c_up != NULL) {
 				bufferevent_write(c->c_up->u_bev,
 				    "0\r\n\r\n", 5);
-				c->c_r.r_bytes_out += 5;
+				c->c_x->x_bytes_out += 5;
 			}
 			if (c->c_state == CONN_BODY_BUFFER) {
 				conn_body_buffered(c);
@@ -1399,7 +1413,7 @@ conn_feed_request_loop(struct conn *c)
 			c->c_r.r_keepalive = 0;
 			return;
 		case HTTP_FEED_ERROR:
-			if (!c->c_r.r_active)
+			if (!c->c_x->x_active)
 				req_begin(c);
 			conn_reply_error(c,
 			    c->c_req.hm_err_status == 431 ?
@@ -1427,8 +1441,8 @@ write_response_head(struct conn *c, int interim)
 	size_t		 nlen, vlen, before = evbuffer_get_length(out);
 	int		 i, http10 = c->c_req.hm_minor == 0;
 	int		 upgrade = m->hm_status == 101;
-	struct sec_scan	*reflect = c->c_r.r_sec != NULL ?
-			    c->c_r.r_sec->sr_reflect : NULL;
+	struct sec_scan	*reflect = c->c_x->x_sec.s_req != NULL ?
+			    c->c_x->x_sec.s_req->sr_reflect : NULL;
 	enum http_framing framing = m->hm_framing;
 
 	/* redaction changes the length: the body is re-framed */
@@ -1464,7 +1478,7 @@ write_response_head(struct conn *c, int interim)
 	}
 	if (!interim) {
 		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
-		evbuffer_add(out, c->c_r.r_id, strlen(c->c_r.r_id));
+		evbuffer_add(out, c->c_x->x_id, strlen(c->c_x->x_id));
 		evbuffer_add(out, "\r\n", 2);
 		switch (framing) {
 		case HTTP_BODY_LENGTH:
@@ -1496,7 +1510,7 @@ write_response_head(struct conn *c, int interim)
 			evbuffer_add_printf(out, "Connection: keep-alive\r\n");
 	}
 	evbuffer_add(out, "\r\n", 2);
-	c->c_r.r_bytes_in += evbuffer_get_length(out) - before;
+	c->c_x->x_bytes_in += evbuffer_get_length(out) - before;
 }
 
 static void
@@ -1533,7 +1547,7 @@ conn_feed_response_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
-		if (c->c_r.r_budget_over) {
+		if (c->c_x->x_bud.b_over) {
 			conn_budget_cut(c);
 			return;
 		}
@@ -1541,7 +1555,7 @@ conn_feed_response_loop(struct conn *c)
 		case HTTP_FEED_MORE:
 			break;
 		case HTTP_FEED_HEAD:
-			c->c_r.r_status = c->c_resp.hm_status;
+			c->c_x->x_status = c->c_resp.hm_status;
 			why = conn_sec_response_refused(c, &code);
 			if (why != NULL) {
 				conn_upstream_failed(c, code, why);
@@ -1567,7 +1581,7 @@ conn_feed_response_loop(struct conn *c)
 				break;
 			}
 			if (!c->c_r.r_resp_started) {
-				c->c_r.r_status = c->c_resp.hm_status;
+				c->c_x->x_status = c->c_resp.hm_status;
 				write_response_head(c, 0);
 				c->c_r.r_resp_started = 1;
 			}
@@ -1584,7 +1598,7 @@ conn_feed_response_loop(struct conn *c)
 				    "for no upgrade");
 				return;
 			}
-			c->c_r.r_status = c->c_resp.hm_status;
+			c->c_x->x_status = c->c_resp.hm_status;
 			write_response_head(c, 0);
 			conn_client_flush(c);
 			c->c_r.r_resp_started = 1;
@@ -1687,18 +1701,18 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_tls_handshake_event(c, what);
 		goto out;
 	}
-	if (c->c_r.r_active && c->c_r.r_reason[0] == '\0')
-		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+	if (c->c_x->x_active && c->c_x->x_reason[0] == '\0')
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
 		    "client closed the connection");
 	if (c->c_state == CONN_TUNNEL)
 		conn_tunnel_eof(c, bev, what);	/* flush what the client sent */
-	else if ((what & BEV_EVENT_EOF) && c->c_r.r_active &&
+	else if ((what & BEV_EVENT_EOF) && c->c_x->x_active &&
 	    (c->c_state == CONN_WAIT || c->c_state == CONN_FORWARD) &&
 	    !c->c_closing) {
 		/* half-close: the request may be whole; answer, then close */
 		c->c_client_eof = 1;
 		c->c_r.r_keepalive = 0;
-		c->c_r.r_reason[0] = '\0';
+		c->c_x->x_reason[0] = '\0';
 		if (c->c_state == CONN_FORWARD && !c->c_r.r_req_done)
 			conn_feed_request(c);
 	} else
@@ -1850,7 +1864,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	conn_enter(c);
 	switch (c->c_state) {
 	case CONN_HEAD:
-		if (!c->c_r.r_active) {
+		if (!c->c_x->x_active) {
 			conn_close(c, AUD_R_IDLE_TIMEOUT);	/* idle keep-alive connection */
 			break;
 		}
@@ -1887,7 +1901,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 			conn_connect_deny_timeout(c);
 			break;
 		}
-		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
 		    "TLS handshake not completed in time");
 		log_info("%s: TLS handshake timed out", c->c_client);
 		conn_close(c, AUD_R_TLS_FAILED);

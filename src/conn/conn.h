@@ -16,6 +16,7 @@
 #include "audit/aud_reasons.h"
 #include "dns/net_guard.h"
 #include "http/http_msg.h"
+#include "pipe/xchg.h"
 
 struct worker;
 struct cfg;
@@ -59,26 +60,13 @@ struct upstream {
 	int			 u_reused;	/* came from the pool */
 };
 
-/* What the current request is; reset per request. */
+/*
+ * The HTTP/1 side of the current request: framing and what went on the
+ * wire (the exchange itself, struct xchg, holds the facts); reset per
+ * request.
+ */
 struct conn_req {
-	char		 r_id[32];
-	uint64_t	 r_start_us;	/* monotonic */
-	uint64_t	 r_start_wall;
-	char		 r_method[24];
-	char		 r_host[256];	/* normalised */
-	int		 r_port;
-	char		*r_path;	/* normalised, no query */
-	char		*r_query;	/* raw, without '?', or NULL */
-	const char	*r_proto;	/* http | https | tunnel */
-	const char	*r_tls;		/* none | intercept | splice */
 	int		 r_connect_replied; /* "200 Connection established" */
-	char		 r_rule[128];
-	char		 r_reason[512];
-	enum aud_reason	 r_why;		/* how it ended (aud_reasons.h) */
-	int		 r_status;
-	int		 r_allowed;
-	uint64_t	 r_bytes_in;	/* to the client */
-	uint64_t	 r_bytes_out;	/* to the upstream */
 	int		 r_keepalive;	/* client wants to keep the conn */
 	int		 r_connect;	/* CONNECT tunnel */
 	int		 r_upgrade;	/* websocket upgrade requested */
@@ -89,33 +77,8 @@ struct conn_req {
 	int		 r_close_delim;	/* the client's body ends at the close */
 	int		 r_up_chunked;	/* chunk the body for the upstream */
 	int		 r_retried;
-	int		 r_active;	/* a request is in progress */
-	char		 r_upstream[64];/* "IP:PORT" connected to */
-	char		 r_country[3];	/* its GeoIP country, "" unknown */
-	uint32_t	 r_asn;		/* its AS number, 0 unknown */
-	struct sec_req	*r_sec;		/* secrets involved, or NULL */
-	struct sec_trip	*r_trip;	/* placeholders the body must not
-					   carry (conn_secrets.c), or NULL */
-	int		 r_trip_hit;	/* the body carried one */
-	int		 r_signed;	/* SigV4 headers added */
 	int		 r_body_too_large;
 	struct evbuffer	*r_body;	/* a body held whole, or NULL */
-	const struct cfg_rule *r_rule_p;	/* matching rule (c_cfg's) */
-	struct meter	*r_meter;	/* usage extraction, or NULL */
-	uint64_t	 r_reserved;	/* µUSD reserved by bud_admit */
-	int		 r_admitted;	/* counted by the budget */
-	int		 r_retry_after;	/* for 429 */
-	char		 r_model[128];	/* from the request body */
-	struct bud_sb	*r_bud;		/* budget entry of an admitted request */
-	uint64_t	 r_charged_in;	/* r_bytes_in already charged */
-	uint64_t	 r_charged_out;
-	uint64_t	 r_room_in;	/* left under the bytes caps at the last
-					   charge; UINT64_MAX: no cap */
-	uint64_t	 r_room_out;
-	int		 r_budget_over;	/* a bytes cap was reached: cut;
-					   1 bytes_in, 2 bytes_out */
-	int		 r_llm;		/* holds an llm_concurrency slot */
-	int		 r_async;	/* priced by the rule's async_usd */
 	struct net_addr	 r_addrs[8];
 	size_t		 r_naddrs;
 	size_t		 r_next_addr;
@@ -176,6 +139,11 @@ struct conn {
 	int			 c_deny_tls;	/* CONNECT denied by policy: the
 						   403 goes inside TLS */
 	struct conn_req		 c_r;
+	struct xchg		*c_x;		/* the exchange under way (HTTP/1:
+						   always c_x0, queued while
+						   active) */
+	struct xchg		 c_x0;
+	struct xchg_queue	 c_xq;
 	struct conn_slot	*c_slot;	/* not identified yet: see
 						   conn_slots.h */
 	int			 c_listener;	/* explicit: index in

@@ -109,11 +109,11 @@ inspect_body(struct conn *c, enum cfg_meter dialect, struct req_facts *rf)
 		fatalx("evbuffer_pullup");
 	if (req_scan((const char *)p, len, dialect == CFG_METER_OPENAI, rf) ==
 	    -1) {
-		c->c_r.r_allowed = 0;
+		c->c_x->x_allowed = 0;
 		conn_deny(c, AUD_R_BAD_REQUEST, rf->rf_why);
 		return -1;
 	}
-	util_copy_str(c->c_r.r_model, rf->rf_model, sizeof(c->c_r.r_model));
+	util_copy_str(c->c_x->x_bud.b_model, rf->rf_model, sizeof(c->c_x->x_bud.b_model));
 	if (rf->rf_rewrite)
 		usage_option_insert(c, p, len, rf);
 	return 0;
@@ -128,14 +128,14 @@ static int
 is_async(struct conn *c)
 {
 	char	path[POL_PATH_MAX], method[24];
-	const char *p = c->c_r.r_path;
+	const char *p = c->c_x->x_path;
 
 	if (p != NULL && pol_path_has_enc_slash(p)) {
 		if (pol_path_slash_reading(p, path, sizeof(path)) == -1)
 			return 1;	/* cannot tell: assume the worst */
 		p = path;
 	}
-	if (req_async_path(c->c_r.r_method, p))
+	if (req_async_path(c->c_x->x_method, p))
 		return 1;
 	if (http_msg_method_override(&c->c_req, method, sizeof(method)) == 1)
 		return req_async_path(method, p);
@@ -159,23 +159,23 @@ metered_reserve(struct conn *c, const struct cfg_rule *rule,
 		return -1;
 	if (is_async(c) || rf.rf_background) {
 		if (!rule->r_has_async) {
-			c->c_r.r_allowed = 0;
+			c->c_x->x_allowed = 0;
 			conn_deny(c, AUD_R_DENIED, "asynchronous LLM work "
 			    "(batches, fine-tuning, runs, background "
 			    "responses) reports no usage to meter; the rule "
 			    "must price it with async_usd");
 			return -1;
 		}
-		c->c_r.r_async = 1;
+		c->c_x->x_bud.b_async = 1;
 		*reserve = rule->r_async_usd;
 		return 0;
 	}
 	max_out = rf.rf_max_out != 0 ? rf.rf_max_out :
-	    price_max_output(c->c_cfg, c->c_r.r_model);
+	    price_max_output(c->c_cfg, c->c_x->x_bud.b_model);
 	out = rf.rf_choices > UINT64_MAX / (max_out ? max_out : 1) ?
 	    UINT64_MAX : max_out * rf.rf_choices;
 	input_est = c->c_r.r_body ? evbuffer_get_length(c->c_r.r_body) : 0;
-	*reserve = price_worst(c->c_cfg, c->c_r.r_model, input_est, out);
+	*reserve = price_worst(c->c_cfg, c->c_x->x_bud.b_model, input_est, out);
 	return 0;
 }
 
@@ -183,16 +183,16 @@ metered_reserve(struct conn *c, const struct cfg_rule *rule,
 static int
 flow_charge(struct conn *c)
 {
-	struct conn_req	*q = &c->c_r;
+	struct xchg	*x = c->c_x;
 	struct bud_room	 room;
 	int		 rc;
 
-	rc = bud_charge(q->r_bud, caps_of(c), q->r_bytes_in - q->r_charged_in,
-	    q->r_bytes_out - q->r_charged_out, &room);
-	q->r_charged_in = q->r_bytes_in;
-	q->r_charged_out = q->r_bytes_out;
-	q->r_room_in = room.br_in;
-	q->r_room_out = room.br_out;
+	rc = bud_charge(x->x_bud.b_sb, caps_of(c), x->x_bytes_in - x->x_bud.b_charged_in,
+	    x->x_bytes_out - x->x_bud.b_charged_out, &room);
+	x->x_bud.b_charged_in = x->x_bytes_in;
+	x->x_bud.b_charged_out = x->x_bytes_out;
+	x->x_bud.b_room_in = room.br_in;
+	x->x_bud.b_room_out = room.br_out;
 	return rc;
 }
 
@@ -223,7 +223,7 @@ declared_over(struct conn *c, struct bud_sb *sb, char *why, size_t whysz)
 int
 conn_budget_admit(struct conn *c)
 {
-	const struct cfg_rule	*rule = c->c_r.r_rule_p;
+	const struct cfg_rule	*rule = c->c_x->x_rule_p;
 	const struct cfg_caps	*caps;
 	struct bud_sb		*sb;
 	enum bud_verdict	 v;
@@ -239,7 +239,7 @@ conn_budget_admit(struct conn *c)
 		return -1;
 	sb = bud_handle(c->c_sbx->sb_id);
 	if (declared_over(c, sb, why, sizeof(why))) {
-		c->c_r.r_allowed = 0;
+		c->c_x->x_allowed = 0;
 		conn_deny(c, AUD_R_BUDGET_EXCEEDED, why);
 		return -1;
 	}
@@ -248,35 +248,35 @@ conn_budget_admit(struct conn *c)
 			snprintf(why, sizeof(why), "llm_concurrency cap %llu: "
 			    "that many metered requests are in flight",
 			    (unsigned long long)caps->cp_llm_concurrency);
-			c->c_r.r_retry_after = 1;
-			c->c_r.r_allowed = 0;
+			c->c_x->x_bud.b_retry_after = 1;
+			c->c_x->x_allowed = 0;
 			conn_deny(c, AUD_R_RATE_LIMITED, why);
 			return -1;
 		}
-		c->c_r.r_llm = caps->cp_llm_concurrency != 0;
+		c->c_x->x_bud.b_llm = caps->cp_llm_concurrency != 0;
 	}
 	v = bud_admit(c->c_sbx->sb_id, caps_any(caps) ? caps : NULL,
 	    reserve, why, sizeof(why), &retry);
-	if (v != BUD_OK && c->c_r.r_llm) {
+	if (v != BUD_OK && c->c_x->x_bud.b_llm) {
 		bud_llm_leave(sb);
-		c->c_r.r_llm = 0;
+		c->c_x->x_bud.b_llm = 0;
 	}
 	switch (v) {
 	case BUD_OK:
-		c->c_r.r_admitted = 1;
-		c->c_r.r_reserved = reserve;
-		c->c_r.r_bud = sb;
-		c->c_r.r_room_in = c->c_r.r_room_out = UINT64_MAX;
+		c->c_x->x_bud.b_admitted = 1;
+		c->c_x->x_bud.b_reserved = reserve;
+		c->c_x->x_bud.b_sb = sb;
+		c->c_x->x_bud.b_room_in = c->c_x->x_bud.b_room_out = UINT64_MAX;
 		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out)
 			(void)flow_charge(c);	/* the room left */
 		return 0;
 	case BUD_EXCEEDED:
-		c->c_r.r_allowed = 0;
+		c->c_x->x_allowed = 0;
 		conn_deny(c, AUD_R_BUDGET_EXCEEDED, why);
 		return -1;
 	case BUD_RATE:
-		c->c_r.r_retry_after = retry > 0 ? retry : 1;
-		c->c_r.r_allowed = 0;
+		c->c_x->x_bud.b_retry_after = retry > 0 ? retry : 1;
+		c->c_x->x_allowed = 0;
 		conn_deny(c, AUD_R_RATE_LIMITED, why);
 		return -1;
 	}
@@ -286,41 +286,41 @@ conn_budget_admit(struct conn *c)
 size_t
 conn_budget_allow(struct conn *c, int up, size_t len)
 {
-	struct conn_req	*q = &c->c_r;
+	struct xchg	*x = c->c_x;
 	uint64_t	 room, pending;
 
-	if (!q->r_admitted || q->r_bud == NULL)
+	if (!x->x_bud.b_admitted || x->x_bud.b_sb == NULL)
 		return len;
-	if (q->r_budget_over)
+	if (x->x_bud.b_over)
 		return 0;
-	room = up ? q->r_room_out : q->r_room_in;
+	room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
 	if (room == UINT64_MAX)
 		return len;
-	pending = up ? q->r_bytes_out - q->r_charged_out :
-	    q->r_bytes_in - q->r_charged_in;
+	pending = up ? x->x_bytes_out - x->x_bud.b_charged_out :
+	    x->x_bytes_in - x->x_bud.b_charged_in;
 	if (pending + len > room || pending + len > CONN_BUDGET_BATCH) {
 		/* others of the sandbox may have used the room meanwhile */
 		(void)flow_charge(c);
-		room = up ? q->r_room_out : q->r_room_in;
+		room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
 		pending = 0;
 	}
 	if (pending + len <= room)
 		return len;
-	q->r_budget_over = up ? 2 : 1;
+	x->x_bud.b_over = up ? 2 : 1;
 	return pending < room ? (size_t)(room - pending) : 0;
 }
 
 void
 conn_budget_flow(struct conn *c)
 {
-	struct conn_req	*q = &c->c_r;
+	struct xchg	*x = c->c_x;
 
-	if (!q->r_admitted || q->r_bud == NULL || c->c_closing)
+	if (!x->x_bud.b_admitted || x->x_bud.b_sb == NULL || c->c_closing)
 		return;
-	if (!q->r_budget_over && q->r_room_in == UINT64_MAX &&
-	    q->r_room_out == UINT64_MAX &&
-	    (q->r_bytes_in - q->r_charged_in) +
-	    (q->r_bytes_out - q->r_charged_out) < CONN_BUDGET_BATCH)
+	if (!x->x_bud.b_over && x->x_bud.b_room_in == UINT64_MAX &&
+	    x->x_bud.b_room_out == UINT64_MAX &&
+	    (x->x_bytes_in - x->x_bud.b_charged_in) +
+	    (x->x_bytes_out - x->x_bud.b_charged_out) < CONN_BUDGET_BATCH)
 		return;	/* no bytes cap: 64 KiB batches, the rest at end */
 	/*
 	 * Bodies and tunnel bytes were checked before they moved
@@ -329,10 +329,10 @@ conn_budget_flow(struct conn *c)
 	 * request goes on (its next body byte is refused; the sandbox's next
 	 * request is refused at admission).
 	 */
-	if (flow_charge(c) == -1 && !q->r_budget_over &&
+	if (flow_charge(c) == -1 && !x->x_bud.b_over &&
 	    c->c_state == CONN_TUNNEL)
-		q->r_budget_over = q->r_room_out == 0 ? 2 : 1;
-	if (q->r_budget_over)
+		x->x_bud.b_over = x->x_bud.b_room_out == 0 ? 2 : 1;
+	if (x->x_bud.b_over)
 		conn_budget_cut(c);
 }
 
@@ -342,10 +342,10 @@ conn_budget_cut(struct conn *c)
 	const struct cfg_caps	*caps = caps_of(c);
 	char			 why[200];
 
-	if (c->c_r.r_budget_over == 0)
-		c->c_r.r_budget_over = c->c_r.r_room_out == 0 ? 2 : 1;
+	if (c->c_x->x_bud.b_over == 0)
+		c->c_x->x_bud.b_over = c->c_x->x_bud.b_room_out == 0 ? 2 : 1;
 	if (caps != NULL && caps->cp_has_bytes_out &&
-	    c->c_r.r_budget_over == 2)
+	    c->c_x->x_bud.b_over == 2)
 		snprintf(why, sizeof(why), "bytes_out cap %llu reached "
 		    "mid-request", (unsigned long long)caps->cp_bytes_out);
 	else if (caps != NULL && caps->cp_has_bytes_in)
@@ -365,7 +365,7 @@ conn_budget_cut(struct conn *c)
 int
 conn_budget_response_head(struct conn *c)
 {
-	const struct cfg_rule	*rule = c->c_r.r_rule_p;
+	const struct cfg_rule	*rule = c->c_x->x_rule_p;
 	struct http_msg		*m = &c->c_resp;
 	const char		*v;
 	size_t			 vlen;
@@ -380,7 +380,7 @@ conn_budget_response_head(struct conn *c)
 		return -1;
 	}
 	if (rule == NULL || rule->r_meter == CFG_METER_NONE ||
-	    !c->c_r.r_admitted || c->c_r.r_meter != NULL)
+	    !c->c_x->x_bud.b_admitted || c->c_x->x_bud.b_meter != NULL)
 		return 0;
 	if ((i = http_msg_find(m, "content-type", 0)) != -1) {
 		v = http_msg_str(m, m->hm_hdrs[i].h_value);
@@ -389,7 +389,7 @@ conn_budget_response_head(struct conn *c)
 		sse = vlen >= 17 &&
 		    strncasecmp(v, "text/event-stream", 17) == 0;
 	}
-	c->c_r.r_meter = meter_new(rule->r_meter == CFG_METER_OPENAI ?
+	c->c_x->x_bud.b_meter = meter_new(rule->r_meter == CFG_METER_OPENAI ?
 	    METER_OPENAI : METER_ANTHROPIC, sse,
 	    (size_t)c->c_cfg->c_limits.l_body_bytes);
 	return 0;
@@ -398,8 +398,8 @@ conn_budget_response_head(struct conn *c)
 void
 conn_budget_body(struct conn *c, const char *p, size_t len)
 {
-	if (c->c_r.r_meter != NULL)
-		meter_feed(c->c_r.r_meter, p, len);
+	if (c->c_x->x_bud.b_meter != NULL)
+		meter_feed(c->c_x->x_bud.b_meter, p, len);
 }
 
 /*
@@ -415,42 +415,42 @@ conn_budget_end(struct conn *c, struct aud_rec *r, struct usage *u)
 	uint64_t	cost = 0;
 	int		unpriced = 0;
 
-	if (!c->c_r.r_admitted || c->c_sbx == NULL)
+	if (!c->c_x->x_bud.b_admitted || c->c_sbx == NULL)
 		return;
-	c->c_r.r_admitted = 0;
+	c->c_x->x_bud.b_admitted = 0;
 	memset(u, 0, sizeof(*u));
-	if (c->c_r.r_async)
+	if (c->c_x->x_bud.b_async)
 		/* the job's price, unless the provider said no */
-		cost = c->c_r.r_resp_done && (c->c_r.r_status < 200 ||
-		    c->c_r.r_status >= 300) ? 0 : c->c_r.r_reserved;
-	else if (c->c_r.r_meter != NULL) {
-		meter_finish(c->c_r.r_meter, u);
+		cost = c->c_r.r_resp_done && (c->c_x->x_status < 200 ||
+		    c->c_x->x_status >= 300) ? 0 : c->c_x->x_bud.b_reserved;
+	else if (c->c_x->x_bud.b_meter != NULL) {
+		meter_finish(c->c_x->x_bud.b_meter, u);
 		if (u->u_model[0] == '\0')
 			snprintf(u->u_model, sizeof(u->u_model), "%s",
-			    c->c_r.r_model);
+			    c->c_x->x_bud.b_model);
 		if (!c->c_r.r_resp_done)
-			cost = c->c_r.r_reserved;
+			cost = c->c_x->x_bud.b_reserved;
 		else if (u->u_found)
 			cost = price_usage(c->c_cfg, u, &unpriced);
-		else if (c->c_r.r_status >= 200 && c->c_r.r_status < 300)
-			cost = c->c_r.r_reserved;	/* served, unmetered */
+		else if (c->c_x->x_status >= 200 && c->c_x->x_status < 300)
+			cost = c->c_x->x_bud.b_reserved;	/* served, unmetered */
 		r->ar_usage = u->u_found ? u : NULL;
 		r->ar_cost_micro = (int64_t)cost;
 		r->ar_unpriced = unpriced;
-	} else if (c->c_r.r_reserved > 0)
-		cost = c->c_r.r_reserved;
-	if (c->c_r.r_async)
+	} else if (c->c_x->x_bud.b_reserved > 0)
+		cost = c->c_x->x_bud.b_reserved;
+	if (c->c_x->x_bud.b_async)
 		r->ar_cost_micro = (int64_t)cost;
-	bud_settle(c->c_sbx->sb_id, c->c_r.r_reserved, cost);
-	if (c->c_r.r_bud == NULL)
-		c->c_r.r_bud = bud_handle(c->c_sbx->sb_id);
-	(void)bud_charge(c->c_r.r_bud, NULL, c->c_r.r_bytes_in -
-	    c->c_r.r_charged_in, c->c_r.r_bytes_out - c->c_r.r_charged_out,
+	bud_settle(c->c_sbx->sb_id, c->c_x->x_bud.b_reserved, cost);
+	if (c->c_x->x_bud.b_sb == NULL)
+		c->c_x->x_bud.b_sb = bud_handle(c->c_sbx->sb_id);
+	(void)bud_charge(c->c_x->x_bud.b_sb, NULL, c->c_x->x_bytes_in -
+	    c->c_x->x_bud.b_charged_in, c->c_x->x_bytes_out - c->c_x->x_bud.b_charged_out,
 	    &room);
-	c->c_r.r_charged_in = c->c_r.r_bytes_in;
-	c->c_r.r_charged_out = c->c_r.r_bytes_out;
-	if (c->c_r.r_llm) {
-		bud_llm_leave(c->c_r.r_bud);
-		c->c_r.r_llm = 0;
+	c->c_x->x_bud.b_charged_in = c->c_x->x_bytes_in;
+	c->c_x->x_bud.b_charged_out = c->c_x->x_bytes_out;
+	if (c->c_x->x_bud.b_llm) {
+		bud_llm_leave(c->c_x->x_bud.b_sb);
+		c->c_x->x_bud.b_llm = 0;
 	}
 }

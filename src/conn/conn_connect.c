@@ -103,13 +103,13 @@ conn_connect_guard(struct conn *c)
 	struct net_addr	 a;
 	char		 net[64], reason[400];
 
-	if (net_host_literal(c->c_r.r_host, &a) != 1 ||
+	if (net_host_literal(c->c_x->x_host, &a) != 1 ||
 	    net_guard_check(c->c_cfg->c_guard, &a, net, sizeof(net)))
 		return 0;
 	/* no handshake, no policy: nothing there may be reached */
 	snprintf(reason, sizeof(reason), "destination %s is in denied "
-	    "network %s", c->c_r.r_host, net);
-	c->c_r.r_allowed = 0;
+	    "network %s", c->c_x->x_host, net);
+	c->c_x->x_allowed = 0;
 	conn_deny(c, AUD_R_DENIED, reason);
 	return -1;
 }
@@ -117,11 +117,11 @@ conn_connect_guard(struct conn *c)
 void
 conn_connect_denied(struct conn *c, const char *reason)
 {
-	char	why[sizeof(c->c_r.r_reason)];
+	char	why[sizeof(c->c_x->x_reason)];
 
-	c->c_r.r_allowed = 0;
+	c->c_x->x_allowed = 0;
 	/* a redirected connection that says CONNECT was promised nothing */
-	if (c->c_transparent || !cert_name_ok(c->c_r.r_host)) {
+	if (c->c_transparent || !cert_name_ok(c->c_x->x_host)) {
 		conn_deny(c, AUD_R_DENIED, reason);
 		return;
 	}
@@ -134,8 +134,8 @@ conn_connect_denied(struct conn *c, const char *reason)
 		conn_deny(c, AUD_R_DENIED, why);
 		return;
 	}
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
-	c->c_r.r_why = AUD_R_DENIED;
+	snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s", reason);
+	c->c_x->x_why = AUD_R_DENIED;
 	c->c_deny_tls = 1;
 	/* 200, peek, leaf for the name asked for, handshake: as if allowed,
 	   until conn_connect_deny_handshake() answers */
@@ -154,10 +154,10 @@ tunnel_http_begin(struct conn *c)
 	c->c_deny_tls = 0;
 	c->c_tunnel_http = 1;
 	c->c_trans_named = 1;
-	c->c_trans_port = c->c_r.r_port;
-	util_copy_str(c->c_trans_host, c->c_r.r_host, sizeof(c->c_trans_host));
+	c->c_trans_port = c->c_x->x_port;
+	util_copy_str(c->c_trans_host, c->c_x->x_host, sizeof(c->c_trans_host));
 	/* the CONNECT is not audited: the requests in it are */
-	c->c_r.r_active = 0;
+	c->c_x->x_active = 0;
 	c->c_nreq = 0;
 	http_msg_reset(&c->c_req);
 	c->c_state = CONN_HEAD;
@@ -171,7 +171,7 @@ conn_connect_not_tls(struct conn *c)
 	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
 	size_t			 len = evbuffer_get_length(in);
 	const unsigned char	*p;
-	char			 why[sizeof(c->c_r.r_reason)];
+	char			 why[sizeof(c->c_x->x_reason)];
 	int			 http;
 
 	if (c->c_transparent) {
@@ -191,7 +191,7 @@ conn_connect_not_tls(struct conn *c)
 	}
 	if (c->c_deny_tls)
 		snprintf(why, sizeof(why), "%.300s; the tunnel carried neither "
-		    "TLS nor HTTP", c->c_r.r_reason);
+		    "TLS nor HTTP", c->c_x->x_reason);
 	else
 		snprintf(why, sizeof(why), "the tunnel carried neither TLS nor "
 		    "HTTP");
@@ -201,11 +201,11 @@ conn_connect_not_tls(struct conn *c)
 void
 conn_connect_deny_handshake(struct conn *c, short what)
 {
-	char		 denial[sizeof(c->c_r.r_reason)], err[256];
+	char		 denial[sizeof(c->c_x->x_reason)], err[256];
 	unsigned long	 e;
 
 	/* conn_reply_error() rewrites r_reason from its argument */
-	snprintf(denial, sizeof(denial), "%s", c->c_r.r_reason);
+	snprintf(denial, sizeof(denial), "%s", c->c_x->x_reason);
 	if (what & BEV_EVENT_CONNECTED) {
 		c->c_tls = 1;
 		__atomic_add_fetch(&worker_tls_handshakes, 1, __ATOMIC_RELAXED);
@@ -221,10 +221,10 @@ conn_connect_deny_handshake(struct conn *c, short what)
 		snprintf(err, sizeof(err), "%s", (what & BEV_EVENT_EOF) ?
 		    "client closed" : "connection error");
 	ERR_clear_error();
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.250s; client "
+	snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%.250s; client "
 	    "TLS handshake failed: %.200s", denial, err);
 	log_info("%s: sandbox %s, %s: %s", c->c_client, c->c_sbx->sb_id,
-	    c->c_tls_host, c->c_r.r_reason);
+	    c->c_tls_host, c->c_x->x_reason);
 	conn_audit(c);
 	/* let the alert OpenSSL queued reach the client before we close */
 	conn_close_when_flushed(c);
@@ -233,9 +233,9 @@ conn_connect_deny_handshake(struct conn *c, short what)
 void
 conn_connect_deny_timeout(struct conn *c)
 {
-	char	denial[sizeof(c->c_r.r_reason)];
+	char	denial[sizeof(c->c_x->x_reason)];
 
-	snprintf(denial, sizeof(denial), "%s", c->c_r.r_reason);
+	snprintf(denial, sizeof(denial), "%s", c->c_x->x_reason);
 	if (c->c_state == CONN_TLS_PEEK &&
 	    evbuffer_get_length(bufferevent_get_input(c->c_bev)) == 0) {
 		/* nothing after our 200: no TLS is coming, so the 403 the
@@ -243,12 +243,12 @@ conn_connect_deny_timeout(struct conn *c)
 		   bytes */
 		c->c_deny_tls = 0;
 		c->c_r.r_connect_replied = 0;
-		c->c_r.r_proto = "tunnel";
-		c->c_r.r_tls = NULL;
+		c->c_x->x_proto = "tunnel";
+		c->c_x->x_tls = NULL;
 		conn_reply_error(c, AUD_R_DENIED, denial, 1);
 		return;
 	}
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.400s; TLS "
+	snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%.400s; TLS "
 	    "handshake not completed in time", denial);
 	log_info("%s: TLS handshake timed out (denied CONNECT)", c->c_client);
 	conn_close(c, AUD_R_TLS_FAILED);

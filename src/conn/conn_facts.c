@@ -17,27 +17,27 @@
 static void
 facts_take(struct conn *c, struct http_target *t)
 {
-	struct conn_req	*q = &c->c_r;
+	struct xchg	*x = c->c_x;
 
-	if (q->r_host[0] == '\0') {
+	if (x->x_host[0] == '\0') {
 		if (c->c_tls) {
-			util_copy_str(q->r_host, c->c_tls_host,
-			    sizeof(q->r_host));
-			q->r_port = c->c_tls_port;
+			util_copy_str(x->x_host, c->c_tls_host,
+			    sizeof(x->x_host));
+			x->x_port = c->c_tls_port;
 		} else if (c->c_transparent && c->c_trans_host[0] != '\0') {
-			util_copy_str(q->r_host, c->c_trans_host,
-			    sizeof(q->r_host));
-			q->r_port = c->c_trans_port;
+			util_copy_str(x->x_host, c->c_trans_host,
+			    sizeof(x->x_host));
+			x->x_port = c->c_trans_port;
 		} else if (t->t_host[0] != '\0') {
-			util_copy_str(q->r_host, t->t_host, sizeof(q->r_host));
-			q->r_port = t->t_port;
+			util_copy_str(x->x_host, t->t_host, sizeof(x->x_host));
+			x->x_port = t->t_port;
 		}
 	}
-	if (q->r_path == NULL && t->t_path != NULL) {
-		q->r_path = t->t_path;
+	if (x->x_path == NULL && t->t_path != NULL) {
+		x->x_path = t->t_path;
 		t->t_path = NULL;
-	} else if (q->r_path == NULL && t->t_path_raw != NULL) {
-		q->r_path = t->t_path_raw;	/* the refused path as sent */
+	} else if (x->x_path == NULL && t->t_path_raw != NULL) {
+		x->x_path = t->t_path_raw;	/* the refused path as sent */
 		t->t_path_raw = NULL;
 	}
 }
@@ -47,15 +47,16 @@ conn_req_early_facts(struct conn *c)
 {
 	struct http_msg		*m = &c->c_req;
 	struct conn_req		*q = &c->c_r;
+	struct xchg	*x = c->c_x;
 	struct http_target	 t;
 	const char		*why, *url;
 
-	if (!q->r_active)
+	if (!x->x_active)
 		return;
-	if (q->r_method[0] == '\0' && m->hm_head_done)
-		util_copy_str(q->r_method, http_msg_method(m),
-		    sizeof(q->r_method));
-	if (q->r_host[0] != '\0' && (q->r_path != NULL || q->r_connect))
+	if (x->x_method[0] == '\0' && m->hm_head_done)
+		util_copy_str(x->x_method, http_msg_method(m),
+		    sizeof(x->x_method));
+	if (x->x_host[0] != '\0' && (x->x_path != NULL || q->r_connect))
 		return;
 	memset(&t, 0, sizeof(t));
 	if (m->hm_url_len > 0 && m->hm_buf != NULL) {
@@ -75,7 +76,7 @@ conn_req_early_facts(struct conn *c)
 int
 conn_header_stripped(const struct conn *c, const char *name, size_t len)
 {
-	const struct cfg_rule	*r = c->c_r.r_rule_p;
+	const struct cfg_rule	*r = c->c_x->x_rule_p;
 
 	return r != NULL && (r->r_npaths > 0 || r->r_nmethods > 0) &&
 	    http_is_path_override(name, len);

@@ -132,7 +132,7 @@ conn_sandbox_refresh(struct conn *c)
 	char		 why[300];
 
 	if ((s = current_sandbox(c, why, sizeof(why))) == NULL) {
-		c->c_r.r_allowed = 0;
+		c->c_x->x_allowed = 0;
 		c->c_policy = NULL;
 		conn_deny(c, AUD_R_DENIED, why);
 		return -1;
@@ -151,7 +151,7 @@ conn_sandbox_refresh(struct conn *c)
 static int
 is_stream(const struct conn *c)
 {
-	if (!c->c_r.r_active || c->c_closing ||
+	if (!c->c_x->x_active || c->c_closing ||
 	    c->c_cfg == c->c_worker->w_cfg)
 		return 0;
 	if (c->c_state == CONN_TUNNEL)
@@ -159,8 +159,8 @@ is_stream(const struct conn *c)
 	if (c->c_r.r_upgrade)
 		return c->c_state == CONN_WAIT || c->c_state == CONN_FORWARD;
 	return c->c_r.r_connect && !c->c_tls && (c->c_state == CONN_WAIT ||
-	    c->c_state == CONN_TLS_PEEK) && c->c_r.r_tls != NULL &&
-	    (strcmp(c->c_r.r_tls, "splice") == 0 || c->c_trans_raw);
+	    c->c_state == CONN_TLS_PEEK) && c->c_x->x_tls != NULL &&
+	    (strcmp(c->c_x->x_tls, "splice") == 0 || c->c_trans_raw);
 }
 
 /*
@@ -192,20 +192,20 @@ stream_allowed(struct conn *c, const struct cfg *cfg, char *why,
 	}
 	sbx_unref(s);
 	memset(&pr, 0, sizeof(pr));
-	pr.pr_host = c->c_r.r_host;
-	pr.pr_port = c->c_r.r_port;
-	pr.pr_method = c->c_r.r_connect ? "CONNECT" : c->c_r.r_method;
-	pr.pr_path = c->c_r.r_connect ? NULL : c->c_r.r_path;
+	pr.pr_host = c->c_x->x_host;
+	pr.pr_port = c->c_x->x_port;
+	pr.pr_method = c->c_r.r_connect ? "CONNECT" : c->c_x->x_method;
+	pr.pr_path = c->c_r.r_connect ? NULL : c->c_x->x_path;
 	if (pol_evaluate(p, &pr, &res) != POL_ALLOW) {
 		snprintf(why, whysz, "%s", res.pr_reason);
 		return 0;
 	}
 	r = &p->p_rules[res.pr_rule];
-	if (c->c_r.r_connect && !c->c_tls && c->c_r.r_tls != NULL &&
-	    strcmp(c->c_r.r_tls, "splice") == 0 && r->r_intercept) {
+	if (c->c_r.r_connect && !c->c_tls && c->c_x->x_tls != NULL &&
+	    strcmp(c->c_x->x_tls, "splice") == 0 && r->r_intercept) {
 		snprintf(why, whysz, "rule %s#%d now intercepts %s: the "
 		    "spliced tunnel ends", p->p_name, res.pr_rule,
-		    c->c_r.r_host);
+		    c->c_x->x_host);
 		return 0;
 	}
 	if (c->c_trans_raw && (r->r_nmethods > 0 || r->r_npaths > 0)) {
@@ -214,10 +214,10 @@ stream_allowed(struct conn *c, const struct cfg *cfg, char *why,
 		    res.pr_rule);
 		return 0;
 	}
-	if (addr_of(c->c_r.r_upstream, &up) == 0 &&
+	if (addr_of(c->c_x->x_upstream, &up) == 0 &&
 	    !net_guard_check(cfg->c_guard, &up, net, sizeof(net))) {
 		snprintf(why, whysz, "upstream %s is in denied network %s",
-		    c->c_r.r_upstream, net);
+		    c->c_x->x_upstream, net);
 		return 0;
 	}
 	return 1;
@@ -237,10 +237,10 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 		if (!is_stream(c) || stream_allowed(c, w->w_cfg, why,
 		    sizeof(why)))
 			continue;
-		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
 		    "reload_revoked: %s", why);
 		log_info("%s: %s: closed after a reload: %s", c->c_client,
-		    c->c_r.r_host, why);
+		    c->c_x->x_host, why);
 		conn_enter(c);
 		conn_close(c, AUD_R_REVOKED);
 		conn_leave(c);

@@ -67,13 +67,13 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 		c->c_up = NULL;
 	}
 	conn_req_early_facts(c);
-	c->c_r.r_status = status;
+	c->c_x->x_status = status;
 	if (reason == NULL)
 		reason = ri->ri_text;
-	c->c_r.r_why = why;
+	c->c_x->x_why = why;
 	if (ri->ri_decision == AUD_D_DENY)
-		c->c_r.r_allowed = 0;
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
+		c->c_x->x_allowed = 0;
+	snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s", reason);
 	if (c->c_r.r_connect_replied && !c->c_tls) {
 		/* after "200 Connection established" the bytes are TLS: no
 		 * HTTP answer fits, the audit record says why */
@@ -90,16 +90,16 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 	json_object_object_add(o, "error", json_object_new_string(code));
 	json_object_object_add(o, "reason", json_object_new_string(reason));
 	json_object_object_add(o, "request_id",
-	    json_object_new_string(c->c_r.r_id));
+	    json_object_new_string(c->c_x->x_id));
 	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	blen = strlen(body);
 	if (status == 407)
 		snprintf(extra, sizeof(extra),
 		    "Proxy-Authenticate: Basic realm=\"airlock\"\r\n");
-	else if (status == 429 && c->c_r.r_retry_after > 0)
+	else if (status == 429 && c->c_x->x_bud.b_retry_after > 0)
 		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n",
-		    c->c_r.r_retry_after);
+		    c->c_x->x_bud.b_retry_after);
 	else
 		extra[0] = '\0';
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
@@ -108,12 +108,12 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 	    "X-Airlock-Request-Id: %s\r\n"
 	    "Cache-Control: no-store\r\n"
 	    "%s%s\r\n",
-	    status, conn_status_text(status), blen + 1, c->c_r.r_id, extra,
+	    status, conn_status_text(status), blen + 1, c->c_x->x_id, extra,
 	    close ? "Connection: close\r\n" : "");
 	evbuffer_add(out, body, blen);
 	evbuffer_add(out, "\n", 1);
 	json_object_put(o);
-	c->c_r.r_bytes_in += evbuffer_get_length(out);
+	c->c_x->x_bytes_in += evbuffer_get_length(out);
 	bufferevent_write_buffer(c->c_bev, out);
 	c->c_r.r_resp_started = 1;
 	c->c_r.r_resp_done = 1;
@@ -125,8 +125,8 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 void
 conn_refuse(struct conn *c, const char *reason)
 {
-	c->c_r.r_allowed = 0;
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%.500s", reason);
+	c->c_x->x_allowed = 0;
+	snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%.500s", reason);
 	log_info("%s: %s%s", c->c_client, c->c_transparent ?
 	    "transparent: " : "", reason);
 	conn_close(c, AUD_R_REFUSED);
@@ -146,7 +146,7 @@ conn_cut(struct conn *c, const char *reason)
 	struct linger		 l = { 1, 0 };
 	evutil_socket_t		 fd;
 
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
+	snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s", reason);
 	fd = bufferevent_getfd(raw != NULL ? raw : c->c_bev);
 	if (c->c_r.r_close_delim && !c->c_r.r_resp_done && fd >= 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
@@ -168,7 +168,7 @@ conn_idle_end(struct conn *c)
 	if (c->c_state == CONN_FORWARD && c->c_r.r_resp_started)
 		conn_cut(c, why);
 	else {
-		snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", why);
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s", why);
 		conn_close(c, AUD_R_IDLE_TIMEOUT);
 	}
 }
@@ -179,43 +179,44 @@ conn_audit(struct conn *c)
 	struct aud_rec	 r;
 	struct usage	 u;
 	struct conn_req	*q = &c->c_r;
+	struct xchg	*x = c->c_x;
 	uint64_t	 dur_us;
 
-	if (!q->r_active)
+	if (!x->x_active)
 		return;
-	q->r_active = 0;
+	x->x_active = 0;
 	memset(&r, 0, sizeof(r));
 	r.ar_cost_micro = -1;
-	r.ar_start_wall_ms = q->r_start_wall;
-	r.ar_id = q->r_id;
+	r.ar_start_wall_ms = x->x_start_wall;
+	r.ar_id = x->x_id;
 	r.ar_sandbox = c->c_sbx ? c->c_sbx->sb_id : NULL;
 	r.ar_client = c->c_client;
 	r.ar_mode = c->c_transparent ? "transparent" : "explicit";
-	r.ar_proto = q->r_proto;
-	r.ar_method = q->r_method[0] ? q->r_method : NULL;
-	r.ar_host = q->r_host[0] ? q->r_host : NULL;
-	r.ar_port = q->r_port;
-	r.ar_path = q->r_connect ? NULL : q->r_path;
-	r.ar_status = q->r_status;
-	r.ar_decision = q->r_allowed ? "allow" : "deny";
-	r.ar_reason = q->r_reason[0] ? q->r_reason : NULL;
-	r.ar_rule = q->r_rule[0] ? q->r_rule : NULL;
-	if (q->r_sec != NULL) {
-		r.ar_secrets = q->r_sec->sr_names;
-		r.ar_nsecrets = q->r_sec->sr_nnames;
+	r.ar_proto = x->x_proto;
+	r.ar_method = x->x_method[0] ? x->x_method : NULL;
+	r.ar_host = x->x_host[0] ? x->x_host : NULL;
+	r.ar_port = x->x_port;
+	r.ar_path = q->r_connect ? NULL : x->x_path;
+	r.ar_status = x->x_status;
+	r.ar_decision = x->x_allowed ? "allow" : "deny";
+	r.ar_reason = x->x_reason[0] ? x->x_reason : NULL;
+	r.ar_rule = x->x_rule[0] ? x->x_rule : NULL;
+	if (x->x_sec.s_req != NULL) {
+		r.ar_secrets = x->x_sec.s_req->sr_names;
+		r.ar_nsecrets = x->x_sec.s_req->sr_nnames;
 	}
-	r.ar_bytes_in = (int64_t)q->r_bytes_in;
-	r.ar_bytes_out = (int64_t)q->r_bytes_out;
-	dur_us = util_now_us() - q->r_start_us;
+	r.ar_bytes_in = (int64_t)x->x_bytes_in;
+	r.ar_bytes_out = (int64_t)x->x_bytes_out;
+	dur_us = util_now_us() - x->x_start_us;
 	r.ar_duration_ms = (int64_t)(dur_us / 1000);
-	r.ar_upstream = q->r_upstream[0] ? q->r_upstream : NULL;
-	r.ar_country = q->r_country[0] ? q->r_country : NULL;
-	r.ar_asn = q->r_asn;
-	r.ar_tls = q->r_tls;
+	r.ar_upstream = x->x_upstream[0] ? x->x_upstream : NULL;
+	r.ar_country = x->x_country[0] ? x->x_country : NULL;
+	r.ar_asn = x->x_asn;
+	r.ar_tls = x->x_tls;
 	conn_budget_end(c, &r, &u);
 	aud_submit(&r);
-	met_request(q->r_allowed, q->r_why, dur_us,
-	    q->r_bytes_in, q->r_bytes_out);
+	met_request(x->x_allowed, x->x_why, dur_us,
+	    x->x_bytes_in, x->x_bytes_out);
 }
 
 /*
@@ -231,8 +232,8 @@ conn_close_all(struct worker *w, enum aud_reason why)
 
 	for (c = TAILQ_FIRST(&w->w_conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, c_entry);
-		if (c->c_r.r_active && c->c_r.r_reason[0] == '\0')
-			snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		if (c->c_x->x_active && c->c_x->x_reason[0] == '\0')
+			snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
 			    "%s", aud_reason(why)->ri_text);
 		conn_close(c, why);
 	}

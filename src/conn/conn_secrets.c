@@ -61,7 +61,7 @@ encoded(const struct http_msg *m)
 const char *
 conn_sec_response_refused(struct conn *c, enum aud_reason *code)
 {
-	const struct sec_req	*sr = c->c_r.r_sec;
+	const struct sec_req	*sr = c->c_x->x_sec.s_req;
 	const struct http_msg	*m = &c->c_resp;
 
 	if (sr == NULL || sr->sr_reflect == NULL)
@@ -86,7 +86,7 @@ conn_sec_response_refused(struct conn *c, enum aud_reason *code)
 void
 conn_sec_head_out(struct conn *c, struct evbuffer *head, struct evbuffer *out)
 {
-	const struct sec_req	*sr = c->c_r.r_sec;
+	const struct sec_req	*sr = c->c_x->x_sec.s_req;
 	char			*raw, *clean;
 	size_t			 n = evbuffer_get_length(head), clen;
 
@@ -114,14 +114,14 @@ conn_sec_trip_setup(struct conn *c)
 	if (m->hm_framing == HTTP_BODY_NONE || (m->hm_framing ==
 	    HTTP_BODY_LENGTH && m->hm_content_length == 0))
 		return;
-	c->c_r.r_trip = sec_trip_body_new(c->c_cfg, c->c_r.r_host);
+	c->c_x->x_sec.s_trip = sec_trip_body_new(c->c_cfg, c->c_x->x_host);
 }
 
 void
 conn_sec_trip_body(struct conn *c, const char *p, size_t len)
 {
-	if (sec_trip_feed(c->c_r.r_trip, p, len, c->c_worker->w_scratch2))
-		c->c_r.r_trip_hit = 1;
+	if (sec_trip_feed(c->c_x->x_sec.s_trip, p, len, c->c_worker->w_scratch2))
+		c->c_x->x_sec.s_trip_hit = 1;
 }
 
 int
@@ -129,13 +129,13 @@ conn_sec_trip_check(struct conn *c)
 {
 	char	reason[400];
 
-	if (!c->c_r.r_trip_hit)
+	if (!c->c_x->x_sec.s_trip_hit)
 		return 0;
-	c->c_r.r_trip_hit = 0;
-	c->c_r.r_allowed = 0;
+	c->c_x->x_sec.s_trip_hit = 0;
+	c->c_x->x_allowed = 0;
 	snprintf(reason, sizeof(reason), "a secret's placeholder was sent in "
 	    "the request body towards %s, which it is not bound to",
-	    c->c_r.r_host);
+	    c->c_x->x_host);
 	conn_upstream_failed(c, AUD_R_SECRET_MISUSE, reason);
 	return -1;
 }
@@ -147,9 +147,9 @@ conn_sec_splice_refused(struct conn *c)
 				    "(intercept: false): its responses could "
 				    "not be scanned for the secret";
 
-	if (!sec_host_bound(c->c_cfg, c->c_r.r_host))
+	if (!sec_host_bound(c->c_cfg, c->c_x->x_host))
 		return 0;
-	c->c_r.r_allowed = 0;
+	c->c_x->x_allowed = 0;
 	if (c->c_transparent)
 		conn_refuse(c, reason);
 	else

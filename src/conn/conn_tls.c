@@ -34,10 +34,10 @@ conn_tls_connect_allowed(struct conn *c, int intercept)
 
 	if (!intercept && conn_sec_splice_refused(c))
 		return;
-	c->c_tls_port = c->c_r.r_port;
-	c->c_r.r_tls = intercept ? "intercept" : "splice";
-	c->c_r.r_proto = intercept ? "https" : "tunnel";
-	c->c_r.r_status = 200;
+	c->c_tls_port = c->c_x->x_port;
+	c->c_x->x_tls = intercept ? "intercept" : "splice";
+	c->c_x->x_proto = intercept ? "https" : "tunnel";
+	c->c_x->x_status = 200;
 	c->c_r.r_connect_replied = 1;
 	/* a redirected connection was never asked to CONNECT */
 	if (!c->c_transparent)
@@ -106,7 +106,7 @@ conn_tls_peek(struct conn *c)
 	struct tls_hello	 h;
 	size_t			 len = evbuffer_get_length(in);
 	char			 sni[256], reason[600];
-	int			 splice = strcmp(c->c_r.r_tls, "splice") == 0;
+	int			 splice = strcmp(c->c_x->x_tls, "splice") == 0;
 	const uint8_t		*buf;
 
 	if (len > TLS_HELLO_MAX)
@@ -137,10 +137,10 @@ conn_tls_peek(struct conn *c)
 			    "connection");
 			return;
 		}
-		if (strcmp(sni, c->c_r.r_host) != 0) {
+		if (strcmp(sni, c->c_x->x_host) != 0) {
 			snprintf(reason, sizeof(reason), "TLS server name %s "
 			    "does not match CONNECT host %s (domain fronting)",
-			    sni, c->c_r.r_host);
+			    sni, c->c_x->x_host);
 			conn_refuse(c, reason);
 			return;
 		}
@@ -155,13 +155,13 @@ conn_tls_peek(struct conn *c)
 	c->c_tls_h2_only = 0;
 	if (h.th_alpn_count > 0 && !h.th_alpn_http11 && !h.th_alpn_http10)
 		c->c_tls_h2_only = h.th_alpn_h2 && h.th_alpn_count == 1 ? 2 : 1;
-	if (h.th_has_sni && strcmp(sni, c->c_r.r_host) != 0) {
+	if (h.th_has_sni && strcmp(sni, c->c_x->x_host) != 0) {
 		/* serve the name asked for, then refuse inside TLS */
 		snprintf(c->c_tls_fronting, sizeof(c->c_tls_fronting), "%s",
-		    c->c_r.r_host);
+		    c->c_x->x_host);
 		tls_intercept(c, sni);
 	} else
-		tls_intercept(c, h.th_has_sni ? sni : c->c_r.r_host);
+		tls_intercept(c, h.th_has_sni ? sni : c->c_x->x_host);
 }
 
 void
@@ -176,7 +176,7 @@ conn_tls_handshake_event(struct conn *c, short what)
 	}
 	if (what & BEV_EVENT_CONNECTED) {
 		/* inner requests are audited one by one, not the CONNECT */
-		c->c_r.r_active = 0;
+		c->c_x->x_active = 0;
 		c->c_tls = 1;
 		c->c_nreq = 0;
 		c->c_state = CONN_HEAD;
@@ -200,7 +200,7 @@ conn_tls_handshake_event(struct conn *c, short what)
 	ERR_clear_error();
 	/* policy allowed the CONNECT and it was answered 200: the record
 	   says so, and that the client went away in the handshake */
-	snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason), "%s", reason);
+	snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s", reason);
 	log_info("%s: sandbox %s, %s: %s", c->c_client, c->c_sbx->sb_id,
 	    c->c_tls_host, reason);
 	conn_audit(c);

@@ -75,7 +75,7 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 	memcpy(na.na_bytes, &dst.sin_addr, 4);
 	c->c_orig_addr = na;
 	c->c_trans_port = ntohs(dst.sin_port);
-	c->c_r.r_port = c->c_trans_port;
+	c->c_x->x_port = c->c_trans_port;
 	net_addr_format(&na, ip, sizeof(ip));
 
 	/* the source address is the identity (spoofing is stopped by the
@@ -103,7 +103,7 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 		c->c_trans_named = 1;
 	} else
 		snprintf(c->c_trans_host, sizeof(c->c_trans_host), "%s", ip);
-	snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", c->c_trans_host);
+	snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", c->c_trans_host);
 	c->c_state = CONN_TRANS_PEEK;
 	conn_timer_arm(c, TRANS_PEEK_MS);
 }
@@ -120,8 +120,8 @@ trans_policy(struct conn *c)
 		return -1;
 	}
 	memset(&pr, 0, sizeof(pr));
-	pr.pr_host = c->c_r.r_host;
-	pr.pr_port = c->c_r.r_port;
+	pr.pr_host = c->c_x->x_host;
+	pr.pr_port = c->c_x->x_port;
 	pr.pr_method = "CONNECT";
 	pr.pr_path = NULL;
 	if (c->c_policy == NULL ||
@@ -130,9 +130,9 @@ trans_policy(struct conn *c)
 		    "is not in the running config" : res.pr_reason);
 		return -1;
 	}
-	snprintf(c->c_r.r_rule, sizeof(c->c_r.r_rule), "%s#%d",
+	snprintf(c->c_x->x_rule, sizeof(c->c_x->x_rule), "%s#%d",
 	    c->c_policy->p_name, res.pr_rule);
-	c->c_r.r_allowed = 1;
+	c->c_x->x_allowed = 1;
 	return res.pr_rule;
 }
 
@@ -171,7 +171,7 @@ trans_tls(struct conn *c)
 			return;
 		}
 		snprintf(c->c_trans_host, sizeof(c->c_trans_host), "%s", sni);
-		snprintf(c->c_r.r_host, sizeof(c->c_r.r_host), "%s", sni);
+		snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", sni);
 		c->c_trans_named = 1;
 	}
 	if ((rule = trans_policy(c)) == -1)
@@ -192,19 +192,19 @@ trans_raw(struct conn *c)
 	if (r->r_nmethods > 0 || r->r_npaths > 0) {
 		/* bytes that are neither TLS nor HTTP cannot be held to
 		   methods or paths */
-		c->c_r.r_allowed = 0;
+		c->c_x->x_allowed = 0;
 		conn_refuse(c, "not TLS or HTTP, and the rule limits methods "
 		    "or paths");
 		return;
 	}
-	c->c_r.r_proto = "tunnel";
-	c->c_r.r_tls = "none";
+	c->c_x->x_proto = "tunnel";
+	c->c_x->x_tls = "none";
 	if (conn_budget_admit(c) == -1)
 		return;
 	/* what the client sent so far stays buffered and goes out first */
 	c->c_trans_raw = 1;
 	c->c_r.r_connect_replied = 1;	/* nobody asked to CONNECT */
-	c->c_r.r_status = -1;
+	c->c_x->x_status = -1;
 	conn_resolve(c);
 }
 
@@ -249,7 +249,7 @@ conn_transparent_peek(struct conn *c, int timed_out)
 		return;		/* a few more bytes will tell */
 	if (http == 1) {
 		/* the HTTP pipeline audits each request itself */
-		c->c_r.r_active = 0;
+		c->c_x->x_active = 0;
 		c->c_state = CONN_HEAD;
 		conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
 		conn_feed_request(c);

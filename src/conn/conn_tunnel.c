@@ -64,10 +64,10 @@ pump(struct conn *c, struct bufferevent *from, struct bufferevent *to,
 static void
 tunnel_move(struct conn *c)
 {
-	pump(c, c->c_bev, c->c_up->u_bev, &c->c_r.r_bytes_out, 1);
+	pump(c, c->c_bev, c->c_up->u_bev, &c->c_x->x_bytes_out, 1);
 	/* a bytes cap may have cut the tunnel (conn_budget_cut) */
 	if (c->c_up != NULL && !c->c_closing)
-		pump(c, c->c_up->u_bev, c->c_bev, &c->c_r.r_bytes_in, 0);
+		pump(c, c->c_up->u_bev, c->c_bev, &c->c_x->x_bytes_in, 0);
 }
 
 /*
@@ -100,7 +100,7 @@ conn_tunnel_start(struct conn *c)
 			out = bufferevent_get_output(c->c_bev);
 			evbuffer_add_printf(out,
 			    "HTTP/1.1 200 Connection established\r\n\r\n");
-			c->c_r.r_status = 200;
+			c->c_x->x_status = 200;
 		}
 		bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
 		bufferevent_setwatermark(c->c_up->u_bev, EV_WRITE, 0, 0);
@@ -179,8 +179,8 @@ conn_tunnel_eof(struct conn *c, struct bufferevent *bev, short what)
 
 	if (!c->c_tunnel_eof) {
 		c->c_tunnel_eof = 1;	/* first: nothing below reads again */
-		if (c->c_r.r_reason[0] == '\0')
-			snprintf(c->c_r.r_reason, sizeof(c->c_r.r_reason),
+		if (c->c_x->x_reason[0] == '\0')
+			snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
 			    "%s %s", client ? "client" : "upstream",
 			    (what & BEV_EVENT_ERROR) ? "connection failed" :
 			    "closed the connection");

@@ -145,7 +145,7 @@ upstream_tls_failed(struct conn *c, struct bufferevent *bev, char *reason,
 	vr = SSL_get_verify_result(ssl);
 	if (vr != X509_V_OK) {
 		snprintf(reason, reasonsz, "upstream %s certificate not valid "
-		    "for %s: %s", c->c_up->u_addr, c->c_r.r_host,
+		    "for %s: %s", c->c_up->u_addr, c->c_x->x_host,
 		    X509_verify_cert_error_string(vr));
 	} else if (e != 0 && ERR_GET_LIB(e) != 0) {
 		ERR_error_string_n(e, err, sizeof(err));
@@ -167,9 +167,9 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 	conn_enter(c);
 	if (what & BEV_EVENT_CONNECTED) {
 		/* the address actually used is the one audited */
-		memcpy(c->c_r.r_country, c->c_up->u_country,
-		    sizeof(c->c_r.r_country));
-		c->c_r.r_asn = c->c_up->u_asn;
+		memcpy(c->c_x->x_country, c->c_up->u_country,
+		    sizeof(c->c_x->x_country));
+		c->c_x->x_asn = c->c_up->u_asn;
 		conn_upstream_ready(c);
 		goto out;
 	}
@@ -218,12 +218,12 @@ conn_upstream_connect(struct conn *c)
 		memset(&ss, 0, sizeof(ss));
 		if (a->na_family == AF_INET) {
 			sin->sin_family = AF_INET;
-			sin->sin_port = htons((uint16_t)c->c_r.r_port);
+			sin->sin_port = htons((uint16_t)c->c_x->x_port);
 			memcpy(&sin->sin_addr, a->na_bytes, 4);
 			len = sizeof(*sin);
 		} else {
 			sin6->sin6_family = AF_INET6;
-			sin6->sin6_port = htons((uint16_t)c->c_r.r_port);
+			sin6->sin6_port = htons((uint16_t)c->c_x->x_port);
 			memcpy(&sin6->sin6_addr, a->na_bytes, 16);
 			len = sizeof(*sin6);
 		}
@@ -233,7 +233,7 @@ conn_upstream_connect(struct conn *c)
 		net_addr_format(a, ip, sizeof(ip));
 		snprintf(u->u_addr, sizeof(u->u_addr),
 		    a->na_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
-		    c->c_r.r_port);
+		    c->c_x->x_port);
 		/* kept with the connection: a pooled reuse is audited too */
 		(void)geo_lookup_addr(c->c_cfg->c_geo, a, u->u_country,
 		    &u->u_asn);
@@ -265,7 +265,7 @@ conn_upstream_connect(struct conn *c)
 		    TCP_NODELAY, &one, sizeof(one));
 		if (c->c_tls) {
 			SSL *ssl = tls_client_ssl_new(c->c_worker->w_tls_client,
-			    c->c_r.r_host);
+			    c->c_x->x_host);
 
 			/* on failure libevent frees <ssl>, not <sock> */
 			u->u_bev = ssl == NULL ? NULL :

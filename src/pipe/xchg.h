@@ -1,0 +1,87 @@
+/*
+ * An exchange: one request and its response, apart from the connection
+ * that carries it (h2o's h2o_req_t beside h2o_conn_t, HAProxy's stream
+ * beside its mux). It holds what the planes judge and what the audit
+ * record says: who, where, what, the rule, how it ended, the bytes; and
+ * one slot of context per stage (secrets, budget). Nothing about the
+ * HTTP/1 wire (framing, keep-alive, chunking, what was written) lives
+ * here: that is the connection's (conn/conn.h, struct conn_req).
+ *
+ * A connection keeps a queue of its exchanges: one at a time for HTTP/1,
+ * several once a protocol multiplexes them.
+ */
+#ifndef AIRLOCK_XCHG_H
+#define AIRLOCK_XCHG_H
+
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "audit/aud_reasons.h"
+
+struct cfg_rule;
+struct sec_req;
+struct sec_trip;
+struct meter;
+struct bud_sb;
+
+/* The secrets stage's slot. */
+struct xchg_secrets {
+	struct sec_req	*s_req;		/* secrets involved, or NULL */
+	struct sec_trip	*s_trip;	/* placeholders the body must not
+					   carry (conn_secrets.c), or NULL */
+	int		 s_trip_hit;	/* the body carried one */
+	int		 s_signed;	/* SigV4 headers added */
+};
+
+/* The budget stage's slot. */
+struct xchg_budget {
+	struct meter	*b_meter;	/* usage extraction, or NULL */
+	uint64_t	 b_reserved;	/* µUSD reserved by bud_admit */
+	int		 b_admitted;	/* counted by the budget */
+	int		 b_retry_after;	/* for 429 */
+	char		 b_model[128];	/* from the request body */
+	struct bud_sb	*b_sb;		/* budget entry of an admitted request */
+	uint64_t	 b_charged_in;	/* x_bytes_in already charged */
+	uint64_t	 b_charged_out;
+	uint64_t	 b_room_in;	/* left under the bytes caps at the last
+					   charge; UINT64_MAX: no cap */
+	uint64_t	 b_room_out;
+	int		 b_over;	/* a bytes cap was reached: cut;
+					   1 bytes_in, 2 bytes_out */
+	int		 b_llm;		/* holds an llm_concurrency slot */
+	int		 b_async;	/* priced by the rule's async_usd */
+};
+
+struct xchg {
+	TAILQ_ENTRY(xchg)	 x_entry;	/* in its connection's queue */
+	int			 x_queued;
+	int			 x_active;	/* begun, not audited yet */
+	char			 x_id[32];
+	uint64_t		 x_start_us;	/* monotonic */
+	uint64_t		 x_start_wall;
+	char			 x_method[24];
+	char			 x_host[256];	/* normalised */
+	int			 x_port;
+	char			*x_path;	/* normalised, no query */
+	char			*x_query;	/* raw, without '?', or NULL */
+	const char		*x_proto;	/* http | https | tunnel */
+	const char		*x_tls;		/* none | intercept | splice */
+	char			 x_rule[128];	/* "policy#index" */
+	const struct cfg_rule	*x_rule_p;	/* matching rule (the conn's
+						   configuration's) */
+	int			 x_allowed;
+	int			 x_status;
+	enum aud_reason		 x_why;		/* how it ended */
+	char			 x_reason[512];	/* the audit's reason text */
+	uint64_t		 x_bytes_in;	/* to the client */
+	uint64_t		 x_bytes_out;	/* to the upstream */
+	char			 x_upstream[64];/* "IP:PORT" connected to */
+	char			 x_country[3];	/* its GeoIP country, "" unknown */
+	uint32_t		 x_asn;		/* its AS number, 0 unknown */
+	struct xchg_secrets	 x_sec;
+	struct xchg_budget	 x_bud;
+};
+
+TAILQ_HEAD(xchg_queue, xchg);
+
+#endif
