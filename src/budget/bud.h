@@ -169,6 +169,20 @@ struct bud_room {
 	uint64_t	br_out;
 };
 
+struct xchg;
+struct cfg_policy;
+/* budget/bud_stage.c: the caps of <p>'s requests, or NULL (none set). */
+const struct cfg_caps *bud_caps_of(const struct cfg_policy *p);
+/* Charge what the exchange moved since its last charge; -1 if a bytes
+ * cap is passed. */
+int	 bud_xchg_charge(struct xchg *, const struct cfg_caps *);
+/* How many of <len> more bytes towards the upstream (<up>) or the client
+ * the bytes caps allow; fewer marks the exchange to be cut (b_over). */
+size_t	 bud_xchg_allow(struct xchg *, const struct cfg_caps *, int up,
+	    size_t len);
+/* Is a charge due at the end of a callback (a cap, or a batch moved)? */
+int	 bud_xchg_batch_due(const struct xchg *);
+
 /* A sandbox's budget entry, created if needed; valid until bud_close(). */
 struct bud_sb	*bud_handle(const char *sandbox);
 /*

@@ -55,7 +55,6 @@ static void	conn_timer_cb(evutil_socket_t, short, void *);
 static void	conn_feed_response(struct conn *);
 static void	conn_feed_response_loop(struct conn *);
 static void	conn_feed_request_loop(struct conn *);
-static int	request_secrets(struct conn *, const struct cfg_rule *);
 static void	conn_find_upstream(struct conn *);
 static void	conn_body_buffered(struct conn *);
 static void	conn_proceed(struct conn *);
@@ -251,17 +250,14 @@ request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
 
-	if (c->c_x->x_sec.s_trip != NULL) {
-		conn_sec_trip_body(c, p, len);
-		if (c->c_x->x_sec.s_trip_hit)
-			return;		/* refused once the parser returns */
-	}
+	if (conn_pipe_req_body(c, p, len) == -1)
+		return;		/* refused once the parser returns */
 	if (c->c_state == CONN_BODY_BUFFER) {
 		/* held whole (SigV4 hash, usage options), within body_bytes */
 		if (c->c_r.r_body == NULL)
 			c->c_r.r_body = evbuffer_new();
 		if (evbuffer_get_length(c->c_r.r_body) + len >
-		    c->c_cfg->c_limits.l_body_bytes) {
+		    c->c_r.r_hold) {
 			c->c_r.r_body_too_large = 1;
 			return;
 		}
@@ -285,7 +281,7 @@ response_body_cb(void *arg, const char *p, size_t len)
 
 	/* past a bytes cap: the feed loop cuts the response */
 	len = conn_budget_allow(c, 0, len);
-	conn_budget_body(c, p, len);
+	conn_pipe_resp_body(c, p, len);
 	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
 		/* a secret went out: it must not come back */
 		sec_scan_feed(c->c_x->x_sec.s_req->sr_reflect, p, len, scanned);
@@ -1050,22 +1046,13 @@ on_request_head(struct conn *c)
 	}
 
 	c->c_x->x_rule_p = &c->c_policy->p_rules[res.pr_rule];
-	if (request_secrets(c, c->c_x->x_rule_p) == -1)
+	if ((i = conn_pipe_req_head(c, &c->c_r.r_hold)) == -1)
 		return;
-	if (c->c_r.r_upgrade && c->c_x->x_sec.s_req != NULL) {
-		/* frames after a 101 cannot be scanned for the secret */
-		conn_deny(c, AUD_R_DENIED, "WebSocket upgrade towards a "
-		    "secret's host is not relayed (its frames could not be "
-		    "scanned for the secret)");
-		return;
-	}
-	if (((c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_need_body) ||
-	    c->c_x->x_rule_p->r_meter != CFG_METER_NONE) &&
-	    !msg_empty_body_left(m)) {
+	if (i == 1 && !msg_empty_body_left(m)) {
 		/* SigV4 signs the body, metering reads (and may rewrite) it:
 		 * hold it whole before going out */
 		if (m->hm_framing == HTTP_BODY_LENGTH &&
-		    m->hm_content_length > c->c_cfg->c_limits.l_body_bytes) {
+		    m->hm_content_length > c->c_r.r_hold) {
 			c->c_x->x_allowed = 0;
 			conn_reply_error(c, AUD_R_BODY_TOO_LARGE, "request "
 			    "body over limits.body_bytes (needed whole)", 1);
@@ -1092,38 +1079,9 @@ on_request_head(struct conn *c)
 static void
 conn_proceed(struct conn *c)
 {
-	if (conn_budget_admit(c) == -1)
+	if (conn_pipe_ready(c) == -1)
 		return;
 	conn_find_upstream(c);
-}
-
-/* Secrets stage: placeholders, injection. 0, or -1 after answering. */
-static int
-request_secrets(struct conn *c, const struct cfg_rule *rule)
-{
-	struct sec_facts	 f;
-	char			 reason[300];
-
-	f.sf_cfg = c->c_cfg;
-	f.sf_rule = rule;
-	f.sf_msg = &c->c_req;
-	f.sf_host = c->c_x->x_host;
-	f.sf_path = c->c_x->x_path;
-	f.sf_query = c->c_x->x_query;
-	f.sf_tls = c->c_tls;	/* the upstream handshake verifies */
-	switch (sec_req_prepare(&f, &c->c_x->x_sec.s_req, reason, sizeof(reason))) {
-	case SEC_OK:
-		conn_sec_trip_setup(c);
-		return 0;
-	case SEC_MISUSE:
-		c->c_x->x_allowed = 0;
-		conn_deny(c, AUD_R_SECRET_MISUSE, reason);
-		return -1;
-	case SEC_ERROR:
-		conn_deny(c, AUD_R_SECRET_UNAVAILABLE, reason);
-		return -1;
-	}
-	return -1;
 }
 
 /* A pooled upstream for the request, else resolve and connect. */
@@ -1375,7 +1333,7 @@ conn_feed_request_loop(struct conn *c)
 			conn_budget_cut(c);
 			return;
 		}
-		if (c->c_x->x_sec.s_trip_hit && conn_sec_trip_check(c) == -1)
+		if (conn_pipe_pending(c))
 			return;
 		if (c->c_r.r_body_too_large) {
 			c->c_x->x_allowed = 0;
@@ -1527,8 +1485,6 @@ conn_feed_response_loop(struct conn *c)
 	struct evbuffer_iovec	 v;
 	enum http_feed		 f;
 	size_t			 used;
-	const char		*why;
-	enum aud_reason		 code;
 
 	if (c->c_up == NULL)
 		return;
@@ -1556,12 +1512,7 @@ conn_feed_response_loop(struct conn *c)
 			break;
 		case HTTP_FEED_HEAD:
 			c->c_x->x_status = c->c_resp.hm_status;
-			why = conn_sec_response_refused(c, &code);
-			if (why != NULL) {
-				conn_upstream_failed(c, code, why);
-				return;
-			}
-			if (conn_budget_response_head(c) == -1)
+			if (conn_pipe_resp_head(c) == -1)
 				return;
 			write_response_head(c, 0);
 			c->c_r.r_resp_started = 1;

@@ -82,6 +82,10 @@ struct conn_req {
 	struct net_addr	 r_addrs[8];
 	size_t		 r_naddrs;
 	size_t		 r_next_addr;
+	size_t		 r_hold;	/* bound of a held body (XS_HOLD) */
+	enum aud_reason	 r_pend_why;	/* a stage refused inside the parser:
+					   answered once it returns */
+	char		 r_pend_reason[400];
 };
 
 struct conn {
@@ -241,17 +245,30 @@ void	conn_tls_handshake_event(struct conn *, short what);
 void	conn_set_client_callbacks(struct conn *);
 void	conn_feed_request(struct conn *);
 
-/* conn_budget.c */
+/* conn_pipe.c: the driver of the stage table (pipe/stage.h) */
 struct aud_rec;
 struct usage;
-/* Admit against the caps (reserving a metered call's worst case);
- * 0, or -1 after answering 402/429. */
-int	conn_budget_admit(struct conn *);
-/* 0, or -1 after answering 402 (the response would pass bytes_in). */
-int	conn_budget_response_head(struct conn *);
-void	conn_budget_body(struct conn *, const char *, size_t);
-/* Once per request, from conn_audit: settle and report usage. */
-void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);
+/* Request head allowed by policy: 0 go on, 1 hold the body (at most
+ * *hold bytes) first, -1 after answering a refusal. */
+int	conn_pipe_req_head(struct conn *, size_t *hold);
+/* Last word before going upstream (budget admission): 0, or -1 after
+ * answering. */
+int	conn_pipe_ready(struct conn *);
+/* A request body chunk (inside the parser): 0, or -1 when a stage
+ * refused; the answer waits for conn_pipe_pending(). */
+int	conn_pipe_req_body(struct conn *, const char *, size_t);
+/* After the parser returned: 1 after answering a refusal kept by
+ * conn_pipe_req_body(), else 0. */
+int	conn_pipe_pending(struct conn *);
+/* The response head: 0, or -1 after answering (or cutting). */
+int	conn_pipe_resp_head(struct conn *);
+void	conn_pipe_resp_body(struct conn *, const char *, size_t);
+/* Once per exchange, from conn_audit: every stage's done hook, the
+ * audit stage last (writes <r>). */
+void	conn_pipe_done(struct conn *, struct aud_rec *r, struct usage *u,
+	    uint64_t dur_us);
+
+/* conn_budget.c */
 /* Budget in flight (conn_budget.c): how many of <len> more bytes towards
  * the upstream (<up>) or the client the bytes caps allow; fewer marks the
  * request to be cut. */
@@ -289,21 +306,10 @@ void	conn_ident_warn(const struct cfg *);
 
 /* conn_secrets.c */
 struct evbuffer;
-/* Why a response to a request towards a secret's hosts is refused (and
- * its SPEC code in <code>), or NULL: encoded body (upstream_encoded_body),
- * partial (206/byteranges) answer to one carrying a secret. */
-const char *conn_sec_response_refused(struct conn *, enum aud_reason *code);
 /* Move the upstream's status line and fields in <head> to <out>,
  * reflected secrets redacted over the whole block. */
 void	conn_sec_head_out(struct conn *, struct evbuffer *head,
 	    struct evbuffer *out);
-/* Arm the body tripwire for the request's host (placeholders of secrets
- * not bound to it), when the request has a body. */
-void	conn_sec_trip_setup(struct conn *);
-/* Look at body bytes; sets r_trip_hit when a placeholder is seen. */
-void	conn_sec_trip_body(struct conn *, const char *, size_t);
-/* After a body chunk: 0, or -1 after refusing (403 secret_misuse). */
-int	conn_sec_trip_check(struct conn *);
 /* A splice towards a secret's host (its responses could not be scanned):
  * 1 after refusing it (403, or the connection closed when transparent). */
 int	conn_sec_splice_refused(struct conn *);

@@ -213,10 +213,7 @@ conn_audit(struct conn *c)
 	r.ar_country = x->x_country[0] ? x->x_country : NULL;
 	r.ar_asn = x->x_asn;
 	r.ar_tls = x->x_tls;
-	conn_budget_end(c, &r, &u);
-	aud_submit(&r);
-	met_request(x->x_allowed, x->x_why, dur_us,
-	    x->x_bytes_in, x->x_bytes_out);
+	conn_pipe_done(c, &r, &u, dur_us);
 }
 
 /*

@@ -1,7 +1,6 @@
 /*
- * The secrets stage's side of the connection driver: what a response to a
- * request towards a secret's hosts may not be, and the redaction of its
- * head as one piece (names, values and the status line together, so a
+ * What of the secrets stage still runs in the connection (the stage's hooks
+ * are in secrets/sec_stage.c): the redaction of a response head as one piece (names, values and the status line together, so a
  * value split across two fields is seen whole where it is whole).
  */
 #include "config.h"
@@ -20,68 +19,6 @@
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
 #include "util/util.h"
-
-/* Does any field <name> of <m> hold <token> (case-insensitive)? */
-static int
-field_has(const struct http_msg *m, const char *name, const char *token)
-{
-	const char	*v;
-	size_t		 vlen, tlen = strlen(token), k;
-	int		 i;
-
-	for (i = 0; (i = http_msg_find(m, name, i)) != -1; i++) {
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		for (k = 0; k + tlen <= vlen; k++)
-			if (strncasecmp(v + k, token, tlen) == 0)
-				return 1;
-	}
-	return 0;
-}
-
-/* Any content coding but identity? */
-static int
-encoded(const struct http_msg *m)
-{
-	const char	*v;
-	size_t		 vlen;
-	int		 i;
-
-	for (i = 0; (i = http_msg_find(m, "content-encoding", i)) != -1;
-	    i++) {
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		if (vlen > 0 && !util_strncaseeq(v, vlen, "identity"))
-			return 1;
-	}
-	return 0;
-}
-
-const char *
-conn_sec_response_refused(struct conn *c, enum aud_reason *code)
-{
-	const struct sec_req	*sr = c->c_x->x_sec.s_req;
-	const struct http_msg	*m = &c->c_resp;
-
-	if (sr == NULL || sr->sr_reflect == NULL)
-		return NULL;
-	/* we asked for Accept-Encoding: identity; compressed anyway would
-	   carry a reflected secret past the scanner */
-	*code = AUD_R_UPSTREAM_ENCODED_BODY;
-	if (encoded(m))
-		return "upstream sent an encoded body for a request towards a "
-		    "secret's host (it could not be scanned)";
-	/* Range was removed: a piece of a resource now is an upstream
-	   handing out a secret a few bytes at a time */
-	*code = AUD_R_UPSTREAM_UNREACHABLE;
-	if (sr->sr_carries && (m->hm_status == 206 ||
-	    field_has(m, "content-type", "multipart/byteranges") ||
-	    http_msg_find(m, "content-range", 0) != -1))
-		return "upstream sent a partial answer (206, byte ranges) to a "
-		    "request that carried a secret";
-	return NULL;
-}
 
 void
 conn_sec_head_out(struct conn *c, struct evbuffer *head, struct evbuffer *out)
@@ -104,40 +41,6 @@ conn_sec_head_out(struct conn *c, struct evbuffer *head, struct evbuffer *out)
 	evbuffer_drain(head, n);
 	evbuffer_add(out, clean, clen);
 	free(clean);
-}
-
-void
-conn_sec_trip_setup(struct conn *c)
-{
-	const struct http_msg	*m = &c->c_req;
-
-	if (m->hm_framing == HTTP_BODY_NONE || (m->hm_framing ==
-	    HTTP_BODY_LENGTH && m->hm_content_length == 0))
-		return;
-	c->c_x->x_sec.s_trip = sec_trip_body_new(c->c_cfg, c->c_x->x_host);
-}
-
-void
-conn_sec_trip_body(struct conn *c, const char *p, size_t len)
-{
-	if (sec_trip_feed(c->c_x->x_sec.s_trip, p, len, c->c_worker->w_scratch2))
-		c->c_x->x_sec.s_trip_hit = 1;
-}
-
-int
-conn_sec_trip_check(struct conn *c)
-{
-	char	reason[400];
-
-	if (!c->c_x->x_sec.s_trip_hit)
-		return 0;
-	c->c_x->x_sec.s_trip_hit = 0;
-	c->c_x->x_allowed = 0;
-	snprintf(reason, sizeof(reason), "a secret's placeholder was sent in "
-	    "the request body towards %s, which it is not bound to",
-	    c->c_x->x_host);
-	conn_upstream_failed(c, AUD_R_SECRET_MISUSE, reason);
-	return -1;
 }
 
 int

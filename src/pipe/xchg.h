@@ -29,7 +29,6 @@ struct xchg_secrets {
 	struct sec_req	*s_req;		/* secrets involved, or NULL */
 	struct sec_trip	*s_trip;	/* placeholders the body must not
 					   carry (conn_secrets.c), or NULL */
-	int		 s_trip_hit;	/* the body carried one */
 	int		 s_signed;	/* SigV4 headers added */
 };
 
@@ -78,6 +77,8 @@ struct xchg {
 	char			 x_upstream[64];/* "IP:PORT" connected to */
 	char			 x_country[3];	/* its GeoIP country, "" unknown */
 	uint32_t		 x_asn;		/* its AS number, 0 unknown */
+	int			 x_resp_done;	/* the response reached its end
+						   (set before the done hooks) */
 	struct xchg_secrets	 x_sec;
 	struct xchg_budget	 x_bud;
 };

@@ -1,0 +1,449 @@
+/*
+ * The budget stage (pipe/stage.h): a metered request's body is held and
+ * read (model, output bound, stream_options.include_usage put in so the
+ * provider reports usage), the request admitted against the sandbox's
+ * caps (reserving its worst case, bounding how many run at once), the
+ * response refused when it would pass bytes_in, metered as it streams,
+ * and the exchange settled to its metered cost. The bytes moving in
+ * flight are charged through bud_xchg_allow() / bud_xchg_charge().
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+#include "audit/aud.h"
+#include "budget/bud.h"
+#include "cfg/cfg.h"
+#include "http/http_msg.h"
+#include "pipe/stage.h"
+#include "pipe/xchg.h"
+#include "policy/pol.h"
+#include "util/log.h"
+#include "util/util.h"
+
+/* Bytes a request may move between two charges while under a cap: with
+ * k requests of a sandbox in flight, a cap is passed by at most k times
+ * this (docs/configuration.md, caps). */
+#define BUD_XCHG_BATCH	(64 * 1024)
+
+static int
+caps_any(const struct cfg_caps *cp)
+{
+	return cp->cp_has_usd || cp->cp_has_requests || cp->cp_has_bytes_in ||
+	    cp->cp_has_bytes_out || cp->cp_has_rate;
+}
+
+const struct cfg_caps *
+bud_caps_of(const struct cfg_policy *p)
+{
+	if (p == NULL || !caps_any(&p->p_caps))
+		return NULL;
+	return &p->p_caps;
+}
+
+int
+bud_xchg_charge(struct xchg *x, const struct cfg_caps *caps)
+{
+	struct bud_room	 room;
+	int		 rc;
+
+	rc = bud_charge(x->x_bud.b_sb, caps, x->x_bytes_in -
+	    x->x_bud.b_charged_in, x->x_bytes_out - x->x_bud.b_charged_out,
+	    &room);
+	x->x_bud.b_charged_in = x->x_bytes_in;
+	x->x_bud.b_charged_out = x->x_bytes_out;
+	x->x_bud.b_room_in = room.br_in;
+	x->x_bud.b_room_out = room.br_out;
+	return rc;
+}
+
+size_t
+bud_xchg_allow(struct xchg *x, const struct cfg_caps *caps, int up,
+    size_t len)
+{
+	uint64_t	 room, pending;
+
+	if (!x->x_bud.b_admitted || x->x_bud.b_sb == NULL)
+		return len;
+	if (x->x_bud.b_over)
+		return 0;
+	room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
+	if (room == UINT64_MAX)
+		return len;
+	pending = up ? x->x_bytes_out - x->x_bud.b_charged_out :
+	    x->x_bytes_in - x->x_bud.b_charged_in;
+	if (pending + len > room || pending + len > BUD_XCHG_BATCH) {
+		/* others of the sandbox may have used the room meanwhile */
+		(void)bud_xchg_charge(x, caps);
+		room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
+		pending = 0;
+	}
+	if (pending + len <= room)
+		return len;
+	x->x_bud.b_over = up ? 2 : 1;
+	return pending < room ? (size_t)(room - pending) : 0;
+}
+
+int
+bud_xchg_batch_due(const struct xchg *x)
+{
+	return x->x_bud.b_over || x->x_bud.b_room_in != UINT64_MAX ||
+	    x->x_bud.b_room_out != UINT64_MAX ||
+	    (x->x_bytes_in - x->x_bud.b_charged_in) +
+	    (x->x_bytes_out - x->x_bud.b_charged_out) >= BUD_XCHG_BATCH;
+}
+
+static int
+is_multipart(const struct http_msg *m)
+{
+	const char	*v;
+	size_t		 vlen;
+	int		 i;
+
+	if ((i = http_msg_find(m, "content-type", 0)) == -1)
+		return 0;
+	v = http_msg_str(m, m->hm_hdrs[i].h_value);
+	vlen = m->hm_hdrs[i].h_value_len;
+	util_trim_ows(&v, &vlen);
+	return vlen >= 19 && strncasecmp(v, "multipart/form-data", 19) == 0;
+}
+
+/* The original body behind a rewritten one: freed with its last piece. */
+static void
+body_unref(const void *data, size_t len, void *arg)
+{
+	(void)data;
+	(void)len;
+	evbuffer_free(arg);
+}
+
+/*
+ * Put stream_options.include_usage into the held body (contiguous at
+ * <p>) without copying it: the new body refers to the old one's bytes
+ * around the inserted text (the meter then finds the usage).
+ */
+static void
+usage_option_insert(struct evbuffer **body, const unsigned char *p,
+    size_t len, const struct req_facts *rf)
+{
+	struct evbuffer	*old = *body, *b = evbuffer_new();
+
+	if (b == NULL)
+		fatalx("evbuffer_new");
+	evbuffer_add_reference(b, p, (size_t)rf->rf_cut_from, NULL, NULL);
+	evbuffer_add(b, rf->rf_insert, strlen(rf->rf_insert));
+	evbuffer_add_reference(b, p + rf->rf_cut_to, len - rf->rf_cut_to,
+	    body_unref, old);
+	*body = b;
+}
+
+static struct evbuffer *
+held_body(const struct xs_call *xc)
+{
+	return xc->xc_body != NULL ? *xc->xc_body : NULL;
+}
+
+/*
+ * Read the held body of a metered request. XS_GO, or XS_DENY (400): a
+ * body the provider may read differently from us is not forwarded.
+ */
+static enum xs_verdict
+inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
+{
+	struct xchg		*x = xc->xc_x;
+	struct evbuffer		*b = held_body(xc);
+	const unsigned char	*p;
+	size_t			 len = b ? evbuffer_get_length(b) : 0;
+
+	memset(rf, 0, sizeof(*rf));
+	rf->rf_choices = 1;
+	/* uploads (files, audio) are not JSON: reserved at the maximum */
+	if (len == 0 || is_multipart(xc->xc_req))
+		return XS_GO;
+	/* one piece already when the length was declared (conn.c) */
+	if ((p = evbuffer_pullup(b, (ssize_t)len)) == NULL)
+		fatalx("evbuffer_pullup");
+	if (req_scan((const char *)p, len, dialect == CFG_METER_OPENAI, rf) ==
+	    -1) {
+		x->x_allowed = 0;
+		return xs_deny(xc, AUD_R_BAD_REQUEST, "%s", rf->rf_why);
+	}
+	util_copy_str(x->x_bud.b_model, rf->rf_model,
+	    sizeof(x->x_bud.b_model));
+	if (rf->rf_rewrite)
+		usage_option_insert(xc->xc_body, p, len, rf);
+	return XS_GO;
+}
+
+/*
+ * Does the request start asynchronous work? Judged on the path as an
+ * upstream may read it (%2F as '/') and on the method it may act on (a
+ * method-override header, which policy already judged).
+ */
+static int
+is_async(const struct xs_call *xc)
+{
+	char	path[POL_PATH_MAX], method[24];
+	const char *p = xc->xc_x->x_path;
+
+	if (p != NULL && pol_path_has_enc_slash(p)) {
+		if (pol_path_slash_reading(p, path, sizeof(path)) == -1)
+			return 1;	/* cannot tell: assume the worst */
+		p = path;
+	}
+	if (req_async_path(xc->xc_x->x_method, p))
+		return 1;
+	if (http_msg_method_override(xc->xc_req, method, sizeof(method)) == 1)
+		return req_async_path(method, p);
+	return 0;
+}
+
+/*
+ * The reservation of a metered request: body bytes as the prompt (a
+ * token is at least a byte), the output bound times the completions
+ * asked for. Asynchronous work is refused unless the rule prices it.
+ */
+static enum xs_verdict
+metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
+    uint64_t *reserve)
+{
+	struct xchg		*x = xc->xc_x;
+	struct req_facts	 rf;
+	struct evbuffer		*b;
+	uint64_t		 max_out, input_est, out;
+
+	if (inspect_body(xc, rule->r_meter, &rf) != XS_GO)
+		return XS_DENY;
+	if (is_async(xc) || rf.rf_background) {
+		if (!rule->r_has_async) {
+			x->x_allowed = 0;
+			return xs_deny(xc, AUD_R_DENIED, "asynchronous LLM "
+			    "work (batches, fine-tuning, runs, background "
+			    "responses) reports no usage to meter; the rule "
+			    "must price it with async_usd");
+		}
+		x->x_bud.b_async = 1;
+		*reserve = rule->r_async_usd;
+		return XS_GO;
+	}
+	max_out = rf.rf_max_out != 0 ? rf.rf_max_out :
+	    price_max_output(xc->xc_cfg, x->x_bud.b_model);
+	out = rf.rf_choices > UINT64_MAX / (max_out ? max_out : 1) ?
+	    UINT64_MAX : max_out * rf.rf_choices;
+	b = held_body(xc);
+	input_est = b != NULL ? evbuffer_get_length(b) : 0;
+	*reserve = price_worst(xc->xc_cfg, x->x_bud.b_model, input_est, out);
+	return XS_GO;
+}
+
+/* The request body it declares would pass bytes_out: refuse it now. */
+static int
+declared_over(struct xs_call *xc, struct bud_sb *sb)
+{
+	const struct cfg_caps	*caps = bud_caps_of(xc->xc_policy);
+	const struct http_msg	*m = xc->xc_req;
+	struct evbuffer		*b = held_body(xc);
+	struct bud_room		 room;
+	uint64_t		 body;
+
+	if (caps == NULL || !caps->cp_has_bytes_out)
+		return 0;
+	body = b != NULL ? evbuffer_get_length(b) :
+	    m->hm_framing == HTTP_BODY_LENGTH ? m->hm_content_length : 0;
+	if (body == 0)
+		return 0;
+	(void)bud_charge(sb, caps, 0, 0, &room);
+	if (body <= room.br_out)
+		return 0;
+	snprintf(xc->xc_reason, sizeof(xc->xc_reason), "bytes_out cap %llu: "
+	    "this request's %llu-byte body would pass it",
+	    (unsigned long long)caps->cp_bytes_out,
+	    (unsigned long long)body);
+	return 1;
+}
+
+/* A metered rule reads the body: hold it (within limits.body_bytes). */
+static enum xs_verdict
+bud_req_head(struct xs_call *xc)
+{
+	const struct cfg_rule	*rule = xc->xc_x->x_rule_p;
+
+	if (rule == NULL || rule->r_meter == CFG_METER_NONE)
+		return XS_GO;
+	xc->xc_hold = (size_t)xc->xc_cfg->c_limits.l_body_bytes;
+	return XS_HOLD;
+}
+
+/* Admission against the caps, reserving a metered call's worst case. */
+static enum xs_verdict
+bud_req_ready(struct xs_call *xc)
+{
+	struct xchg		*x = xc->xc_x;
+	const struct cfg_rule	*rule = x->x_rule_p;
+	const struct cfg_caps	*caps;
+	struct bud_sb		*sb;
+	enum bud_verdict	 v;
+	uint64_t		 reserve = 0;
+	char			 why[200];
+	int			 retry = 0, metered;
+
+	if (xc->xc_sandbox == NULL || xc->xc_policy == NULL)
+		return XS_GO;
+	caps = &xc->xc_policy->p_caps;
+	metered = rule != NULL && rule->r_meter != CFG_METER_NONE;
+	if (metered && metered_reserve(xc, rule, &reserve) != XS_GO)
+		return XS_DENY;
+	sb = bud_handle(xc->xc_sandbox);
+	if (declared_over(xc, sb)) {
+		x->x_allowed = 0;
+		xc->xc_why = AUD_R_BUDGET_EXCEEDED;
+		return XS_DENY;
+	}
+	if (metered) {
+		if (bud_llm_enter(sb, caps->cp_llm_concurrency) == -1) {
+			x->x_bud.b_retry_after = 1;
+			x->x_allowed = 0;
+			return xs_deny(xc, AUD_R_RATE_LIMITED, "llm_concurrency "
+			    "cap %llu: that many metered requests are in "
+			    "flight",
+			    (unsigned long long)caps->cp_llm_concurrency);
+		}
+		x->x_bud.b_llm = caps->cp_llm_concurrency != 0;
+	}
+	v = bud_admit(xc->xc_sandbox, caps_any(caps) ? caps : NULL, reserve,
+	    why, sizeof(why), &retry);
+	if (v != BUD_OK && x->x_bud.b_llm) {
+		bud_llm_leave(sb);
+		x->x_bud.b_llm = 0;
+	}
+	switch (v) {
+	case BUD_OK:
+		x->x_bud.b_admitted = 1;
+		x->x_bud.b_reserved = reserve;
+		x->x_bud.b_sb = sb;
+		x->x_bud.b_room_in = x->x_bud.b_room_out = UINT64_MAX;
+		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out)
+			(void)bud_xchg_charge(x, bud_caps_of(xc->xc_policy));
+		return XS_GO;
+	case BUD_EXCEEDED:
+		x->x_allowed = 0;
+		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "%s", why);
+	case BUD_RATE:
+		x->x_bud.b_retry_after = retry > 0 ? retry : 1;
+		x->x_allowed = 0;
+		return xs_deny(xc, AUD_R_RATE_LIMITED, "%s", why);
+	}
+	return XS_DENY;
+}
+
+/* A response that would pass bytes_in is refused; a metered one read. */
+static enum xs_verdict
+bud_resp_head(struct xs_call *xc)
+{
+	struct xchg		*x = xc->xc_x;
+	const struct cfg_rule	*rule = x->x_rule_p;
+	struct http_msg		*m = xc->xc_resp;
+	const char		*v;
+	size_t			 vlen;
+	int			 i, sse = 0;
+
+	if (m->hm_framing == HTTP_BODY_LENGTH &&
+	    bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0,
+	    m->hm_content_length) < m->hm_content_length) {
+		/* nothing went back yet: the sandbox gets a clean 402 */
+		xc->xc_close = 1;
+		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes_in cap "
+		    "reached: the response would pass it");
+	}
+	if (rule == NULL || rule->r_meter == CFG_METER_NONE ||
+	    !x->x_bud.b_admitted || x->x_bud.b_meter != NULL)
+		return XS_GO;
+	if ((i = http_msg_find(m, "content-type", 0)) != -1) {
+		v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		vlen = m->hm_hdrs[i].h_value_len;
+		util_trim_ows(&v, &vlen);
+		sse = vlen >= 17 &&
+		    strncasecmp(v, "text/event-stream", 17) == 0;
+	}
+	x->x_bud.b_meter = meter_new(rule->r_meter == CFG_METER_OPENAI ?
+	    METER_OPENAI : METER_ANTHROPIC, sse,
+	    (size_t)xc->xc_cfg->c_limits.l_body_bytes);
+	return XS_GO;
+}
+
+static void
+bud_resp_body(struct xs_call *xc, const char *p, size_t len)
+{
+	if (xc->xc_x->x_bud.b_meter != NULL)
+		meter_feed(xc->xc_x->x_bud.b_meter, p, len);
+}
+
+/*
+ * The exchange ended: settle. A response that completed without usage
+ * cost nothing; one cut short costs what was reserved, so recorded spend
+ * never falls below what was consumed. An asynchronous job costs what
+ * its rule prices it at.
+ */
+static void
+bud_done(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+	struct aud_rec	*r = xc->xc_rec;
+	struct usage	*u = xc->xc_usage;
+	struct bud_room	 room;
+	uint64_t	 cost = 0;
+	int		 unpriced = 0, done = x->x_resp_done;
+
+	if (!x->x_bud.b_admitted || xc->xc_sandbox == NULL)
+		return;
+	x->x_bud.b_admitted = 0;
+	memset(u, 0, sizeof(*u));
+	if (x->x_bud.b_async)
+		/* the job's price, unless the provider said no */
+		cost = done && (x->x_status < 200 || x->x_status >= 300) ? 0 :
+		    x->x_bud.b_reserved;
+	else if (x->x_bud.b_meter != NULL) {
+		meter_finish(x->x_bud.b_meter, u);
+		if (u->u_model[0] == '\0')
+			snprintf(u->u_model, sizeof(u->u_model), "%s",
+			    x->x_bud.b_model);
+		if (!done)
+			cost = x->x_bud.b_reserved;
+		else if (u->u_found)
+			cost = price_usage(xc->xc_cfg, u, &unpriced);
+		else if (x->x_status >= 200 && x->x_status < 300)
+			cost = x->x_bud.b_reserved;	/* served, unmetered */
+		r->ar_usage = u->u_found ? u : NULL;
+		r->ar_cost_micro = (int64_t)cost;
+		r->ar_unpriced = unpriced;
+	} else if (x->x_bud.b_reserved > 0)
+		cost = x->x_bud.b_reserved;
+	if (x->x_bud.b_async)
+		r->ar_cost_micro = (int64_t)cost;
+	bud_settle(xc->xc_sandbox, x->x_bud.b_reserved, cost);
+	if (x->x_bud.b_sb == NULL)
+		x->x_bud.b_sb = bud_handle(xc->xc_sandbox);
+	(void)bud_charge(x->x_bud.b_sb, NULL, x->x_bytes_in -
+	    x->x_bud.b_charged_in, x->x_bytes_out - x->x_bud.b_charged_out,
+	    &room);
+	x->x_bud.b_charged_in = x->x_bytes_in;
+	x->x_bud.b_charged_out = x->x_bytes_out;
+	if (x->x_bud.b_llm) {
+		bud_llm_leave(x->x_bud.b_sb);
+		x->x_bud.b_llm = 0;
+	}
+}
+
+const struct xstage bud_stage = {
+	.xs_name = "budget",
+	.xs_req_head = bud_req_head,
+	.xs_req_ready = bud_req_ready,
+	.xs_resp_head = bud_resp_head,
+	.xs_resp_body = bud_resp_body,
+	.xs_done = bud_done,
+};

@@ -1,0 +1,150 @@
+/*
+ * The driver of the stage table (pipe/stage.h) for HTTP/1 connections:
+ * it lends each hook the exchange and what the connection knows, and is
+ * the one that answers the client when a stage refuses. A refusal raised
+ * inside the parser's callbacks (a request body chunk) is kept and
+ * answered once the parser has returned (conn_pipe_pending), so no stage
+ * ever answers from under llhttp.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "audit/aud.h"
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+#include "conn/worker.h"
+#include "pipe/stage.h"
+#include "pipe/xchg.h"
+#include "sbx/sbx.h"
+
+static void
+pipe_call(struct conn *c, struct xs_call *xc)
+{
+	xc->xc_x = c->c_x;
+	xc->xc_cfg = c->c_cfg;
+	xc->xc_policy = c->c_policy;
+	xc->xc_sandbox = c->c_sbx != NULL ? c->c_sbx->sb_id : NULL;
+	xc->xc_req = &c->c_req;
+	xc->xc_resp = &c->c_resp;
+	xc->xc_body = &c->c_r.r_body;
+	xc->xc_scratch = c->c_worker->w_scratch2;
+	xc->xc_tls = c->c_tls;
+	xc->xc_upgrade = c->c_r.r_upgrade;
+	xc->xc_tunnel = c->c_r.r_connect;
+	xc->xc_rec = NULL;
+	xc->xc_usage = NULL;
+	xc->xc_dur_us = 0;
+	xc->xc_why = AUD_R_NONE;
+	xc->xc_close = 0;
+	xc->xc_hold = 0;
+	xc->xc_reason[0] = '\0';
+}
+
+/* The reason a stage gave, or its row's text when it gave none. */
+static const char *
+pipe_reason(const struct xs_call *xc)
+{
+	return xc->xc_reason[0] != '\0' ? xc->xc_reason :
+	    aud_reason(xc->xc_why)->ri_text;
+}
+
+int
+conn_pipe_req_head(struct conn *c, size_t *hold)
+{
+	struct xs_call	xc;
+
+	pipe_call(c, &xc);
+	switch (xs_run(xs_table, XS_REQ_HEAD, &xc)) {
+	case XS_GO:
+		return 0;
+	case XS_HOLD:
+		*hold = xc.xc_hold;
+		return 1;
+	case XS_DENY:
+	case XS_WAIT:	/* no stage waits on the head */
+		break;
+	}
+	conn_deny(c, xc.xc_why, pipe_reason(&xc));
+	return -1;
+}
+
+int
+conn_pipe_ready(struct conn *c)
+{
+	struct xs_call	xc;
+
+	pipe_call(c, &xc);
+	if (xs_run(xs_table, XS_REQ_READY, &xc) == XS_GO)
+		return 0;
+	conn_deny(c, xc.xc_why, pipe_reason(&xc));
+	return -1;
+}
+
+int
+conn_pipe_req_body(struct conn *c, const char *p, size_t len)
+{
+	struct xs_call	xc;
+
+	if (c->c_r.r_pend_why != AUD_R_NONE)
+		return -1;
+	pipe_call(c, &xc);
+	if (xs_run_req_body(xs_table, &xc, p, len) == XS_GO)
+		return 0;
+	c->c_r.r_pend_why = xc.xc_why;
+	snprintf(c->c_r.r_pend_reason, sizeof(c->c_r.r_pend_reason), "%s",
+	    pipe_reason(&xc));
+	return -1;
+}
+
+int
+conn_pipe_pending(struct conn *c)
+{
+	char	reason[sizeof(c->c_r.r_pend_reason)];
+
+	if (c->c_r.r_pend_why == AUD_R_NONE)
+		return 0;
+	/* conn_upstream_failed() resets the request state it is read from */
+	memcpy(reason, c->c_r.r_pend_reason, sizeof(reason));
+	conn_upstream_failed(c, c->c_r.r_pend_why, reason);
+	return 1;
+}
+
+int
+conn_pipe_resp_head(struct conn *c)
+{
+	struct xs_call	xc;
+
+	pipe_call(c, &xc);
+	if (xs_run(xs_table, XS_RESP_HEAD, &xc) == XS_GO)
+		return 0;
+	if (xc.xc_close)
+		conn_reply_error(c, xc.xc_why, pipe_reason(&xc), 1);
+	else
+		conn_upstream_failed(c, xc.xc_why, pipe_reason(&xc));
+	return -1;
+}
+
+void
+conn_pipe_resp_body(struct conn *c, const char *p, size_t len)
+{
+	struct xs_call	xc;
+
+	pipe_call(c, &xc);
+	xs_run_resp_body(xs_table, &xc, p, len);
+}
+
+void
+conn_pipe_done(struct conn *c, struct aud_rec *r, struct usage *u,
+    uint64_t dur_us)
+{
+	struct xs_call	xc;
+
+	pipe_call(c, &xc);
+	c->c_x->x_resp_done = c->c_r.r_resp_done;
+	xc.xc_rec = r;
+	xc.xc_usage = u;
+	xc.xc_dur_us = dur_us;
+	xs_run_done(xs_table, &xc);
+}

@@ -1,0 +1,119 @@
+/*
+ * The request pipeline as a table: each stage is a set of hooks on one
+ * exchange (nginx's phase handlers, HAProxy's struct flt_ops), walked in
+ * order by the driver (conn/conn_pipe.c), which alone answers the client
+ * and ends the exchange. A hook sees the exchange and what the connection
+ * lends it for the call (struct xs_call), never the connection itself,
+ * and returns a verdict:
+ *
+ *	XS_GO	go on to the next stage
+ *	XS_DENY	refuse: xc_why and xc_reason say why (the driver answers)
+ *	XS_HOLD	request head only: hold the whole body, at most xc_hold
+ *		bytes, before the exchange goes on (SigV4 signs it, the
+ *		meter reads it)
+ *	XS_WAIT	the stage finishes later and resumes the exchange through
+ *		an event (no stage waits yet)
+ *
+ * Hooks, in the order an exchange meets them (NULL: not interested):
+ *	req_head	the request head is parsed and policy allowed it
+ *	req_ready	head (and held body) complete: last word before the
+ *			request goes upstream (budget admission)
+ *	req_body	a chunk of a streamed request body
+ *	resp_head	the upstream's response head
+ *	resp_body	a chunk of the response body (observe only)
+ *	done		once, before the audit record is written; fills it
+ */
+#ifndef AIRLOCK_STAGE_H
+#define AIRLOCK_STAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "audit/aud_reasons.h"
+
+struct aud_rec;
+struct cfg;
+struct cfg_policy;
+struct evbuffer;
+struct http_msg;
+struct usage;
+struct xchg;
+
+enum xs_verdict {
+	XS_GO = 0,
+	XS_DENY,
+	XS_HOLD,
+	XS_WAIT,
+};
+
+/* What one hook call sees; the driver fills it from the connection. */
+struct xs_call {
+	struct xchg		*xc_x;
+	const struct cfg	*xc_cfg;	/* the exchange's configuration */
+	const struct cfg_policy	*xc_policy;	/* the sandbox's, or NULL */
+	const char		*xc_sandbox;	/* its id, or NULL */
+	struct http_msg		*xc_req;	/* the request head */
+	struct http_msg		*xc_resp;	/* the response head */
+	struct evbuffer		**xc_body;	/* the held body (a stage may
+						   replace it), or NULL */
+	struct evbuffer		*xc_scratch;	/* a worker buffer to borrow */
+	int			 xc_tls;	/* the upstream is verified TLS */
+	int			 xc_upgrade;	/* a WebSocket upgrade asked */
+	int			 xc_tunnel;	/* a CONNECT or transparent
+						   tunnel, not a request */
+	struct aud_rec		*xc_rec;	/* done: the record to fill */
+	struct usage		*xc_usage;	/* done: room for the usage */
+	uint64_t		 xc_dur_us;	/* done: the exchange's time */
+	/* out */
+	enum aud_reason		 xc_why;	/* XS_DENY */
+	int			 xc_close;	/* XS_DENY: end the connection */
+	size_t			 xc_hold;	/* XS_HOLD: the bound */
+	char			 xc_reason[400];
+};
+
+struct xstage {
+	const char	*xs_name;
+	enum xs_verdict	(*xs_req_head)(struct xs_call *);
+	enum xs_verdict	(*xs_req_ready)(struct xs_call *);
+	enum xs_verdict	(*xs_req_body)(struct xs_call *, const char *,
+			    size_t);
+	enum xs_verdict	(*xs_resp_head)(struct xs_call *);
+	void		(*xs_resp_body)(struct xs_call *, const char *,
+			    size_t);
+	void		(*xs_done)(struct xs_call *);
+};
+
+/* The stages, each in its plane (src/pipe/stages.c lists them). */
+extern const struct xstage sec_stage;	/* secrets/sec_stage.c */
+extern const struct xstage bud_stage;	/* budget/bud_stage.c */
+extern const struct xstage aud_stage;	/* audit/aud_stage.c */
+
+/* The table, in order, NULL-terminated. */
+extern const struct xstage *const xs_table[];
+
+enum xs_hook {
+	XS_REQ_HEAD = 0,
+	XS_REQ_READY,
+	XS_RESP_HEAD,
+};
+
+/*
+ * Walk <hook> of every stage in order until one does not say XS_GO;
+ * XS_HOLD is remembered (the smallest bound wins) and the walk goes on,
+ * so every stage sees the head. Returns XS_GO, XS_HOLD, or the first
+ * XS_DENY / XS_WAIT (xc_why, xc_reason set by that stage).
+ */
+enum xs_verdict	xs_run(const struct xstage *const *tbl, enum xs_hook hook,
+		    struct xs_call *);
+/* A request body chunk through every stage: XS_GO or the first refusal. */
+enum xs_verdict	xs_run_req_body(const struct xstage *const *tbl,
+		    struct xs_call *, const char *, size_t);
+void		xs_run_resp_body(const struct xstage *const *tbl,
+		    struct xs_call *, const char *, size_t);
+void		xs_run_done(const struct xstage *const *tbl, struct xs_call *);
+/* A refusal, for a hook: sets xc_why and the reason text; XS_DENY. */
+enum xs_verdict	xs_deny(struct xs_call *, enum aud_reason why,
+		    const char *fmt, ...)
+		    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * The pipeline, as a list. Identity, policy and geo still run in conn/
+ * before the first hook (conn.c on_request_head, dns_done); from there an
+ * exchange meets these stages in this order, at each hook of
+ * pipe/stage.h.
+ */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "pipe/stage.h"
+
+const struct xstage *const xs_table[] = {
+	&sec_stage,		/* placeholders, injection, tripwire, what a
+				   secret's host may answer */
+	&bud_stage,		/* metered body, admission, bytes, meter,
+				   settle */
+	&aud_stage,		/* the record, the metrics */
+	NULL,
+};

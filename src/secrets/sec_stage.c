@@ -1,0 +1,157 @@
+/*
+ * The secrets stage (pipe/stage.h): placeholders resolved and injected
+ * on the request head (misuse refused), the body held when SigV4 signs
+ * it, the body watched for placeholders of secrets not bound to its host
+ * (the tripwire), and a response to a request towards a secret's hosts
+ * refused when it could carry the secret past the scanner.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cfg/cfg.h"
+#include "http/http_msg.h"
+#include "pipe/stage.h"
+#include "pipe/xchg.h"
+#include "secrets/sec.h"
+#include "secrets/sec_inject.h"
+#include "util/util.h"
+
+/* Does any field <name> of <m> hold <token> (case-insensitive)? */
+static int
+field_has(const struct http_msg *m, const char *name, const char *token)
+{
+	const char	*v;
+	size_t		 vlen, tlen = strlen(token), k;
+	int		 i;
+
+	for (i = 0; (i = http_msg_find(m, name, i)) != -1; i++) {
+		v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		vlen = m->hm_hdrs[i].h_value_len;
+		for (k = 0; k + tlen <= vlen; k++)
+			if (strncasecmp(v + k, token, tlen) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+/* Any content coding but identity? */
+static int
+encoded(const struct http_msg *m)
+{
+	const char	*v;
+	size_t		 vlen;
+	int		 i;
+
+	for (i = 0; (i = http_msg_find(m, "content-encoding", i)) != -1;
+	    i++) {
+		v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		vlen = m->hm_hdrs[i].h_value_len;
+		util_trim_ows(&v, &vlen);
+		if (vlen > 0 && !util_strncaseeq(v, vlen, "identity"))
+			return 1;
+	}
+	return 0;
+}
+
+/* Arm the tripwire (placeholders of secrets not bound to the host) when
+ * the request has a body. */
+static void
+trip_setup(struct xs_call *xc)
+{
+	const struct http_msg	*m = xc->xc_req;
+
+	if (m->hm_framing == HTTP_BODY_NONE || (m->hm_framing ==
+	    HTTP_BODY_LENGTH && m->hm_content_length == 0))
+		return;
+	xc->xc_x->x_sec.s_trip = sec_trip_body_new(xc->xc_cfg,
+	    xc->xc_x->x_host);
+}
+
+static enum xs_verdict
+sec_req_head(struct xs_call *xc)
+{
+	struct xchg		*x = xc->xc_x;
+	struct sec_facts	 f;
+
+	f.sf_cfg = xc->xc_cfg;
+	f.sf_rule = x->x_rule_p;
+	f.sf_msg = xc->xc_req;
+	f.sf_host = x->x_host;
+	f.sf_path = x->x_path;
+	f.sf_query = x->x_query;
+	f.sf_tls = xc->xc_tls;	/* the upstream handshake verifies */
+	switch (sec_req_prepare(&f, &x->x_sec.s_req, xc->xc_reason,
+	    sizeof(xc->xc_reason))) {
+	case SEC_OK:
+		trip_setup(xc);
+		break;
+	case SEC_MISUSE:
+		x->x_allowed = 0;
+		xc->xc_why = AUD_R_SECRET_MISUSE;
+		return XS_DENY;
+	case SEC_ERROR:
+		xc->xc_why = AUD_R_SECRET_UNAVAILABLE;
+		return XS_DENY;
+	}
+	if (xc->xc_upgrade && x->x_sec.s_req != NULL)
+		/* frames after a 101 cannot be scanned for the secret */
+		return xs_deny(xc, AUD_R_DENIED, "WebSocket upgrade towards "
+		    "a secret's host is not relayed (its frames could not be "
+		    "scanned for the secret)");
+	if (x->x_sec.s_req != NULL && x->x_sec.s_req->sr_need_body) {
+		/* SigV4 signs the body: hold it whole */
+		xc->xc_hold = (size_t)xc->xc_cfg->c_limits.l_body_bytes;
+		return XS_HOLD;
+	}
+	return XS_GO;
+}
+
+static enum xs_verdict
+sec_req_body(struct xs_call *xc, const char *p, size_t len)
+{
+	struct xchg	*x = xc->xc_x;
+
+	if (x->x_sec.s_trip == NULL)
+		return XS_GO;
+	if (!sec_trip_feed(x->x_sec.s_trip, p, len, xc->xc_scratch))
+		return XS_GO;
+	x->x_allowed = 0;
+	return xs_deny(xc, AUD_R_SECRET_MISUSE, "a secret's placeholder was "
+	    "sent in the request body towards %s, which it is not bound to",
+	    x->x_host);
+}
+
+static enum xs_verdict
+sec_resp_head(struct xs_call *xc)
+{
+	const struct sec_req	*sr = xc->xc_x->x_sec.s_req;
+	const struct http_msg	*m = xc->xc_resp;
+
+	if (sr == NULL || sr->sr_reflect == NULL)
+		return XS_GO;
+	/* we asked for Accept-Encoding: identity; compressed anyway would
+	   carry a reflected secret past the scanner */
+	if (encoded(m))
+		return xs_deny(xc, AUD_R_UPSTREAM_ENCODED_BODY, "upstream "
+		    "sent an encoded body for a request towards a secret's "
+		    "host (it could not be scanned)");
+	/* Range was removed: a piece of a resource now is an upstream
+	   handing out a secret a few bytes at a time */
+	if (sr->sr_carries && (m->hm_status == 206 ||
+	    field_has(m, "content-type", "multipart/byteranges") ||
+	    http_msg_find(m, "content-range", 0) != -1))
+		return xs_deny(xc, AUD_R_UPSTREAM_UNREACHABLE, "upstream sent "
+		    "a partial answer (206, byte ranges) to a request that "
+		    "carried a secret");
+	return XS_GO;
+}
+
+const struct xstage sec_stage = {
+	.xs_name = "secrets",
+	.xs_req_head = sec_req_head,
+	.xs_req_body = sec_req_body,
+	.xs_resp_head = sec_resp_head,
+};
