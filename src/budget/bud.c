@@ -57,6 +57,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "budget/bud.h"
 #include "budget/bud_internal.h"
 #include "cfg/cfg.h"
@@ -106,10 +108,19 @@ static struct {
 	char		*tmp;		/* .../ledger.tmp */
 	uint64_t	 size;		/* bytes in the file */
 	uint64_t	 snap_size;	/* bytes of the last snapshot */
+	struct bud_watch *watch;	/* events to make active on commit */
+	uint64_t	 fsync_delay_ms; /* test only: AIRLOCK_TEST_FSYNC_DELAY_MS */
 } led = {
 	.mtx = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 	.lockfd = -1,
+};
+
+/* A worker's event waiting for a line to be durable (bud_led_watch). */
+struct bud_watch {
+	struct bud_watch	*w_next;
+	uint64_t		 w_seq;
+	struct event		*w_ev;
 };
 
 static uint64_t		 (*bud_clock)(void);
@@ -558,6 +569,14 @@ led_append(const char *p, size_t len)
 		return -1;
 	}
 	led.size += len;
+	if (led.fsync_delay_ms > 0) {
+		/* test only: a slow disk (tests/integration/481-*) */
+		struct timespec	ts = { (time_t)(led.fsync_delay_ms / 1000),
+		    (long)(led.fsync_delay_ms % 1000) * 1000000 };
+
+		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+			;
+	}
 	if (fdatasync(led.fd) == -1) {
 		log_warn("bud: fdatasync %s", led.path);
 		return -1;
@@ -570,6 +589,8 @@ led_append(const char *p, size_t len)
 static void
 led_commit(int rc, uint64_t seq)
 {
+	struct bud_watch	**wp, *w;
+
 	if (rc == 0)
 		led.committed = seq;
 	else if (!led.broken) {
@@ -578,6 +599,65 @@ led_commit(int rc, uint64_t seq)
 		    "until restart");
 	}
 	pthread_cond_broadcast(&led.done);
+	/* workers waiting without blocking: their events (thread-safe) */
+	for (wp = &led.watch; (w = *wp) != NULL;) {
+		if (led.committed < w->w_seq && !led.broken) {
+			wp = &w->w_next;
+			continue;
+		}
+		event_active(w->w_ev, EV_TIMEOUT, 1);
+		*wp = w->w_next;
+		free(w);
+	}
+}
+
+int
+bud_led_state(uint64_t seq)
+{
+	int	rc;
+
+	if (seq == 0)
+		return 1;
+	pthread_mutex_lock(&led.mtx);
+	rc = led.committed >= seq ? 1 : led.broken ? -1 : 0;
+	pthread_mutex_unlock(&led.mtx);
+	return rc;
+}
+
+int
+bud_led_watch(uint64_t seq, struct event *ev)
+{
+	struct bud_watch	*w;
+
+	pthread_mutex_lock(&led.mtx);
+	if (seq == 0 || led.committed >= seq || led.broken) {
+		pthread_mutex_unlock(&led.mtx);
+		return 1;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->w_seq = seq;
+	w->w_ev = ev;
+	w->w_next = led.watch;
+	led.watch = w;
+	pthread_mutex_unlock(&led.mtx);
+	return 0;
+}
+
+void
+bud_led_unwatch(struct event *ev)
+{
+	struct bud_watch	**wp, *w;
+
+	pthread_mutex_lock(&led.mtx);
+	for (wp = &led.watch; (w = *wp) != NULL;) {
+		if (w->w_ev != ev) {
+			wp = &w->w_next;
+			continue;
+		}
+		*wp = w->w_next;
+		free(w);
+	}
+	pthread_mutex_unlock(&led.mtx);
 }
 
 /*
@@ -870,6 +950,7 @@ bud_open(const char *state_dir)
 	struct bud_sb	*sb;
 	pthread_condattr_t ca;
 	char		*lock = NULL;
+	const char	*s;
 	size_t		 i;
 
 	if (led.open || led.fd != -1) {
@@ -931,6 +1012,8 @@ bud_open(const char *state_dir)
 	led.stopping = led.broken = 0;
 	led.queued = led.committed = 0;
 	led.open = 1;
+	if ((s = getenv("AIRLOCK_TEST_FSYNC_DELAY_MS")) != NULL)
+		led.fsync_delay_ms = strtoull(s, NULL, 10);	/* test only */
 	if (pthread_create(&led.thread, NULL, led_main, NULL) != 0)
 		fatalx("bud: pthread_create");
 	free(lock);

@@ -150,6 +150,28 @@ void	bud_close(void);
  */
 enum bud_verdict bud_admit(const char *sandbox, const struct cfg_caps *caps,
 	    uint64_t reserve, char *why, size_t whysz, int *retry_after_s);
+/*
+ * bud_admit() without the wait: BUD_OK with *seq the ledger line its
+ * reservation must see durable before the request goes out (0: none);
+ * bud_led_state() / bud_led_watch() tell when. A line that failed is
+ * undone with bud_admit_undo() (the request is then refused).
+ */
+enum bud_verdict bud_admit_begin(const char *sandbox,
+	    const struct cfg_caps *caps, uint64_t reserve, char *why,
+	    size_t whysz, int *retry_after_s, uint64_t *seq);
+void	bud_admit_undo(const char *sandbox, uint64_t reserve, char *why,
+	    size_t whysz);
+struct event;
+/* Ledger line <seq>: 1 durable (or no ledger), 0 not yet, -1 failed. */
+int	bud_led_state(uint64_t seq);
+/*
+ * Make <ev> active (from the ledger's thread; libevent is thread-safe
+ * here) once line <seq> is durable or the ledger failed: 0, or 1 when
+ * that is already so (nothing watched). bud_led_unwatch() before
+ * freeing <ev>.
+ */
+int	bud_led_watch(uint64_t seq, struct event *ev);
+void	bud_led_unwatch(struct event *ev);
 /* Bytes are counted as they flow (flushed to the ledger at least 1/s). */
 void	bud_add_bytes(const char *sandbox, uint64_t in, uint64_t out);
 /* Settle a reservation to the metered cost. */

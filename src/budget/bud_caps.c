@@ -90,8 +90,9 @@ bud_rate_take(struct bud_sb *sb, uint32_t n, uint64_t ms, int *retry_s)
 }
 
 enum bud_verdict
-bud_admit(const char *sandbox, const struct cfg_caps *caps, uint64_t reserve,
-    char *why, size_t whysz, int *retry_after_s)
+bud_admit_begin(const char *sandbox, const struct cfg_caps *caps,
+    uint64_t reserve, char *why, size_t whysz, int *retry_after_s,
+    uint64_t *seqp)
 {
 	struct bud_sb		*sb;
 	struct bud_counters	*c;
@@ -158,25 +159,49 @@ bud_admit(const char *sandbox, const struct cfg_caps *caps, uint64_t reserve,
 		    sb->sb_ws_ms, reserve);
 	}
 	pthread_mutex_unlock(&sb->sb_lock);
-
-	/* Outside the lock: the sandbox's other requests join the batch. */
-	if (bud_led_wait(seq) == -1) {
-		/*
-		 * Not durable, so not forwarded. The line may still reach the
-		 * disk and count as spend after a restart: too high, which
-		 * is the safe side.
-		 */
-		pthread_mutex_lock(&sb->sb_lock);
-		c->bc_reserved -= reserve < c->bc_reserved ? reserve :
-		    c->bc_reserved;
-		pthread_mutex_unlock(&sb->sb_lock);
-		snprintf(why, whysz, "budget ledger unavailable");
-		return BUD_EXCEEDED;
-	}
+	*seqp = seq;
 	return BUD_OK;
  exceeded:
 	pthread_mutex_unlock(&sb->sb_lock);
 	return BUD_EXCEEDED;
+}
+
+void
+bud_admit_undo(const char *sandbox, uint64_t reserve, char *why,
+    size_t whysz)
+{
+	struct bud_sb		*sb = bud_find(sandbox, 1);
+	struct bud_counters	*c = &sb->sb_c;
+
+	/*
+	 * Not durable, so not forwarded. The line may still reach the disk
+	 * and count as spend after a restart: too high, which is the safe
+	 * side.
+	 */
+	pthread_mutex_lock(&sb->sb_lock);
+	c->bc_reserved -= reserve < c->bc_reserved ? reserve : c->bc_reserved;
+	pthread_mutex_unlock(&sb->sb_lock);
+	if (why != NULL && whysz > 0)
+		snprintf(why, whysz, "budget ledger unavailable");
+}
+
+enum bud_verdict
+bud_admit(const char *sandbox, const struct cfg_caps *caps, uint64_t reserve,
+    char *why, size_t whysz, int *retry_after_s)
+{
+	enum bud_verdict	v;
+	uint64_t		seq = 0;
+
+	v = bud_admit_begin(sandbox, caps, reserve, why, whysz, retry_after_s,
+	    &seq);
+	if (v != BUD_OK)
+		return v;
+	/* Outside the lock: the sandbox's other requests join the batch. */
+	if (bud_led_wait(seq) == -1) {
+		bud_admit_undo(sandbox, reserve, why, whysz);
+		return BUD_EXCEEDED;
+	}
+	return BUD_OK;
 }
 
 void

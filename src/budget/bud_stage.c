@@ -279,6 +279,38 @@ bud_req_head(struct xs_call *xc)
 	return XS_HOLD;
 }
 
+/*
+ * An admitted exchange whose reservation line is not durable yet: wait
+ * (the ledger makes xc_resume active), go on once it is, or refuse and
+ * undo when the ledger failed.
+ */
+static enum xs_verdict
+bud_ready_resume(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+	int		 st;
+
+	st = bud_led_state(x->x_bud.b_wait_seq);
+	if (st == 0 && bud_led_watch(x->x_bud.b_wait_seq, xc->xc_resume) == 0)
+		return XS_WAIT;
+	if (st == 0)
+		st = bud_led_state(x->x_bud.b_wait_seq);
+	x->x_bud.b_waiting = 0;
+	if (st == 1)
+		return XS_GO;
+	bud_admit_undo(xc->xc_sandbox, x->x_bud.b_reserved, xc->xc_reason,
+	    sizeof(xc->xc_reason));
+	if (x->x_bud.b_llm) {
+		bud_llm_leave(x->x_bud.b_sb);
+		x->x_bud.b_llm = 0;
+	}
+	x->x_bud.b_admitted = 0;
+	x->x_bud.b_reserved = 0;
+	x->x_allowed = 0;
+	xc->xc_why = AUD_R_BUDGET_EXCEEDED;
+	return XS_DENY;
+}
+
 /* Admission against the caps, reserving a metered call's worst case. */
 static enum xs_verdict
 bud_req_ready(struct xs_call *xc)
@@ -288,10 +320,12 @@ bud_req_ready(struct xs_call *xc)
 	const struct cfg_caps	*caps;
 	struct bud_sb		*sb;
 	enum bud_verdict	 v;
-	uint64_t		 reserve = 0;
+	uint64_t		 reserve = 0, seq = 0;
 	char			 why[200];
 	int			 retry = 0, metered;
 
+	if (x->x_bud.b_waiting)
+		return bud_ready_resume(xc);
 	if (xc->xc_sandbox == NULL || xc->xc_policy == NULL)
 		return XS_GO;
 	caps = &xc->xc_policy->p_caps;
@@ -315,8 +349,14 @@ bud_req_ready(struct xs_call *xc)
 		}
 		x->x_bud.b_llm = caps->cp_llm_concurrency != 0;
 	}
-	v = bud_admit(xc->xc_sandbox, caps_any(caps) ? caps : NULL, reserve,
-	    why, sizeof(why), &retry);
+	/* with an event to resume on, the worker does not wait for the
+	 * ledger's fsync: the exchange does */
+	if (xc->xc_resume != NULL)
+		v = bud_admit_begin(xc->xc_sandbox, caps_any(caps) ? caps :
+		    NULL, reserve, why, sizeof(why), &retry, &seq);
+	else
+		v = bud_admit(xc->xc_sandbox, caps_any(caps) ? caps : NULL,
+		    reserve, why, sizeof(why), &retry);
 	if (v != BUD_OK && x->x_bud.b_llm) {
 		bud_llm_leave(sb);
 		x->x_bud.b_llm = 0;
@@ -329,7 +369,11 @@ bud_req_ready(struct xs_call *xc)
 		x->x_bud.b_room_in = x->x_bud.b_room_out = UINT64_MAX;
 		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out)
 			(void)bud_xchg_charge(x, bud_caps_of(xc->xc_policy));
-		return XS_GO;
+		if (seq == 0)
+			return XS_GO;
+		x->x_bud.b_waiting = 1;
+		x->x_bud.b_wait_seq = seq;
+		return bud_ready_resume(xc);
 	case BUD_EXCEEDED:
 		x->x_allowed = 0;
 		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "%s", why);
@@ -403,7 +447,10 @@ bud_done(struct xs_call *xc)
 		return;
 	x->x_bud.b_admitted = 0;
 	memset(u, 0, sizeof(*u));
-	if (x->x_bud.b_async)
+	if (x->x_bud.b_waiting)
+		/* ended before its reservation was durable: never forwarded */
+		x->x_bud.b_waiting = 0;
+	else if (x->x_bud.b_async)
 		/* the job's price, unless the provider said no */
 		cost = done && (x->x_status < 200 || x->x_status >= 300) ? 0 :
 		    x->x_bud.b_reserved;

@@ -454,6 +454,7 @@ conn_free(struct conn *c)
 		sbx_unref(c->c_sbx);
 	}
 	conn_slot_release(c);
+	conn_pipe_fini(c);
 	if (c->c_dns != NULL)
 		dns_cancel(c->c_dns);
 	conn_tunnel_fini(c);
@@ -1079,7 +1080,7 @@ on_request_head(struct conn *c)
 static void
 conn_proceed(struct conn *c)
 {
-	if (conn_pipe_ready(c) == -1)
+	if (conn_pipe_ready(c, conn_find_upstream) != 0)
 		return;
 	conn_find_upstream(c);
 }

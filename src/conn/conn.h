@@ -19,6 +19,7 @@
 #include "pipe/xchg.h"
 
 struct worker;
+struct conn;
 struct cfg;
 struct cfg_sandbox;
 struct cfg_policy;
@@ -86,6 +87,8 @@ struct conn_req {
 	enum aud_reason	 r_pend_why;	/* a stage refused inside the parser:
 					   answered once it returns */
 	char		 r_pend_reason[400];
+	size_t		 r_wait_at;	/* the stage that said XS_WAIT */
+	void		(*r_wait_next)(struct conn *); /* then go on here */
 };
 
 struct conn {
@@ -148,6 +151,8 @@ struct conn {
 						   active) */
 	struct xchg		 c_x0;
 	struct xchg_queue	 c_xq;
+	struct event		*c_resume_ev;	/* a stage that waited resumes
+						   the exchange (conn_pipe.c) */
 	struct conn_slot	*c_slot;	/* not identified yet: see
 						   conn_slots.h */
 	int			 c_listener;	/* explicit: index in
@@ -251,9 +256,15 @@ struct usage;
 /* Request head allowed by policy: 0 go on, 1 hold the body (at most
  * *hold bytes) first, -1 after answering a refusal. */
 int	conn_pipe_req_head(struct conn *, size_t *hold);
-/* Last word before going upstream (budget admission): 0, or -1 after
- * answering. */
-int	conn_pipe_ready(struct conn *);
+/*
+ * Last word before going upstream (budget admission): 0 go on, -1 after
+ * answering, 1 when a stage waits (the worker serves others meanwhile):
+ * <next> is then called once it is done. NULL <next>: no waiting, the
+ * stage blocks instead (tunnels).
+ */
+int	conn_pipe_ready(struct conn *, void (*next)(struct conn *));
+/* Before the connection is freed: no stage will resume it. */
+void	conn_pipe_fini(struct conn *);
 /* A request body chunk (inside the parser): 0, or -1 when a stage
  * refused; the answer waits for conn_pipe_pending(). */
 int	conn_pipe_req_body(struct conn *, const char *, size_t);

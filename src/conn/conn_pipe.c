@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "audit/aud.h"
+#include "budget/bud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
@@ -36,6 +39,8 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_rec = NULL;
 	xc->xc_usage = NULL;
 	xc->xc_dur_us = 0;
+	xc->xc_resume = NULL;
+	xc->xc_at = 0;
 	xc->xc_why = AUD_R_NONE;
 	xc->xc_close = 0;
 	xc->xc_hold = 0;
@@ -70,16 +75,66 @@ conn_pipe_req_head(struct conn *c, size_t *hold)
 	return -1;
 }
 
+/* A stage that waited made the event active: walk on from it. */
+static void
+pipe_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn	*c = arg;
+	void		(*next)(struct conn *) = c->c_r.r_wait_next;
+
+	(void)fd;
+	(void)what;
+	if (c->c_closing || next == NULL)
+		return;
+	conn_enter(c);
+	c->c_r.r_wait_next = NULL;
+	if (conn_pipe_ready(c, next) == 0)
+		next(c);
+	conn_leave(c);
+}
+
 int
-conn_pipe_ready(struct conn *c)
+conn_pipe_ready(struct conn *c, void (*next)(struct conn *))
 {
 	struct xs_call	xc;
 
 	pipe_call(c, &xc);
-	if (xs_run(xs_table, XS_REQ_READY, &xc) == XS_GO)
+	if (next != NULL) {
+		if (c->c_resume_ev == NULL &&
+		    (c->c_resume_ev = event_new(c->c_worker->w_base, -1, 0,
+		    pipe_resume_cb, c)) == NULL)
+			next = NULL;	/* cannot wait: block */
+		xc.xc_resume = next != NULL ? c->c_resume_ev : NULL;
+		xc.xc_at = c->c_r.r_wait_at;
+	}
+	switch (xs_run(xs_table, XS_REQ_READY, &xc)) {
+	case XS_GO:
+		c->c_r.r_wait_at = 0;
 		return 0;
+	case XS_WAIT:
+		c->c_r.r_wait_at = xc.xc_at;
+		c->c_r.r_wait_next = next;
+		c->c_state = CONN_WAIT;
+		/* the same bound as resolving and connecting */
+		conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+		return 1;
+	case XS_DENY:
+	case XS_HOLD:
+		break;
+	}
+	c->c_r.r_wait_at = 0;
 	conn_deny(c, xc.xc_why, pipe_reason(&xc));
 	return -1;
+}
+
+void
+conn_pipe_fini(struct conn *c)
+{
+	if (c->c_resume_ev == NULL)
+		return;
+	bud_led_unwatch(c->c_resume_ev);
+	event_free(c->c_resume_ev);
+	c->c_resume_ev = NULL;
 }
 
 int

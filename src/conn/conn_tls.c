@@ -145,7 +145,7 @@ conn_tls_peek(struct conn *c)
 			return;
 		}
 		/* a spliced tunnel counts as one request */
-		if (conn_pipe_ready(c) == -1)
+		if (conn_pipe_ready(c, NULL) == -1)
 			return;
 		/* the hello stays buffered and goes out first */
 		conn_resolve(c);

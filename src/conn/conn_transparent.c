@@ -199,7 +199,7 @@ trans_raw(struct conn *c)
 	}
 	c->c_x->x_proto = "tunnel";
 	c->c_x->x_tls = "none";
-	if (conn_pipe_ready(c) == -1)
+	if (conn_pipe_ready(c, NULL) == -1)
 		return;
 	/* what the client sent so far stays buffered and goes out first */
 	c->c_trans_raw = 1;

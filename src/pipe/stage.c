@@ -33,20 +33,24 @@ xs_run(const struct xstage *const *tbl, enum xs_hook hook,
     struct xs_call *xc)
 {
 	enum xs_verdict	 v, out = XS_GO;
-	size_t		 bound = (size_t)-1;
+	size_t		 bound = (size_t)-1, i;
 
 	xc->xc_why = AUD_R_NONE;
 	xc->xc_close = 0;
 	xc->xc_reason[0] = '\0';
-	for (; *tbl != NULL; tbl++) {
+	for (i = 0; i < xc->xc_at && tbl[i] != NULL; i++)
+		;
+	for (; tbl[i] != NULL; i++) {
 		xc->xc_hold = 0;
-		v = xs_call_hook(*tbl, hook, xc);
+		v = xs_call_hook(tbl[i], hook, xc);
 		if (v == XS_HOLD && hook == XS_REQ_HEAD) {
 			if (xc->xc_hold < bound)
 				bound = xc->xc_hold;
 			out = XS_HOLD;
 			continue;
 		}
+		if (v == XS_WAIT)
+			xc->xc_at = i;
 		if (v != XS_GO && v != XS_HOLD)
 			return v;
 	}

@@ -34,6 +34,7 @@
 struct aud_rec;
 struct cfg;
 struct cfg_policy;
+struct event;
 struct evbuffer;
 struct http_msg;
 struct usage;
@@ -64,6 +65,12 @@ struct xs_call {
 	struct aud_rec		*xc_rec;	/* done: the record to fill */
 	struct usage		*xc_usage;	/* done: room for the usage */
 	uint64_t		 xc_dur_us;	/* done: the exchange's time */
+	struct event		*xc_resume;	/* req_ready: made active to
+						   resume a stage that said
+						   XS_WAIT; NULL: it may not
+						   wait (it blocks instead) */
+	size_t			 xc_at;		/* where the walk starts (and,
+						   after XS_WAIT, stopped) */
 	/* out */
 	enum aud_reason		 xc_why;	/* XS_DENY */
 	int			 xc_close;	/* XS_DENY: end the connection */
@@ -101,7 +108,9 @@ enum xs_hook {
  * Walk <hook> of every stage in order until one does not say XS_GO;
  * XS_HOLD is remembered (the smallest bound wins) and the walk goes on,
  * so every stage sees the head. Returns XS_GO, XS_HOLD, or the first
- * XS_DENY / XS_WAIT (xc_why, xc_reason set by that stage).
+ * XS_DENY / XS_WAIT (xc_why, xc_reason set by that stage). The walk
+ * starts at stage xc_at; after XS_WAIT xc_at is the stage that waits,
+ * called again (same hook) when the exchange resumes.
  */
 enum xs_verdict	xs_run(const struct xstage *const *tbl, enum xs_hook hook,
 		    struct xs_call *);

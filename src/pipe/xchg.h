@@ -49,6 +49,9 @@ struct xchg_budget {
 					   1 bytes_in, 2 bytes_out */
 	int		 b_llm;		/* holds an llm_concurrency slot */
 	int		 b_async;	/* priced by the rule's async_usd */
+	int		 b_waiting;	/* admitted, its reservation not yet
+					   durable (XS_WAIT) */
+	uint64_t	 b_wait_seq;	/* the ledger line it waits for */
 };
 
 struct xchg {
