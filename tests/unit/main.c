@@ -30,6 +30,7 @@ main(void)
 	srunner_add_suite(sr, suite_aud_verify());
 	srunner_add_suite(sr, suite_dns_synth());
 	srunner_add_suite(sr, suite_dns_stub());
+	srunner_add_suite(sr, suite_stage());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -25,5 +25,6 @@ Suite	*suite_metrics(void);
 Suite	*suite_aud_verify(void);
 Suite	*suite_dns_synth(void);
 Suite	*suite_dns_stub(void);
+Suite	*suite_stage(void);
 
 #endif
