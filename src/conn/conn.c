@@ -29,6 +29,7 @@
 #include "audit/aud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
+#include "conn/conn_internal.h"
 #include "conn/conn_reload.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
@@ -45,19 +46,13 @@
 #include "util/util.h"
 
 static void	client_read_cb(struct bufferevent *, void *);
-static void	client_write_cb(struct bufferevent *, void *);
 static void	client_event_cb(struct bufferevent *, short, void *);
 static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_write_cb(struct bufferevent *, void *);
 static void	upstream_read_more(struct bufferevent *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	conn_timer_cb(evutil_socket_t, short, void *);
-static void	conn_feed_response(struct conn *);
-static void	conn_feed_response_loop(struct conn *);
 static void	conn_feed_request_loop(struct conn *);
-static void	conn_find_upstream(struct conn *);
-static void	conn_body_buffered(struct conn *);
-static void	conn_proceed(struct conn *);
 
 void
 conn_enter(struct conn *c)
@@ -115,8 +110,8 @@ xchg_clear(struct conn *c, struct xchg *x)
 	memset(x, 0, sizeof(*x));
 }
 
-static void
-req_clear(struct conn *c)
+void
+conn_req_clear(struct conn *c)
 {
 	xchg_clear(c, c->c_x);
 	if (c->c_r.r_body != NULL)
@@ -127,7 +122,7 @@ req_clear(struct conn *c)
 static void
 req_begin(struct conn *c)
 {
-	req_clear(c);
+	conn_req_clear(c);
 	TAILQ_INSERT_TAIL(&c->c_xq, c->c_x, x_entry);
 	c->c_x->x_queued = 1;
 	c->c_x->x_active = 1;
@@ -144,8 +139,8 @@ req_begin(struct conn *c)
  * After its head, a message without body bytes still needs one (empty)
  * feed for llhttp to complete it.
  */
-static int
-msg_empty_body_left(const struct http_msg *m)
+int
+conn_msg_empty_body_left(const struct http_msg *m)
 {
 	return m->hm_head_done && !m->hm_complete &&
 	    (m->hm_framing == HTTP_BODY_NONE ||
@@ -194,7 +189,7 @@ bev_send_now(struct bufferevent *sock, size_t was)
  * returns to the event loop and before anything else writes to the client,
  * so nothing is ever held back from a stream.
  */
-static void
+void
 conn_client_flush(struct conn *c)
 {
 	struct bufferevent	*sock;
@@ -222,8 +217,8 @@ conn_client_flush(struct conn *c)
  * of it, not three; towards the client it joins the head (or the pieces)
  * gathered in the same callback.
  */
-static void
-body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
+void
+conn_body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
     int chunked, uint64_t *count)
 {
 	struct evbuffer	*tmp = to == c->c_bev ? c->c_pend :
@@ -268,50 +263,8 @@ request_body_cb(void *arg, const char *p, size_t len)
 		return;
 	/* past a bytes cap: the feed loop cuts the request */
 	len = conn_budget_allow(c, 1, len);
-	body_out(c, c->c_up->u_bev, p, len, c->c_r.r_up_chunked,
+	conn_body_out(c, c->c_up->u_bev, p, len, c->c_r.r_up_chunked,
 	    &c->c_x->x_bytes_out);
-}
-
-static void
-response_body_cb(void *arg, const char *p, size_t len)
-{
-	struct conn	*c = arg;
-	struct evbuffer	*scanned = c->c_worker->w_scratch2;
-	size_t		 n;
-
-	/* past a bytes cap: the feed loop cuts the response */
-	len = conn_budget_allow(c, 0, len);
-	conn_pipe_resp_body(c, p, len);
-	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
-		/* a secret went out: it must not come back */
-		sec_scan_feed(c->c_x->x_sec.s_req->sr_reflect, p, len, scanned);
-		n = evbuffer_get_length(scanned);
-		body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
-		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
-		evbuffer_drain(scanned, n);
-		return;
-	}
-	body_out(c, c->c_bev, p, len, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
-}
-
-/* End of a response body: what the scanner held, then the last chunk. */
-static void
-response_body_end(struct conn *c)
-{
-	struct evbuffer	*scanned = c->c_worker->w_scratch2;
-	size_t		 n;
-
-	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
-		sec_scan_finish(c->c_x->x_sec.s_req->sr_reflect, scanned);
-		n = evbuffer_get_length(scanned);
-		body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
-		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
-		evbuffer_drain(scanned, n);
-	}
-	if (c->c_r.r_rechunk) {
-		evbuffer_add(c->c_pend, "0\r\n\r\n", 5);
-		c->c_x->x_bytes_in += 5;
-	}
 }
 
 /*
@@ -354,7 +307,7 @@ conn_bev_bound(struct bufferevent *bev)
 void
 conn_set_client_callbacks(struct conn *c)
 {
-	bufferevent_setcb(c->c_bev, client_read_cb, client_write_cb,
+	bufferevent_setcb(c->c_bev, client_read_cb, conn_client_write_cb,
 	    client_event_cb, c);
 	conn_bev_bound(c->c_bev);
 	conn_bev_enable(c->c_bev, EV_READ | EV_WRITE);
@@ -403,7 +356,7 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	http_msg_init(&c->c_resp, HTTP_RESPONSE, c->c_cfg->c_limits.l_header_bytes);
 	c->c_req.hm_on_body = request_body_cb;
 	c->c_req.hm_arg = c;
-	c->c_resp.hm_on_body = response_body_cb;
+	c->c_resp.hm_on_body = conn_response_body_cb;
 	c->c_resp.hm_arg = c;
 	c->c_timer = evtimer_new(w->w_base, conn_timer_cb, c);
 	TAILQ_INSERT_TAIL(&w->w_conns, c, c_entry);
@@ -444,198 +397,6 @@ req_begin_transparent(struct conn *c)
 	c->c_r.r_connect = 1;
 }
 
-void
-conn_free(struct conn *c)
-{
-	struct worker	*w = c->c_worker;
-
-	if (c->c_sbx != NULL) {
-		__atomic_sub_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
-		sbx_unref(c->c_sbx);
-	}
-	conn_slot_release(c);
-	conn_pipe_fini(c);
-	if (c->c_dns != NULL)
-		dns_cancel(c->c_dns);
-	conn_tunnel_fini(c);
-	if (c->c_up != NULL)
-		upstream_free(c->c_up);
-	if (c->c_timer != NULL)
-		event_free(c->c_timer);
-	if (c->c_linger_ev != NULL)
-		event_free(c->c_linger_ev);
-	if (c->c_under_cb != NULL)
-		evbuffer_remove_cb_entry(bufferevent_get_output(
-		    bufferevent_get_underlying(c->c_bev)), c->c_under_cb);
-	if (c->c_bev != NULL)
-		bufferevent_free(c->c_bev);
-	evbuffer_free(c->c_pend);
-	http_msg_fini(&c->c_req);
-	http_msg_fini(&c->c_resp);
-	req_clear(c);
-	TAILQ_REMOVE(&w->w_conns, c, c_entry);
-	w->w_nconns--;
-	cfg_unref(c->c_cfg);
-	free(c);
-	worker_conn_gone();
-	if (w->w_stopping && w->w_nconns == 0)
-		event_base_loopexit(w->w_base, NULL);
-}
-
-void
-conn_close(struct conn *c, enum aud_reason why)
-{
-	if (c->c_closing)
-		return;
-	c->c_closing = 1;
-	if (c->c_x->x_why == AUD_R_NONE)
-		c->c_x->x_why = why;
-	if (aud_reason(why)->ri_decision == AUD_D_DENY)
-		c->c_x->x_allowed = 0;
-	if (c->c_x->x_active)
-		conn_audit(c);
-	if (c->c_depth == 0)
-		conn_free(c);
-	else {
-		/* stop callbacks until our caller unwinds */
-		bufferevent_disable(c->c_bev, EV_READ | EV_WRITE);
-		if (c->c_up != NULL)
-			bufferevent_disable(c->c_up->u_bev, EV_READ | EV_WRITE);
-		evtimer_del(c->c_timer);
-	}
-}
-
-/* Lingering close: read and forget whatever the client still sends. */
-static void
-linger_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn	*c = arg;
-	char		 buf[16384];
-	ssize_t		 n;
-
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-		conn_enter(c);
-		conn_close(c, AUD_R_DONE);	/* the client is done too */
-		conn_leave(c);
-	}
-}
-
-/*
- * Everything is written. Closing a socket with unread input makes the
- * kernel send RST, which can destroy the answer before the client read
- * it (a 413 to a client still uploading): half-close, drain what keeps
- * coming for a moment, then close (Apache's and nginx's lingering close).
- * A raw event reads the socket: a TLS filter may hold its bufferevent's
- * reads suspended.
- */
-static void
-conn_linger(struct conn *c)
-{
-	struct bufferevent	*raw = bufferevent_get_underlying(c->c_bev);
-	evutil_socket_t		 fd;
-
-	if (raw == NULL)
-		raw = c->c_bev;
-	fd = bufferevent_getfd(raw);
-	if (fd < 0 || c->c_worker->w_stopping) {
-		conn_close(c, AUD_R_DONE);
-		return;
-	}
-	bufferevent_disable(raw, EV_READ | EV_WRITE);
-	bufferevent_disable(c->c_bev, EV_READ | EV_WRITE);
-	(void)shutdown(fd, SHUT_WR);
-	c->c_state = CONN_LINGER;
-	c->c_linger_ev = event_new(c->c_worker->w_base, fd,
-	    EV_READ | EV_PERSIST, linger_cb, c);
-	if (c->c_linger_ev == NULL || event_add(c->c_linger_ev, NULL) == -1) {
-		conn_close(c, AUD_R_DONE);
-		return;
-	}
-	conn_timer_arm(c, 2000);
-}
-
-/* The TLS socket under an intercepted session's filter drained. */
-static void
-under_drained(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
-{
-	struct conn	*c = arg;
-
-	/* we are inside libevent's write path: go on from the timer */
-	if (evbuffer_get_length(buf) == 0 && c->c_state == CONN_CLOSING) {
-		c->c_flushed = 1;
-		conn_timer_arm(c, 0);
-	}
-}
-
-/*
- * The plaintext is all in the TLS filter: send close_notify (unless the
- * handshake failed: then only the alert already queued goes out), and
- * close once the socket below has written everything.
- */
-static void
-tls_finish(struct conn *c)
-{
-	struct bufferevent	*under = bufferevent_get_underlying(c->c_bev);
-	struct evbuffer		*out;
-	SSL			*ssl;
-
-	if (under == NULL) {
-		conn_linger(c);
-		return;
-	}
-	out = bufferevent_get_output(under);
-	ssl = bufferevent_openssl_get_ssl(c->c_bev);
-	if (ssl == NULL || !SSL_is_init_finished(ssl)) {
-		/*
-		 * A failed handshake: libevent has stopped this socket, so
-		 * write the alert OpenSSL queued (a few bytes) ourselves.
-		 */
-		evbuffer_unfreeze(out, 1);	/* libevent froze it on error */
-		(void)evbuffer_write(out, bufferevent_getfd(under));
-		conn_close(c, AUD_R_DONE);
-		return;
-	}
-	if (!c->c_tls_shut) {
-		c->c_tls_shut = 1;
-		(void)SSL_shutdown(ssl);
-		ERR_clear_error();
-	}
-	if (evbuffer_get_length(out) == 0) {
-		conn_linger(c);
-		return;
-	}
-	if (c->c_under_cb == NULL)
-		c->c_under_cb = evbuffer_add_cb(out, under_drained, c);
-	conn_timer_arm(c, 5000);	/* a peer that never reads */
-}
-
-void
-conn_close_when_flushed(struct conn *c)
-{
-	conn_client_flush(c);
-	c->c_state = CONN_CLOSING;
-	bufferevent_disable(c->c_bev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
-		tls_finish(c);
-	else {
-		/* client_write_cb comes back here once the output drained */
-		bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
-		conn_timer_arm(c, 5000);
-	}
-}
-
-void
-conn_drain(struct conn *c)
-{
-	if ((c->c_state == CONN_HEAD && !c->c_x->x_active &&
-	    c->c_req.hm_len == 0 && c->c_depth == 0) ||
-	    (c->c_state == CONN_LINGER && c->c_depth == 0))
-		conn_close(c, AUD_R_DONE);
-}
-
 /* Answer the current request from the gateway; see conn_reply.c. */
 void
 conn_deny(struct conn *c, enum aud_reason why, const char *reason)
@@ -651,484 +412,6 @@ conn_deny(struct conn *c, enum aud_reason why, const char *reason)
 	    (c->c_tls || c->c_tunnel_http))
 		close = 1;
 	conn_reply_error(c, why, reason, close || !c->c_r.r_keepalive);
-}
-
-/*
- * Who is asking: Proxy-Authorization Basic ID:TOKEN, else the listener's
- * default sandbox. Returns 0, or -1 after answering 407.
- */
-static int
-identify(struct conn *c)
-{
-	const struct cfg	*cfg = c->c_cfg;
-	struct sbx		*s = NULL;
-	const char		*v, *colon;
-	char			 creds[512];
-	uint64_t		 now;
-	size_t			 vlen;
-	int			 i, n;
-
-	i = http_msg_find(&c->c_req, "proxy-authorization", 0);
-	if (i == -1) {
-		if (conn_listener_default(c) != NULL)
-			s = sbx_find(conn_listener_default(c));
-		if (s == NULL) {
-			conn_deny(c, AUD_R_PROXY_AUTH_REQUIRED,
-			    "proxy credentials required");
-			return -1;
-		}
-	} else {
-		v = http_msg_str(&c->c_req, c->c_req.hm_hdrs[i].h_value);
-		vlen = c->c_req.hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		if (vlen > 6 && strncasecmp(v, "basic ", 6) == 0) {
-			v += 6;
-			vlen -= 6;
-			util_trim_ows(&v, &vlen);
-			n = util_base64_decode(v, vlen, creds, sizeof(creds));
-		} else
-			n = -1;
-		if (n > 0 && (colon = memchr(creds, ':', (size_t)n)) != NULL) {
-			*(char *)colon = '\0';
-			s = sbx_auth(creds, colon + 1,
-			    (size_t)(n - (colon + 1 - creds)));
-		}
-		if (n > 0)
-			OPENSSL_cleanse(creds, (size_t)n);
-	}
-	if (s != NULL && __atomic_load_n(&s->sb_revoked, __ATOMIC_ACQUIRE)) {
-		sbx_unref(s);
-		s = NULL;
-	}
-	if (s == NULL) {
-		conn_deny(c, AUD_R_PROXY_AUTH_REQUIRED,
-		    "proxy credentials not valid");
-		return -1;
-	}
-	conn_slot_release(c);	/* counts against its sandbox from now on */
-	/* resolved per request: a reload may have changed the policy */
-	c->c_policy = cfg_policy_find(cfg, s->sb_policy);
-	/* for the scheduler's idle eviction; written at most once a second
-	   so that busy sandboxes do not bounce a cache line between workers */
-	now = util_now_ms();
-	if (now - __atomic_load_n(&s->sb_last_used_ms, __ATOMIC_RELAXED) >
-	    1000)
-		__atomic_store_n(&s->sb_last_used_ms, now, __ATOMIC_RELAXED);
-	if (c->c_sbx == s) {
-		sbx_unref(s);
-		return 0;
-	}
-	if (c->c_sbx != NULL) {
-		__atomic_sub_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
-		sbx_unref(c->c_sbx);
-	}
-	c->c_sbx = s;
-	if ((size_t)__atomic_add_fetch(&s->sb_conns, 1, __ATOMIC_RELAXED) >
-	    cfg->c_limits.l_max_connections_per_sandbox) {
-		conn_deny(c, AUD_R_OVERLOADED,
-		    "sandbox connection limit reached");
-		return -1;
-	}
-	return 0;
-}
-
-static void
-dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
-    void *arg)
-{
-	struct conn	*c = arg;
-	const struct cfg_policy *p = c->c_policy;
-	char		 why[64], ip[INET6_ADDRSTRLEN], reason[512], cc[3];
-	const char	*list;
-	uint32_t	 asn;
-	size_t		 i;
-
-	c->c_dns = NULL;
-	conn_enter(c);
-	if (err != NULL) {
-		snprintf(reason, sizeof(reason), "%s: %s", c->c_x->x_host, err);
-		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, reason);
-		goto out;
-	}
-	/* every address is checked: one bad answer spoils the name */
-	for (i = 0; i < naddrs; i++) {
-		if (!net_guard_check(c->c_cfg->c_guard, &addrs[i], why,
-		    sizeof(why))) {
-			net_addr_format(&addrs[i], ip, sizeof(ip));
-			snprintf(reason, sizeof(reason),
-			    "destination %s resolves to %s in denied network %s",
-			    c->c_x->x_host, ip, why);
-			c->c_x->x_allowed = 0;
-			conn_deny(c, AUD_R_DENIED, reason);
-			goto out;
-		}
-		/* allow_networks cannot open the gateway to itself */
-		if (net_self_check(c->c_cfg->c_self, &addrs[i], c->c_x->x_port,
-		    reason, sizeof(reason))) {
-			c->c_x->x_allowed = 0;
-			conn_deny(c, AUD_R_DENIED, reason);
-			goto out;
-		}
-	}
-	/* the policy's countries, likewise for every address */
-	for (i = 0; p != NULL && (p->p_ngeo_deny > 0 ||
-	    p->p_ngeo_allow > 0) && i < naddrs; i++) {
-		(void)geo_lookup_addr(c->c_cfg->c_geo, &addrs[i], cc, &asn);
-		if (geo_policy_allows(p, cc, &list))
-			continue;
-		net_addr_format(&addrs[i], ip, sizeof(ip));
-		snprintf(reason, sizeof(reason), "destination %s resolves to "
-		    "%s in %s%s, denied by policy \"%s\" (%s)", c->c_x->x_host,
-		    ip, cc[0] != '\0' ? "country " : "no known country", cc,
-		    p->p_name, list);
-		c->c_x->x_allowed = 0;
-		conn_deny(c, AUD_R_DENIED, reason);
-		goto out;
-	}
-	if (naddrs > sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]))
-		naddrs = sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]);
-	memcpy(c->c_r.r_addrs, addrs, naddrs * sizeof(addrs[0]));
-	c->c_r.r_naddrs = naddrs;
-	c->c_r.r_next_addr = 0;
-	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
-	if (conn_upstream_connect(c) == -1)
-		conn_upstream_connect_failed(c, "cannot connect");
-out:
-	conn_leave(c);
-}
-
-void
-conn_upstream_key(struct conn *c, char *key, size_t keysz)
-{
-	char	port[21];
-	size_t	n;
-
-	/* per request (the pool lookup): no snprintf */
-	n = util_copy_str(key, c->c_tls ? "https://" : "http://", keysz);
-	n += util_copy_str(key + n, c->c_x->x_host, keysz - n);
-	port[0] = ':';
-	util_u64_dec((uint64_t)c->c_x->x_port, port + 1);
-	util_copy_str(key + n, port, keysz - n);
-}
-
-/*
- * Plain HTTP on the transparent listener: origin-form; the Host header
- * names the host, and must name the one the connection went to when that
- * is known (a DNS stub address). The port is the original destination's.
- */
-static int
-transparent_target(struct conn *c, const struct http_target *t)
-{
-	struct http_msg		*m = &c->c_req;
-	struct http_target	 h;
-	const char		*v, *why = NULL;
-	char			 reason[600];
-	size_t			 vlen;
-	int			 i;
-
-	c->c_x->x_port = c->c_trans_port;
-	/* what a refusal's audit record knows already */
-	if (c->c_trans_named)
-		util_copy_str(c->c_x->x_host, c->c_trans_host,
-		    sizeof(c->c_x->x_host));
-	if ((i = http_msg_find(m, "host", 0)) == -1) {
-		conn_deny(c, AUD_R_BAD_REQUEST, "Host header missing");
-		return -1;
-	}
-	v = http_msg_str(m, m->hm_hdrs[i].h_value);
-	vlen = m->hm_hdrs[i].h_value_len;
-	util_trim_ows(&v, &vlen);
-	if (http_authority_parse(v, vlen, c->c_trans_port, 0, &h, &why) ==
-	    -1) {
-		conn_deny(c, AUD_R_BAD_REQUEST, why);
-		return -1;
-	}
-	if ((c->c_trans_named && strcmp(h.t_host, c->c_trans_host) != 0) ||
-	    h.t_port != c->c_trans_port || (t->t_host[0] != '\0' &&
-	    (strcmp(t->t_host, h.t_host) != 0 ||
-	    t->t_port != c->c_trans_port))) {
-		/* header values are never echoed (error pages, audit) */
-		snprintf(reason, sizeof(reason), "Host header does not name "
-		    "the destination %s:%d", c->c_trans_host, c->c_trans_port);
-		conn_deny(c, AUD_R_DENIED, reason);
-		return -1;
-	}
-	snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", h.t_host);
-	return 0;
-}
-
-/*
- * The target of a request: absolute-form on the plain listener,
- * authority-form for CONNECT, origin-form (or https:// absolute-form)
- * inside an intercepted TLS session, whose Host must name the TLS server
- * name. Returns 0, or -1 after answering.
- */
-static int
-request_target(struct conn *c)
-{
-	struct http_msg		*m = &c->c_req;
-	struct http_target	 t, h;
-	const char		*why = NULL, *url = http_msg_str(m, m->hm_url);
-	const char		*v;
-	char			 reason[600];
-	size_t			 vlen;
-	int			 i;
-
-	if (c->c_r.r_connect) {
-		if (c->c_tls || c->c_tunnel_http) {
-			conn_reply_error(c, AUD_R_BAD_REQUEST,
-			    "CONNECT inside a tunnel", 1);
-			return -1;
-		}
-		if (http_authority_parse(url, m->hm_url_len, 0, 1, &t,
-		    &why) == -1) {
-			conn_reply_error(c, AUD_R_BAD_REQUEST, why, 1);
-			return -1;
-		}
-		snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", t.t_host);
-		c->c_x->x_port = t.t_port;
-		return 0;
-	}
-	if (http_target_parse(url, m->hm_url_len, c->c_tls, c->c_tls ||
-	    c->c_transparent || c->c_tunnel_http, &t, &why) == -1) {
-		http_target_fini(&t);	/* conn_reply_error() reads it again */
-		conn_reply_error(c, AUD_R_BAD_REQUEST, why, 1);
-		return -1;
-	}
-	c->c_x->x_path = t.t_path;
-	c->c_x->x_query = t.t_query;
-	if (!c->c_tls && (c->c_transparent || c->c_tunnel_http))
-		return transparent_target(c, &t);
-	if (!c->c_tls) {
-		util_copy_str(c->c_x->x_host, t.t_host, sizeof(c->c_x->x_host));
-		c->c_x->x_port = t.t_port;
-		return 0;
-	}
-
-	/* intercepted: the session decides host and port */
-	util_copy_str(c->c_x->x_host, c->c_tls_host, sizeof(c->c_x->x_host));
-	c->c_x->x_port = c->c_tls_port;
-	if (c->c_tls_fronting[0] != '\0') {
-		snprintf(reason, sizeof(reason), "TLS server name %s does not "
-		    "match CONNECT host %s (domain fronting)", c->c_tls_host,
-		    c->c_tls_fronting);
-		conn_deny(c, AUD_R_DENIED, reason);
-		return -1;
-	}
-	if (t.t_host[0] != '\0' && (strcmp(t.t_host, c->c_tls_host) != 0 ||
-	    t.t_port != c->c_tls_port || !t.t_https)) {
-		conn_deny(c, AUD_R_DENIED,
-		    "request target does not name the TLS server");
-		return -1;
-	}
-	if ((i = http_msg_find(m, "host", 0)) == -1) {
-		conn_deny(c, AUD_R_BAD_REQUEST, "Host header missing");
-		return -1;
-	}
-	v = http_msg_str(m, m->hm_hdrs[i].h_value);
-	vlen = m->hm_hdrs[i].h_value_len;
-	util_trim_ows(&v, &vlen);
-	if (http_authority_parse(v, vlen, c->c_tls_port, 0, &h, &why) == -1 ||
-	    strcmp(h.t_host, c->c_tls_host) != 0 ||
-	    h.t_port != c->c_tls_port) {
-		snprintf(reason, sizeof(reason), "Host header does not name "
-		    "the TLS server %s", c->c_tls_host);
-		conn_deny(c, AUD_R_DENIED, reason);
-		return -1;
-	}
-	return 0;
-}
-
-/* The request head is in: decide, then find an upstream. */
-static void
-on_request_head(struct conn *c)
-{
-	struct http_msg		*m = &c->c_req;
-	struct pol_request	 pr;
-	struct pol_result	 res;
-	enum pol_verdict	 verdict;
-	char			 override[24];
-	size_t			 n;
-	int			 i;
-
-	conn_cfg_refresh(c);	/* judged under the config of now */
-	util_copy_str(c->c_x->x_method, http_msg_method(m),
-	    sizeof(c->c_x->x_method));
-	c->c_r.r_keepalive = m->hm_keepalive && !c->c_worker->w_stopping;
-	c->c_r.r_connect = m->hm_method == HTTP_CONNECT;
-	if (c->c_r.r_connect) {
-		c->c_x->x_proto = "tunnel";
-		c->c_x->x_tls = NULL;
-		c->c_r.r_keepalive = 0;
-	}
-	if (request_target(c) == -1)
-		return;
-	if (m->hm_method == HTTP_TRACE) {
-		conn_deny(c, AUD_R_NOT_IMPLEMENTED, "method is not relayed");
-		return;
-	}
-	/* inside TLS the sandbox is the one that sent the CONNECT; on the
-	   transparent listener the one of the source address */
-	if (!c->c_tls && !c->c_transparent && !c->c_tunnel_http &&
-	    identify(c) == -1)
-		return;
-	if ((c->c_tls || c->c_transparent || c->c_tunnel_http) &&
-	    conn_sandbox_refresh(c) == -1)
-		return;
-	/* fail closed: no request goes out that the audit cannot record */
-	if (!aud_available()) {
-		conn_deny(c, AUD_R_AUDIT_UNAVAILABLE, "the audit log cannot "
-		    "be written; requests are refused until it can");
-		return;
-	}
-	if (c->c_r.r_connect && conn_connect_guard(c) == -1)
-		return;
-
-	pr.pr_host = c->c_x->x_host;
-	pr.pr_port = c->c_x->x_port;
-	pr.pr_method = c->c_x->x_method;
-	pr.pr_path = c->c_r.r_connect ? NULL : c->c_x->x_path;
-	/* frameworks act on these instead of the method: judge that one */
-	pr.pr_method_override = NULL;
-	if (!c->c_r.r_connect && (i = http_msg_method_override(m, override,
-	    sizeof(override))) != 0) {
-		if (i == -1) {
-			conn_reply_error(c, AUD_R_BAD_REQUEST, "method-"
-			    "override headers that do not name one method", 1);
-			return;
-		}
-		pr.pr_method_override = override;
-	}
-	verdict = c->c_policy == NULL ? POL_DENY :
-	    pol_evaluate(c->c_policy, &pr, &res);
-	if (verdict != POL_DENY) {
-		/* "policy#N"; room kept for '#' and the digits */
-		n = util_copy_str(c->c_x->x_rule, c->c_policy->p_name,
-		    sizeof(c->c_x->x_rule) - 22);
-		c->c_x->x_rule[n++] = '#';
-		util_u64_dec((uint64_t)res.pr_rule, c->c_x->x_rule + n);
-	}
-	if (verdict == POL_BAD) {
-		/* ambiguous, like a malformed target: the connection ends */
-		conn_reply_error(c, AUD_R_BAD_REQUEST, res.pr_reason, 1);
-		return;
-	}
-	if (verdict != POL_ALLOW) {
-		const char *why = c->c_policy == NULL ? "the sandbox's policy "
-		    "is not in the running config" : res.pr_reason;
-
-		if (c->c_r.r_connect)
-			conn_connect_denied(c, why);	/* 403 inside TLS */
-		else
-			conn_deny(c, AUD_R_DENIED, why);
-		return;
-	}
-	c->c_x->x_allowed = 1;
-
-	if (c->c_r.r_connect) {
-		/* TLS follows: peek its ClientHello before going anywhere */
-		conn_tls_connect_allowed(c,
-		    c->c_policy->p_rules[res.pr_rule].r_intercept);
-		return;
-	}
-
-	if ((i = http_msg_find(m, "upgrade", 0)) != -1 &&
-	    http_msg_connection_has(m, "upgrade")) {
-		const char	*v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		size_t		 vlen = m->hm_hdrs[i].h_value_len;
-
-		util_trim_ows(&v, &vlen);
-		/* only WebSocket; other upgrades (h2c) are ignored and the
-		   request served as HTTP/1.1 (RFC 9110 section 7.8) */
-		if (util_strncaseeq(v, vlen, "websocket"))
-			c->c_r.r_upgrade = 1;
-		else
-			http_msg_ignore_upgrade(m);
-	}
-
-	c->c_x->x_rule_p = &c->c_policy->p_rules[res.pr_rule];
-	if ((i = conn_pipe_req_head(c, &c->c_r.r_hold)) == -1)
-		return;
-	if (i == 1 && !msg_empty_body_left(m)) {
-		/* SigV4 signs the body, metering reads (and may rewrite) it:
-		 * hold it whole before going out */
-		if (m->hm_framing == HTTP_BODY_LENGTH &&
-		    m->hm_content_length > c->c_r.r_hold) {
-			c->c_x->x_allowed = 0;
-			conn_reply_error(c, AUD_R_BODY_TOO_LARGE, "request "
-			    "body over limits.body_bytes (needed whole)", 1);
-			return;
-		}
-		if (http_msg_find(m, "expect", 0) != -1 && m->hm_minor >= 1) {
-			/* we are the one reading the body now */
-			bufferevent_write(c->c_bev,
-			    "HTTP/1.1 100 Continue\r\n\r\n", 25);
-		}
-		c->c_state = CONN_BODY_BUFFER;
-		/* a declared length is held in one piece: parsed in place */
-		c->c_r.r_body = evbuffer_new();
-		if (m->hm_framing == HTTP_BODY_LENGTH)
-			evbuffer_expand(c->c_r.r_body, m->hm_content_length);
-		conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
-		http_msg_resume(m);
-		return;
-	}
-	conn_proceed(c);
-}
-
-/* Budget admission, then upstream. */
-static void
-conn_proceed(struct conn *c)
-{
-	if (conn_pipe_ready(c, conn_find_upstream) != 0)
-		return;
-	conn_find_upstream(c);
-}
-
-/* A pooled upstream for the request, else resolve and connect. */
-static void
-conn_find_upstream(struct conn *c)
-{
-	char	key[300];
-
-	c->c_state = CONN_WAIT;
-	if (!c->c_r.r_upgrade) {
-		conn_upstream_key(c, key, sizeof(key));
-		if ((c->c_up = upstream_pool_take(c->c_worker, key)) != NULL) {
-			const char *list;
-
-			/* pooled under another sandbox's policy: the geo
-			 * rules of this one decide (dns_done() says why) */
-			if (geo_policy_allows(c->c_policy, c->c_up->u_country,
-			    &list)) {
-				memcpy(c->c_x->x_country, c->c_up->u_country,
-				    sizeof(c->c_x->x_country));
-				c->c_x->x_asn = c->c_up->u_asn;
-				conn_upstream_ready(c);
-				return;
-			}
-			upstream_pool_put(c->c_worker, c->c_up);
-			c->c_up = NULL;
-		}
-	}
-	conn_resolve(c);
-}
-
-/* The body is held (SigV4): the request is whole, go upstream. */
-static void
-conn_body_buffered(struct conn *c)
-{
-	conn_proceed(c);
-}
-
-/* Resolve the request's host; dns_done() carries on. */
-void
-conn_resolve(struct conn *c)
-{
-	c->c_state = CONN_WAIT;
-	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
-	c->c_dns = dns_resolve(c->c_worker->w_base, c->c_worker->w_dns,
-	    c->c_cfg, c->c_x->x_host, dns_done, c);
 }
 
 /* Serialize the request head for the upstream. */
@@ -1311,7 +594,7 @@ conn_feed_request_loop(struct conn *c)
 	    c->c_state == CONN_BODY_BUFFER ||
 	    (c->c_state == CONN_FORWARD && !c->c_r.r_req_done)) &&
 	    (evbuffer_get_length(in) > 0 || (c->c_state != CONN_HEAD &&
-	    msg_empty_body_left(&c->c_req)))) {
+	    conn_msg_empty_body_left(&c->c_req)))) {
 		if (c->c_up != NULL && evbuffer_get_length(
 		    bufferevent_get_output(c->c_up->u_bev)) >= CONN_HIWAT) {
 			/* upstream_write_cb resumes us */
@@ -1347,7 +630,7 @@ conn_feed_request_loop(struct conn *c)
 		case HTTP_FEED_MORE:
 			break;
 		case HTTP_FEED_HEAD:
-			on_request_head(c);
+			conn_on_request_head(c);
 			break;
 		case HTTP_FEED_DONE:
 			c->c_r.r_req_done = 1;
@@ -1388,187 +671,6 @@ conn_feed_request_loop(struct conn *c)
 	}
 }
 
-/* Response head from upstream -> client. */
-static void
-write_response_head(struct conn *c, int interim)
-{
-	struct http_msg	*m = &c->c_resp;
-	struct evbuffer	*out = c->c_pend;	/* the body may join it */
-	struct evbuffer	*up;
-	const char	*name, *v;
-	char		 num[21];
-	size_t		 nlen, vlen, before = evbuffer_get_length(out);
-	int		 i, http10 = c->c_req.hm_minor == 0;
-	int		 upgrade = m->hm_status == 101;
-	struct sec_scan	*reflect = c->c_x->x_sec.s_req != NULL ?
-			    c->c_x->x_sec.s_req->sr_reflect : NULL;
-	enum http_framing framing = m->hm_framing;
-
-	/* redaction changes the length: the body is re-framed */
-	if (reflect != NULL && framing == HTTP_BODY_LENGTH)
-		framing = HTTP_BODY_CHUNKED;
-
-	/* the upstream's part is redacted as one block: the reason phrase,
-	   names and values could each echo a secret */
-	up = reflect != NULL ? evbuffer_new() : out;
-	evbuffer_add(up, "HTTP/1.1 ", 9);
-	evbuffer_add(up, num, util_u64_dec((uint64_t)m->hm_status, num));
-	evbuffer_add(up, " ", 1);
-	evbuffer_add(up, http_msg_str(m, m->hm_reason), m->hm_reason_len);
-	evbuffer_add(up, "\r\n", 2);
-	for (i = 0; i < m->hm_nhdrs; i++) {
-		name = http_msg_str(m, m->hm_hdrs[i].h_name);
-		nlen = m->hm_hdrs[i].h_name_len;
-		if (http_msg_is_hop(m, name, nlen) ||
-		    (util_strncaseeq(name, nlen, "content-length") &&
-		    m->hm_framing != HTTP_BODY_NONE))
-			continue;
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		evbuffer_add(up, name, nlen);
-		evbuffer_add(up, ": ", 2);
-		evbuffer_add(up, v, vlen);
-		evbuffer_add(up, "\r\n", 2);
-	}
-	if (up != out) {
-		conn_sec_head_out(c, up, out);
-		evbuffer_free(up);
-	}
-	if (!interim) {
-		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
-		evbuffer_add(out, c->c_x->x_id, strlen(c->c_x->x_id));
-		evbuffer_add(out, "\r\n", 2);
-		switch (framing) {
-		case HTTP_BODY_LENGTH:
-			evbuffer_add(out, "Content-Length: ", 16);
-			evbuffer_add(out, num, util_u64_dec(
-			    m->hm_content_length, num));
-			evbuffer_add(out, "\r\n", 2);
-			break;
-		case HTTP_BODY_CHUNKED:
-		case HTTP_BODY_EOF:
-			if (http10) {
-				c->c_r.r_keepalive = 0;
-				c->c_r.r_close_delim = 1;
-			} else {
-				c->c_r.r_rechunk = 1;
-				evbuffer_add_printf(out,
-				    "Transfer-Encoding: chunked\r\n");
-			}
-			break;
-		case HTTP_BODY_NONE:
-			break;
-		}
-		if (upgrade)
-			evbuffer_add_printf(out,
-			    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
-		else if (!c->c_r.r_keepalive || c->c_worker->w_stopping)
-			evbuffer_add_printf(out, "Connection: close\r\n");
-		else if (http10)
-			evbuffer_add_printf(out, "Connection: keep-alive\r\n");
-	}
-	evbuffer_add(out, "\r\n", 2);
-	c->c_x->x_bytes_in += evbuffer_get_length(out) - before;
-}
-
-static void
-conn_feed_response(struct conn *c)
-{
-	conn_feed_response_loop(c);
-	conn_client_flush(c);
-}
-
-static void
-conn_feed_response_loop(struct conn *c)
-{
-	struct evbuffer		*in;
-	struct evbuffer_iovec	 v;
-	enum http_feed		 f;
-	size_t			 used;
-
-	if (c->c_up == NULL)
-		return;
-	in = bufferevent_get_input(c->c_up->u_bev);
-	while (!c->c_closing && c->c_up != NULL && !c->c_r.r_resp_done &&
-	    (evbuffer_get_length(in) > 0 || msg_empty_body_left(&c->c_resp))) {
-		if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) >=
-		    CONN_HIWAT) {
-			/* client_write_cb resumes us */
-			bufferevent_disable(c->c_up->u_bev, EV_READ);
-			return;
-		}
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
-			v.iov_base = (void *)"";
-			v.iov_len = 0;
-		}
-		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
-		evbuffer_drain(in, used);
-		if (c->c_x->x_bud.b_over) {
-			conn_budget_cut(c);
-			return;
-		}
-		switch (f) {
-		case HTTP_FEED_MORE:
-			break;
-		case HTTP_FEED_HEAD:
-			c->c_x->x_status = c->c_resp.hm_status;
-			if (conn_pipe_resp_head(c) == -1)
-				return;
-			write_response_head(c, 0);
-			c->c_r.r_resp_started = 1;
-			/* from here on only idleness is a timeout */
-			conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
-			http_msg_resume(&c->c_resp);
-			break;
-		case HTTP_FEED_DONE:
-			if (c->c_resp.hm_status >= 100 &&
-			    c->c_resp.hm_status < 200) {
-				/* interim (100 Continue): pass, keep waiting */
-				if (c->c_req.hm_minor >= 1)
-					write_response_head(c, 1);
-				http_msg_reset(&c->c_resp);
-				c->c_resp.hm_no_body =
-				    c->c_req.hm_method == HTTP_HEAD;
-				break;
-			}
-			if (!c->c_r.r_resp_started) {
-				c->c_x->x_status = c->c_resp.hm_status;
-				write_response_head(c, 0);
-				c->c_r.r_resp_started = 1;
-			}
-			response_body_end(c);
-			c->c_r.r_resp_done = 1;
-			conn_client_flush(c);
-			conn_request_finished(c);
-			return;
-		case HTTP_FEED_UPGRADE:
-			if (!c->c_r.r_upgrade) {
-				/* nothing asked for it: no tunnel, no 101 */
-				conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, "upstream switched "
-				    "protocols (101) for a request that asked "
-				    "for no upgrade");
-				return;
-			}
-			c->c_x->x_status = c->c_resp.hm_status;
-			write_response_head(c, 0);
-			conn_client_flush(c);
-			c->c_r.r_resp_started = 1;
-			if (c->c_resp.hm_status == 101 && c->c_r.r_upgrade) {
-				conn_tunnel_start(c);
-				return;
-			}
-			conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
-			    "unexpected protocol switch");
-			return;
-		case HTTP_FEED_ERROR:
-			conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
-			    c->c_resp.hm_err_reason);
-			return;
-		}
-	}
-}
-
 /* Both directions of the request are done (or the response is). */
 void
 conn_request_finished(struct conn *c)
@@ -1596,7 +698,7 @@ conn_request_finished(struct conn *c)
 		conn_close_when_flushed(c);
 		return;
 	}
-	req_clear(c);
+	conn_req_clear(c);
 	http_msg_reset(&c->c_req);
 	c->c_state = CONN_HEAD;
 	conn_bev_enable(c->c_bev, EV_READ);
@@ -1623,8 +725,8 @@ client_read_cb(struct bufferevent *bev, void *arg)
 	conn_leave(c);
 }
 
-static void
-client_write_cb(struct bufferevent *bev, void *arg)
+void
+conn_client_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn	*c = arg;
 
@@ -1632,7 +734,7 @@ client_write_cb(struct bufferevent *bev, void *arg)
 	conn_touch(c);
 	if (c->c_state == CONN_CLOSING) {
 		if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
-			tls_finish(c);
+			conn_tls_finish(c);
 	} else if (c->c_state == CONN_TUNNEL) {
 		conn_tunnel_start(c);
 		conn_tunnel_check(c);
@@ -1781,7 +883,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		if (c->c_resp.hm_head_done &&
 		    c->c_resp.hm_framing == HTTP_BODY_EOF &&
 		    http_msg_finish(&c->c_resp) == HTTP_FEED_DONE) {
-			response_body_end(c);
+			conn_response_body_end(c);
 			c->c_r.r_resp_done = 1;
 			c->c_resp.hm_keepalive = 0;
 			conn_client_flush(c);
@@ -1862,7 +964,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_transparent_peek(c, 1);
 		break;
 	case CONN_CLOSING:
-		/* drained (under_drained), or the 5 s grace is over */
+		/* drained (conn_under_drained), or the 5 s grace is over */
 		if (c->c_flushed)
 			conn_linger(c);
 		else

@@ -1,8 +1,8 @@
 /*
  * The pipeline, as a list. Identity, policy and geo still run in conn/
- * before the first hook (conn.c on_request_head, dns_done); from there an
- * exchange meets these stages in this order, at each hook of
- * pipe/stage.h.
+ * before the first hook (conn_request.c: conn_on_request_head,
+ * dns_done); from there an exchange meets these stages in this order, at
+ * each hook of pipe/stage.h.
  */
 #include "config.h"
 

@@ -1,0 +1,269 @@
+/*
+ * The response side of a request: the upstream's head through the stage
+ * table and out to the client, the body re-framed, scanned and metered.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <openssl/crypto.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/bufferevent_struct.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "audit/aud.h"
+#include "cfg/cfg.h"
+#include "conn/conn.h"
+#include "conn/conn_internal.h"
+#include "conn/conn_reload.h"
+#include "conn/worker.h"
+#include "dns/dns.h"
+#include "conn/conn_slots.h"
+#include "dns/net_self.h"
+#include "geo/geo.h"
+#include "http/http_target.h"
+#include "budget/bud.h"
+#include "policy/pol.h"
+#include "secrets/sec.h"
+#include "secrets/sec_inject.h"
+#include "sbx/sbx.h"
+#include "util/log.h"
+#include "util/util.h"
+
+void
+conn_response_body_cb(void *arg, const char *p, size_t len)
+{
+	struct conn	*c = arg;
+	struct evbuffer	*scanned = c->c_worker->w_scratch2;
+	size_t		 n;
+
+	/* past a bytes cap: the feed loop cuts the response */
+	len = conn_budget_allow(c, 0, len);
+	conn_pipe_resp_body(c, p, len);
+	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
+		/* a secret went out: it must not come back */
+		sec_scan_feed(c->c_x->x_sec.s_req->sr_reflect, p, len, scanned);
+		n = evbuffer_get_length(scanned);
+		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
+		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
+		evbuffer_drain(scanned, n);
+		return;
+	}
+	conn_body_out(c, c->c_bev, p, len, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
+}
+
+/* End of a response body: what the scanner held, then the last chunk. */
+void
+conn_response_body_end(struct conn *c)
+{
+	struct evbuffer	*scanned = c->c_worker->w_scratch2;
+	size_t		 n;
+
+	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
+		sec_scan_finish(c->c_x->x_sec.s_req->sr_reflect, scanned);
+		n = evbuffer_get_length(scanned);
+		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
+		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
+		evbuffer_drain(scanned, n);
+	}
+	if (c->c_r.r_rechunk) {
+		evbuffer_add(c->c_pend, "0\r\n\r\n", 5);
+		c->c_x->x_bytes_in += 5;
+	}
+}
+
+/* Response head from upstream -> client. */
+static void
+write_response_head(struct conn *c, int interim)
+{
+	struct http_msg	*m = &c->c_resp;
+	struct evbuffer	*out = c->c_pend;	/* the body may join it */
+	struct evbuffer	*up;
+	const char	*name, *v;
+	char		 num[21];
+	size_t		 nlen, vlen, before = evbuffer_get_length(out);
+	int		 i, http10 = c->c_req.hm_minor == 0;
+	int		 upgrade = m->hm_status == 101;
+	struct sec_scan	*reflect = c->c_x->x_sec.s_req != NULL ?
+			    c->c_x->x_sec.s_req->sr_reflect : NULL;
+	enum http_framing framing = m->hm_framing;
+
+	/* redaction changes the length: the body is re-framed */
+	if (reflect != NULL && framing == HTTP_BODY_LENGTH)
+		framing = HTTP_BODY_CHUNKED;
+
+	/* the upstream's part is redacted as one block: the reason phrase,
+	   names and values could each echo a secret */
+	up = reflect != NULL ? evbuffer_new() : out;
+	evbuffer_add(up, "HTTP/1.1 ", 9);
+	evbuffer_add(up, num, util_u64_dec((uint64_t)m->hm_status, num));
+	evbuffer_add(up, " ", 1);
+	evbuffer_add(up, http_msg_str(m, m->hm_reason), m->hm_reason_len);
+	evbuffer_add(up, "\r\n", 2);
+	for (i = 0; i < m->hm_nhdrs; i++) {
+		name = http_msg_str(m, m->hm_hdrs[i].h_name);
+		nlen = m->hm_hdrs[i].h_name_len;
+		if (http_msg_is_hop(m, name, nlen) ||
+		    (util_strncaseeq(name, nlen, "content-length") &&
+		    m->hm_framing != HTTP_BODY_NONE))
+			continue;
+		v = http_msg_str(m, m->hm_hdrs[i].h_value);
+		vlen = m->hm_hdrs[i].h_value_len;
+		util_trim_ows(&v, &vlen);
+		evbuffer_add(up, name, nlen);
+		evbuffer_add(up, ": ", 2);
+		evbuffer_add(up, v, vlen);
+		evbuffer_add(up, "\r\n", 2);
+	}
+	if (up != out) {
+		conn_sec_head_out(c, up, out);
+		evbuffer_free(up);
+	}
+	if (!interim) {
+		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
+		evbuffer_add(out, c->c_x->x_id, strlen(c->c_x->x_id));
+		evbuffer_add(out, "\r\n", 2);
+		switch (framing) {
+		case HTTP_BODY_LENGTH:
+			evbuffer_add(out, "Content-Length: ", 16);
+			evbuffer_add(out, num, util_u64_dec(
+			    m->hm_content_length, num));
+			evbuffer_add(out, "\r\n", 2);
+			break;
+		case HTTP_BODY_CHUNKED:
+		case HTTP_BODY_EOF:
+			if (http10) {
+				c->c_r.r_keepalive = 0;
+				c->c_r.r_close_delim = 1;
+			} else {
+				c->c_r.r_rechunk = 1;
+				evbuffer_add_printf(out,
+				    "Transfer-Encoding: chunked\r\n");
+			}
+			break;
+		case HTTP_BODY_NONE:
+			break;
+		}
+		if (upgrade)
+			evbuffer_add_printf(out,
+			    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+		else if (!c->c_r.r_keepalive || c->c_worker->w_stopping)
+			evbuffer_add_printf(out, "Connection: close\r\n");
+		else if (http10)
+			evbuffer_add_printf(out, "Connection: keep-alive\r\n");
+	}
+	evbuffer_add(out, "\r\n", 2);
+	c->c_x->x_bytes_in += evbuffer_get_length(out) - before;
+}
+
+void
+conn_feed_response(struct conn *c)
+{
+	conn_feed_response_loop(c);
+	conn_client_flush(c);
+}
+
+void
+conn_feed_response_loop(struct conn *c)
+{
+	struct evbuffer		*in;
+	struct evbuffer_iovec	 v;
+	enum http_feed		 f;
+	size_t			 used;
+
+	if (c->c_up == NULL)
+		return;
+	in = bufferevent_get_input(c->c_up->u_bev);
+	while (!c->c_closing && c->c_up != NULL && !c->c_r.r_resp_done &&
+	    (evbuffer_get_length(in) > 0 || conn_msg_empty_body_left(&c->c_resp))) {
+		if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) >=
+		    CONN_HIWAT) {
+			/* conn_client_write_cb resumes us */
+			bufferevent_disable(c->c_up->u_bev, EV_READ);
+			return;
+		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
+			v.iov_base = (void *)"";
+			v.iov_len = 0;
+		}
+		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
+		evbuffer_drain(in, used);
+		if (c->c_x->x_bud.b_over) {
+			conn_budget_cut(c);
+			return;
+		}
+		switch (f) {
+		case HTTP_FEED_MORE:
+			break;
+		case HTTP_FEED_HEAD:
+			c->c_x->x_status = c->c_resp.hm_status;
+			if (conn_pipe_resp_head(c) == -1)
+				return;
+			write_response_head(c, 0);
+			c->c_r.r_resp_started = 1;
+			/* from here on only idleness is a timeout */
+			conn_timer_arm(c, c->c_cfg->c_limits.l_idle_timeout_ms);
+			http_msg_resume(&c->c_resp);
+			break;
+		case HTTP_FEED_DONE:
+			if (c->c_resp.hm_status >= 100 &&
+			    c->c_resp.hm_status < 200) {
+				/* interim (100 Continue): pass, keep waiting */
+				if (c->c_req.hm_minor >= 1)
+					write_response_head(c, 1);
+				http_msg_reset(&c->c_resp);
+				c->c_resp.hm_no_body =
+				    c->c_req.hm_method == HTTP_HEAD;
+				break;
+			}
+			if (!c->c_r.r_resp_started) {
+				c->c_x->x_status = c->c_resp.hm_status;
+				write_response_head(c, 0);
+				c->c_r.r_resp_started = 1;
+			}
+			conn_response_body_end(c);
+			c->c_r.r_resp_done = 1;
+			conn_client_flush(c);
+			conn_request_finished(c);
+			return;
+		case HTTP_FEED_UPGRADE:
+			if (!c->c_r.r_upgrade) {
+				/* nothing asked for it: no tunnel, no 101 */
+				conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, "upstream switched "
+				    "protocols (101) for a request that asked "
+				    "for no upgrade");
+				return;
+			}
+			c->c_x->x_status = c->c_resp.hm_status;
+			write_response_head(c, 0);
+			conn_client_flush(c);
+			c->c_r.r_resp_started = 1;
+			if (c->c_resp.hm_status == 101 && c->c_r.r_upgrade) {
+				conn_tunnel_start(c);
+				return;
+			}
+			conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
+			    "unexpected protocol switch");
+			return;
+		case HTTP_FEED_ERROR:
+			conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
+			    c->c_resp.hm_err_reason);
+			return;
+		}
+	}
+}
