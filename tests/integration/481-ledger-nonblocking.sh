@@ -10,17 +10,8 @@
 # worker blocked they would queue behind each fsync).
 . "$top_srcdir/tests/integration/lib.sh"
 
-rm -f "$T/llm.port"
-"$PYTHON" "$IT_DIR/llm_upstream.py" -P "$T/llm.port" -l "$T/llm.jsonl" \
-    2>"$T/llm.err" &
-track_pid $!
-_i=0
-while [ ! -s "$T/llm.port" ]; do
-	_i=$((_i + 1))
-	[ "$_i" -le 300 ] || hard_error "llm upstream did not start: $(cat "$T/llm.err")"
-	sleep 0.05
-done
-LLM_PORT=$(cat "$T/llm.port")
+start_py_upstream llm llm_upstream.py -l "$T/llm.jsonl"
+LLM_PORT=$PY_PORT
 AIRLOCK_PORT=$(free_port)
 export AIRLOCK_PORT LLM_PORT T
 
