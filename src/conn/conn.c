@@ -490,6 +490,7 @@ write_request_head(struct conn *c)
 	if (sr != NULL)
 		evbuffer_add(out, evbuffer_pullup(sr->sr_add, -1),
 		    evbuffer_get_length(sr->sr_add));
+	conn_pipe_req_fields(c, out);
 	if (c->c_r.r_upgrade)
 		evbuffer_add_printf(out,
 		    "Connection: Upgrade\r\nUpgrade: websocket\r\n");

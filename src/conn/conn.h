@@ -274,6 +274,8 @@ int	conn_pipe_pending(struct conn *);
 /* The response head: 0, or -1 after answering (or cutting). */
 int	conn_pipe_resp_head(struct conn *);
 void	conn_pipe_resp_body(struct conn *, const char *, size_t);
+/* The request head being written to <out>: the stages' extra fields. */
+void	conn_pipe_req_fields(struct conn *, struct evbuffer *out);
 /* Once per exchange, from conn_audit: every stage's done hook, the
  * audit stage last (writes <r>). */
 void	conn_pipe_done(struct conn *, struct aud_rec *r, struct usage *u,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "audit/aud.h"
@@ -41,6 +42,8 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_dur_us = 0;
 	xc->xc_resume = NULL;
 	xc->xc_at = 0;
+	xc->xc_add_field = NULL;
+	xc->xc_fields = NULL;
 	xc->xc_why = AUD_R_NONE;
 	xc->xc_close = 0;
 	xc->xc_hold = 0;
@@ -179,6 +182,27 @@ conn_pipe_resp_head(struct conn *c)
 	else
 		conn_upstream_failed(c, xc.xc_why, pipe_reason(&xc));
 	return -1;
+}
+
+/* xc_add_field for the request head being written (an evbuffer). */
+static void
+pipe_add_field(struct xs_call *xc, const char *name, const char *value)
+{
+	if (name[0] == '\0' || strpbrk(name, "\r\n: \t") != NULL ||
+	    strpbrk(value, "\r\n") != NULL)
+		return;
+	evbuffer_add_printf(xc->xc_fields, "%s: %s\r\n", name, value);
+}
+
+void
+conn_pipe_req_fields(struct conn *c, struct evbuffer *out)
+{
+	struct xs_call	xc;
+
+	pipe_call(c, &xc);
+	xc.xc_add_field = pipe_add_field;
+	xc.xc_fields = out;
+	xs_run_req_fields(xs_table, &xc);
 }
 
 void

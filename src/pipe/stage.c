@@ -81,6 +81,14 @@ xs_run_resp_body(const struct xstage *const *tbl, struct xs_call *xc,
 }
 
 void
+xs_run_req_fields(const struct xstage *const *tbl, struct xs_call *xc)
+{
+	for (; *tbl != NULL; tbl++)
+		if ((*tbl)->xs_req_fields != NULL)
+			(*tbl)->xs_req_fields(xc);
+}
+
+void
 xs_run_done(const struct xstage *const *tbl, struct xs_call *xc)
 {
 	for (; *tbl != NULL; tbl++)

@@ -18,6 +18,8 @@
  *	req_head	the request head is parsed and policy allowed it
  *	req_ready	head (and held body) complete: last word before the
  *			request goes upstream (budget admission)
+ *	req_fields	the request head goes upstream: add fields to it
+ *			through xc_add_field (the driver writes them)
  *	req_body	a chunk of a streamed request body
  *	resp_head	the upstream's response head
  *	resp_body	a chunk of the response body (observe only)
@@ -71,6 +73,11 @@ struct xs_call {
 						   wait (it blocks instead) */
 	size_t			 xc_at;		/* where the walk starts (and,
 						   after XS_WAIT, stopped) */
+	/* req_fields: add "name: value" to the head going upstream (a name
+	   or value with CR, LF or NUL is dropped) */
+	void			(*xc_add_field)(struct xs_call *,
+				    const char *name, const char *value);
+	void			*xc_fields;	/* the driver's */
 	/* out */
 	enum aud_reason		 xc_why;	/* XS_DENY */
 	int			 xc_close;	/* XS_DENY: end the connection */
@@ -82,6 +89,7 @@ struct xstage {
 	const char	*xs_name;
 	enum xs_verdict	(*xs_req_head)(struct xs_call *);
 	enum xs_verdict	(*xs_req_ready)(struct xs_call *);
+	void		(*xs_req_fields)(struct xs_call *);
 	enum xs_verdict	(*xs_req_body)(struct xs_call *, const char *,
 			    size_t);
 	enum xs_verdict	(*xs_resp_head)(struct xs_call *);
@@ -94,6 +102,9 @@ struct xstage {
 extern const struct xstage sec_stage;	/* secrets/sec_stage.c */
 extern const struct xstage bud_stage;	/* budget/bud_stage.c */
 extern const struct xstage aud_stage;	/* audit/aud_stage.c */
+#ifdef AIRLOCK_TEST_STAGE
+extern const struct xstage test_stage;	/* tests/harness/stage_stamp.c */
+#endif
 
 /* The table, in order, NULL-terminated. */
 extern const struct xstage *const xs_table[];
@@ -120,6 +131,8 @@ enum xs_verdict	xs_run_req_body(const struct xstage *const *tbl,
 void		xs_run_resp_body(const struct xstage *const *tbl,
 		    struct xs_call *, const char *, size_t);
 void		xs_run_done(const struct xstage *const *tbl, struct xs_call *);
+void		xs_run_req_fields(const struct xstage *const *tbl,
+		    struct xs_call *);
 /* A refusal, for a hook: sets xc_why and the reason text; XS_DENY. */
 enum xs_verdict	xs_deny(struct xs_call *, enum aud_reason why,
 		    const char *fmt, ...)

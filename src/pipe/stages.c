@@ -15,6 +15,9 @@ const struct xstage *const xs_table[] = {
 				   secret's host may answer */
 	&bud_stage,		/* metered body, admission, bytes, meter,
 				   settle */
+#ifdef AIRLOCK_TEST_STAGE
+	&test_stage,		/* the test build's airlockd-stage only */
+#endif
 	&aud_stage,		/* the record, the metrics */
 	NULL,
 };

@@ -54,14 +54,13 @@ static enum xs_verdict c_body(struct xs_call *xc, const char *p, size_t n)
 static void a_done(struct xs_call *xc) { (void)xc; mark('1'); }
 static void b_done(struct xs_call *xc) { (void)xc; mark('2'); }
 
-static const struct xstage sa = { "a", a_head, a_ready, NULL, NULL, NULL,
-    a_done };
-static const struct xstage sb = { "b", b_head, w_ready, b_body, NULL, NULL,
-    b_done };
-static const struct xstage sc = { "c", c_head, z_ready, c_body, NULL, NULL,
-    NULL };
-static const struct xstage sd = { "d", d_head, NULL, NULL, NULL, NULL,
-    NULL };
+static const struct xstage sa = { .xs_name = "a", .xs_req_head = a_head,
+    .xs_req_ready = a_ready, .xs_done = a_done };
+static const struct xstage sb = { .xs_name = "b", .xs_req_head = b_head,
+    .xs_req_ready = w_ready, .xs_req_body = b_body, .xs_done = b_done };
+static const struct xstage sc = { .xs_name = "c", .xs_req_head = c_head,
+    .xs_req_ready = z_ready, .xs_req_body = c_body };
+static const struct xstage sd = { .xs_name = "d", .xs_req_head = d_head };
 
 static void
 call_init(struct xs_call *xc, struct xchg *x)
