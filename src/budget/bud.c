@@ -109,7 +109,8 @@ static struct {
 	uint64_t	 size;		/* bytes in the file */
 	uint64_t	 snap_size;	/* bytes of the last snapshot */
 	struct bud_watch *watch;	/* events to make active on commit */
-	uint64_t	 fsync_delay_ms; /* test only: AIRLOCK_TEST_FSYNC_DELAY_MS */
+	uint64_t	 fsync_delay_ms; /* test only (env
+					   AIRLOCK_TEST_FSYNC_DELAY_MS) */
 } led = {
 	.mtx = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,

@@ -18,6 +18,7 @@
 
 #include "audit/aud.h"
 #include "budget/bud.h"
+#include "budget/bud_internal.h"
 #include "cfg/cfg.h"
 #include "http/http_msg.h"
 #include "pipe/stage.h"
@@ -288,11 +289,16 @@ static enum xs_verdict
 bud_ready_resume(struct xs_call *xc)
 {
 	struct xchg	*x = xc->xc_x;
+	struct event	*ev = NULL;
 	int		 st;
 
 	st = bud_led_state(x->x_bud.b_wait_seq);
-	if (st == 0 && bud_led_watch(x->x_bud.b_wait_seq, xc->xc_resume) == 0)
+	if (st == 0 && xc->xc_resume != NULL &&
+	    (ev = xc->xc_resume(xc)) != NULL &&
+	    bud_led_watch(x->x_bud.b_wait_seq, ev) == 0)
 		return XS_WAIT;
+	if (st == 0 && ev == NULL)	/* no event to wait on: block */
+		st = bud_led_wait(x->x_bud.b_wait_seq) == 0 ? 1 : -1;
 	if (st == 0)
 		st = bud_led_state(x->x_bud.b_wait_seq);
 	x->x_bud.b_waiting = 0;
@@ -342,9 +348,9 @@ bud_req_ready(struct xs_call *xc)
 		if (bud_llm_enter(sb, caps->cp_llm_concurrency) == -1) {
 			x->x_bud.b_retry_after = 1;
 			x->x_allowed = 0;
-			return xs_deny(xc, AUD_R_RATE_LIMITED, "llm_concurrency "
-			    "cap %llu: that many metered requests are in "
-			    "flight",
+			return xs_deny(xc, AUD_R_RATE_LIMITED,
+			    "llm_concurrency cap %llu: that many metered "
+			    "requests are in flight",
 			    (unsigned long long)caps->cp_llm_concurrency);
 		}
 		x->x_bud.b_llm = caps->cp_llm_concurrency != 0;

@@ -524,7 +524,8 @@ conn_upstream_ready(struct conn *c)
 {
 	struct upstream	*u = c->c_up;
 
-	util_copy_str(c->c_x->x_upstream, u->u_addr, sizeof(c->c_x->x_upstream));
+	util_copy_str(c->c_x->x_upstream, u->u_addr,
+	    sizeof(c->c_x->x_upstream));
 	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
 	    upstream_event_cb, c);
 	conn_bev_bound(u->u_bev);
@@ -622,9 +623,9 @@ conn_feed_request_loop(struct conn *c)
 			return;
 		if (c->c_r.r_body_too_large) {
 			c->c_x->x_allowed = 0;
-			conn_reply_error(c, AUD_R_BODY_TOO_LARGE, "request body "
-			    "over limits.body_bytes (needed whole for signing)",
-			    1);
+			conn_reply_error(c, AUD_R_BODY_TOO_LARGE, "request "
+			    "body over limits.body_bytes (needed whole for "
+			    "signing)", 1);
 			return;
 		}
 		switch (f) {
@@ -920,7 +921,8 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	switch (c->c_state) {
 	case CONN_HEAD:
 		if (!c->c_x->x_active) {
-			conn_close(c, AUD_R_IDLE_TIMEOUT);	/* idle keep-alive connection */
+			/* an idle keep-alive connection */
+			conn_close(c, AUD_R_IDLE_TIMEOUT);
 			break;
 		}
 		conn_reply_error(c, AUD_R_REQUEST_TIMEOUT,

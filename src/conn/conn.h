@@ -1,10 +1,11 @@
 /*
- * A client connection on the explicit proxy listener and the request it
- * is serving. The pipeline per request:
- *   read head (llhttp) -> target, identity, policy -> resolve + guard ->
- *   upstream (pooled or new) -> stream request body / response back ->
- *   audit -> next request (keep-alive) or close.
- * conn_close() is the one way a connection ends.
+ * A client connection (explicit or transparent listener) and the
+ * exchange it is serving (struct xchg, pipe/xchg.h). Per request: read
+ * head (llhttp) -> target, identity, policy -> the stage table's hooks
+ * (pipe/stages.c, driven by conn_pipe.c) -> resolve + guard -> upstream
+ * (pooled or new) -> stream request body / response back -> done hooks
+ * (settle, audit) -> next request (keep-alive) or close.
+ * conn_close(c, reason) is the one way a connection ends.
  */
 #ifndef AIRLOCK_CONN_H
 #define AIRLOCK_CONN_H

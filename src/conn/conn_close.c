@@ -222,7 +222,7 @@ conn_close_when_flushed(struct conn *c)
 	if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
 		conn_tls_finish(c);
 	else {
-		/* conn_client_write_cb comes back here once the output drained */
+		/* conn_client_write_cb comes back once the output drained */
 		bufferevent_setwatermark(c->c_bev, EV_WRITE, 0, 0);
 		conn_timer_arm(c, 5000);
 	}

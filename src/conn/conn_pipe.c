@@ -41,6 +41,7 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_usage = NULL;
 	xc->xc_dur_us = 0;
 	xc->xc_resume = NULL;
+	xc->xc_driver = c;
 	xc->xc_at = 0;
 	xc->xc_add_field = NULL;
 	xc->xc_fields = NULL;
@@ -96,6 +97,19 @@ pipe_resume_cb(evutil_socket_t fd, short what, void *arg)
 	conn_leave(c);
 }
 
+/* xc_resume: the connection's resume event, made the first time a stage
+ * waits (most connections never need one). NULL: the stage blocks. */
+static struct event *
+pipe_resume_ev(struct xs_call *xc)
+{
+	struct conn	*c = xc->xc_driver;
+
+	if (c->c_resume_ev == NULL)
+		c->c_resume_ev = event_new(c->c_worker->w_base, -1, 0,
+		    pipe_resume_cb, c);
+	return c->c_resume_ev;
+}
+
 int
 conn_pipe_ready(struct conn *c, void (*next)(struct conn *))
 {
@@ -103,11 +117,7 @@ conn_pipe_ready(struct conn *c, void (*next)(struct conn *))
 
 	pipe_call(c, &xc);
 	if (next != NULL) {
-		if (c->c_resume_ev == NULL &&
-		    (c->c_resume_ev = event_new(c->c_worker->w_base, -1, 0,
-		    pipe_resume_cb, c)) == NULL)
-			next = NULL;	/* cannot wait: block */
-		xc.xc_resume = next != NULL ? c->c_resume_ev : NULL;
+		xc.xc_resume = pipe_resume_ev;
 		xc.xc_at = c->c_r.r_wait_at;
 	}
 	switch (xs_run(xs_table, XS_REQ_READY, &xc)) {

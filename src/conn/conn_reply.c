@@ -51,7 +51,8 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 {
 	const struct aud_reason_info *ri = aud_reason(why);
 	struct evbuffer	*out = c->c_worker->w_scratch;
-	const char	*code = ri->ri_code != NULL ? ri->ri_code : "internal_error";
+	const char	*code = ri->ri_code != NULL ? ri->ri_code :
+			    "internal_error";
 	int		 status = ri->ri_status != 0 ? ri->ri_status : 500;
 	json_object	*o;
 	const char	*body;

@@ -278,7 +278,8 @@ request_target(struct conn *c)
 			conn_reply_error(c, AUD_R_BAD_REQUEST, why, 1);
 			return -1;
 		}
-		snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", t.t_host);
+		snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s",
+		    t.t_host);
 		c->c_x->x_port = t.t_port;
 		return 0;
 	}

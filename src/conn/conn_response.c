@@ -50,21 +50,24 @@ conn_response_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
 	struct evbuffer	*scanned = c->c_worker->w_scratch2;
+	const struct sec_req *sr = c->c_x->x_sec.s_req;
 	size_t		 n;
 
 	/* past a bytes cap: the feed loop cuts the response */
 	len = conn_budget_allow(c, 0, len);
 	conn_pipe_resp_body(c, p, len);
-	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
+	if (sr != NULL && sr->sr_reflect != NULL) {
 		/* a secret went out: it must not come back */
-		sec_scan_feed(c->c_x->x_sec.s_req->sr_reflect, p, len, scanned);
+		sec_scan_feed(sr->sr_reflect, p, len, scanned);
 		n = evbuffer_get_length(scanned);
-		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
-		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
+		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(
+		    scanned, (ssize_t)n), n, c->c_r.r_rechunk,
+		    &c->c_x->x_bytes_in);
 		evbuffer_drain(scanned, n);
 		return;
 	}
-	conn_body_out(c, c->c_bev, p, len, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
+	conn_body_out(c, c->c_bev, p, len, c->c_r.r_rechunk,
+	    &c->c_x->x_bytes_in);
 }
 
 /* End of a response body: what the scanner held, then the last chunk. */
@@ -72,13 +75,15 @@ void
 conn_response_body_end(struct conn *c)
 {
 	struct evbuffer	*scanned = c->c_worker->w_scratch2;
+	const struct sec_req *sr = c->c_x->x_sec.s_req;
 	size_t		 n;
 
-	if (c->c_x->x_sec.s_req != NULL && c->c_x->x_sec.s_req->sr_reflect != NULL) {
-		sec_scan_finish(c->c_x->x_sec.s_req->sr_reflect, scanned);
+	if (sr != NULL && sr->sr_reflect != NULL) {
+		sec_scan_finish(sr->sr_reflect, scanned);
 		n = evbuffer_get_length(scanned);
-		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(scanned,
-		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
+		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(
+		    scanned, (ssize_t)n), n, c->c_r.r_rechunk,
+		    &c->c_x->x_bytes_in);
 		evbuffer_drain(scanned, n);
 	}
 	if (c->c_r.r_rechunk) {
@@ -244,9 +249,10 @@ conn_feed_response_loop(struct conn *c)
 		case HTTP_FEED_UPGRADE:
 			if (!c->c_r.r_upgrade) {
 				/* nothing asked for it: no tunnel, no 101 */
-				conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, "upstream switched "
-				    "protocols (101) for a request that asked "
-				    "for no upgrade");
+				conn_upstream_failed(c,
+				    AUD_R_UPSTREAM_UNREACHABLE, "upstream "
+				    "switched protocols (101) for a request "
+				    "that asked for no upgrade");
 				return;
 			}
 			c->c_x->x_status = c->c_resp.hm_status;

@@ -1,7 +1,9 @@
 /*
- * What of the secrets stage still runs in the connection (the stage's hooks
- * are in secrets/sec_stage.c): the redaction of a response head as one piece (names, values and the status line together, so a
- * value split across two fields is seen whole where it is whole).
+ * What of the secrets stage still runs in the connection (the stage's
+ * hooks are in secrets/sec_stage.c): the redaction of a response head as
+ * one piece (names, values and the status line together, so a value split
+ * across two fields is seen whole where it is whole), and the refusal of
+ * a splice towards a secret's host.
  */
 #include "config.h"
 

@@ -52,7 +52,7 @@ enum xs_verdict {
 /* What one hook call sees; the driver fills it from the connection. */
 struct xs_call {
 	struct xchg		*xc_x;
-	const struct cfg	*xc_cfg;	/* the exchange's configuration */
+	const struct cfg	*xc_cfg;	/* the exchange's config */
 	const struct cfg_policy	*xc_policy;	/* the sandbox's, or NULL */
 	const char		*xc_sandbox;	/* its id, or NULL */
 	struct http_msg		*xc_req;	/* the request head */
@@ -60,17 +60,18 @@ struct xs_call {
 	struct evbuffer		**xc_body;	/* the held body (a stage may
 						   replace it), or NULL */
 	struct evbuffer		*xc_scratch;	/* a worker buffer to borrow */
-	int			 xc_tls;	/* the upstream is verified TLS */
+	int			 xc_tls;	/* upstream over verified TLS */
 	int			 xc_upgrade;	/* a WebSocket upgrade asked */
 	int			 xc_tunnel;	/* a CONNECT or transparent
 						   tunnel, not a request */
 	struct aud_rec		*xc_rec;	/* done: the record to fill */
 	struct usage		*xc_usage;	/* done: room for the usage */
 	uint64_t		 xc_dur_us;	/* done: the exchange's time */
-	struct event		*xc_resume;	/* req_ready: made active to
-						   resume a stage that said
-						   XS_WAIT; NULL: it may not
-						   wait (it blocks instead) */
+	/* req_ready: the event to make active to resume a stage that says
+	   XS_WAIT (made on first use), or NULL when it may not wait (it
+	   blocks instead) */
+	struct event		*(*xc_resume)(struct xs_call *);
+	void			*xc_driver;	/* the driver's */
 	size_t			 xc_at;		/* where the walk starts (and,
 						   after XS_WAIT, stopped) */
 	/* req_fields: add "name: value" to the head going upstream (a name
@@ -80,7 +81,7 @@ struct xs_call {
 	void			*xc_fields;	/* the driver's */
 	/* out */
 	enum aud_reason		 xc_why;	/* XS_DENY */
-	int			 xc_close;	/* XS_DENY: end the connection */
+	int			 xc_close;	/* XS_DENY: close after it */
 	size_t			 xc_hold;	/* XS_HOLD: the bound */
 	char			 xc_reason[400];
 };

@@ -39,7 +39,7 @@ struct xchg_budget {
 	int		 b_admitted;	/* counted by the budget */
 	int		 b_retry_after;	/* for 429 */
 	char		 b_model[128];	/* from the request body */
-	struct bud_sb	*b_sb;		/* budget entry of an admitted request */
+	struct bud_sb	*b_sb;		/* budget entry once admitted */
 	uint64_t	 b_charged_in;	/* x_bytes_in already charged */
 	uint64_t	 b_charged_out;
 	uint64_t	 b_room_in;	/* left under the bytes caps at the last
@@ -78,10 +78,10 @@ struct xchg {
 	uint64_t		 x_bytes_in;	/* to the client */
 	uint64_t		 x_bytes_out;	/* to the upstream */
 	char			 x_upstream[64];/* "IP:PORT" connected to */
-	char			 x_country[3];	/* its GeoIP country, "" unknown */
+	char			 x_country[3];	/* its GeoIP country, or "" */
 	uint32_t		 x_asn;		/* its AS number, 0 unknown */
-	int			 x_resp_done;	/* the response reached its end
-						   (set before the done hooks) */
+	int			 x_resp_done;	/* the response reached its
+						   end (set for done) */
 	struct xchg_secrets	 x_sec;
 	struct xchg_budget	 x_bud;
 };
