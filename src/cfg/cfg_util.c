@@ -906,3 +906,15 @@ cfg_source_read(struct cfg_parse *cp, const yaml_node_t *n, const char *what,
 	OPENSSL_cleanse(buf, sizeof(buf));
 	return rc;
 }
+
+void
+cfg_namev_add(struct cfg_namev *nv, const char *name, const yaml_node_t *n)
+{
+	if (nv->nv_n == nv->nv_cap) {
+		nv->nv_cap = nv->nv_cap == 0 ? 8 : nv->nv_cap * 2;
+		nv->nv_v = xrealloc(nv->nv_v, nv->nv_cap * sizeof(*nv->nv_v));
+	}
+	nv->nv_v[nv->nv_n].n_name = name;
+	nv->nv_v[nv->nv_n].n_node = n;
+	nv->nv_n++;
+}
