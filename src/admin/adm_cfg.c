@@ -26,9 +26,7 @@ cfg_k_admin_token(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*src;
 	char		*path;
 
-	if ((src = cfg_scalar(cp, v, "\"token\"", "a source such as "
-	    "file:PATH")) == NULL)
-		return;
+	src = cfg_str(v);
 	if (strncmp(src, "file:", 5) == 0 && src[5] != '\0') {
 		path = cfg_path_join(c->c_dir, src + 5);
 		if (access(path, F_OK) == -1 && errno == ENOENT) {
@@ -42,7 +40,7 @@ cfg_k_admin_token(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_admin_keys[] = {
-	{ "token", 0, cfg_k_admin_token, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "token", CFG_T_SCALAR, cfg_k_admin_token, 0, 0, 0, "a source such as file:PATH", NULL, NULL, 0 },
 	CFG_END,
 };
 

@@ -65,9 +65,7 @@ cfg_k_cap_rate(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_caps	*cc = arg;
 	const char	*s, *why;
 
-	if ((s = cfg_scalar(cp, v, "\"rate\"", "a rate such as 50/s")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	if ((why = cfg_parse_rate(s, &cc->cp_rate_n, &cc->cp_rate_ms)) !=
 	    NULL) {
 		cfg_err(cp, v, "bad rate \"%s\": %s (use e.g. 50/s, 600/m, "
@@ -86,8 +84,7 @@ cfg_k_cap_window(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s;
 	uint64_t	 ms;
 
-	if ((s = cfg_scalar(cp, v, "\"window\"", "a duration")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (cfg_parse_duration(s, &ms) == -1) {
 		cfg_err(cp, v, "bad duration \"%s\" for \"window\" (use e.g. "
 		    "1h, 24h, 7d)", s);
@@ -107,8 +104,8 @@ const struct cfg_key bud_cfg_caps_keys[] = {
 	{ "requests", 0 | CFG_T_SCALAR, cfg_k_cap_requests, CAP(cp_requests), 0, 0, "a number", NULL, NULL, 0 },
 	{ "bytes_in", 0 | CFG_T_SCALAR, cfg_k_cap_bytes, CAP(cp_bytes_in), 0, 0, "a size", NULL, NULL, 0 },
 	{ "bytes_out", 0 | CFG_T_SCALAR, cfg_k_cap_bytes, CAP(cp_bytes_out), 0, 0, "a size", NULL, NULL, 0 },
-	{ "rate", 0, cfg_k_cap_rate, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "window", 0, cfg_k_cap_window, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "rate", CFG_T_SCALAR, cfg_k_cap_rate, 0, 0, 0, "a rate such as 50/s", NULL, NULL, 0 },
+	{ "window", CFG_T_SCALAR, cfg_k_cap_window, 0, 0, 0, "a duration", NULL, NULL, 0 },
 	CFG_COUNT64("llm_concurrency", 0, CAP(cp_llm_concurrency), 0, 0),
 	CFG_END,
 };
@@ -132,8 +129,7 @@ cfg_k_price_model(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_prctx	*px = arg;
 	const char		*s, *p;
 
-	if ((s = cfg_scalar(cp, v, "\"model\"", "a model name glob")) == NULL)
-		return;
+	s = cfg_str(v);
 	for (p = s; *p != '\0'; p++)
 		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
 			break;
@@ -174,7 +170,7 @@ cfg_k_price_max_output(struct cfg_parse *cp, const struct cfg_key *k,
 
 #define PR(m)	offsetof(struct cfg_price, m)
 static const struct cfg_key cfg_price_keys[] = {
-	{ "model", CFG_K_REQUIRED, cfg_k_price_model, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "model", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_price_model, 0, 0, 0, "a model name glob", NULL, NULL, 0 },
 	{ "input", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_price, PR(pr_input), 0, 0, "an amount of USD", NULL, NULL, 0 },
 	{ "output", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_price, PR(pr_output), 0, 0, "an amount of USD", NULL, NULL, 0 },
 	{ "cached_input", 0 | CFG_T_SCALAR, cfg_k_price, PR(pr_cached_input), 0, 0, "an amount of USD", NULL, NULL, 0 },

@@ -75,9 +75,7 @@ cfg_k_default_sandbox(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"default_sandbox\"", "a sandbox id")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	cp->cp_cfg->c_default_sandbox = xstrdup(s);
 	cp->cp_default_sandbox = v;
 }
@@ -139,7 +137,7 @@ cfg_k_listen_one(struct cfg_parse *cp, const struct cfg_key *k,
 
 static const struct cfg_key cfg_listen_keys[] = {
 	{ "proxy", 0, cfg_k_proxy, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "default_sandbox", 0, cfg_k_default_sandbox, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "default_sandbox", CFG_T_SCALAR, cfg_k_default_sandbox, 0, 0, 0, "a sandbox id", NULL, NULL, 0 },
 	{ "transparent", 0, cfg_k_listen_one, offsetof(struct cfg, c_listen_transparent), 0, 0, NULL, NULL, NULL, 0 },
 	{ "dns", 0, cfg_k_listen_one, offsetof(struct cfg, c_listen_dns), 0, 0, NULL, NULL, NULL, 0 },
 	{ "admin", 0, cfg_k_listen_admin, 0, 0, 0, NULL, NULL, NULL, 0 },
@@ -300,8 +298,6 @@ cfg_k_hosts(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	char			*lname, *ip;
 	size_t			 n;
 
-	if (cfg_want_map(cp, v, "\"hosts\"") == -1)
-		return;
 	n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
 	c->c_upstream_hosts = xcalloc(n, sizeof(*c->c_upstream_hosts));
 	for (pair = v->data.mapping.pairs.start;
@@ -387,7 +383,7 @@ cfg_k_allow_networks(struct cfg_parse *cp, const struct cfg_key *k,
 static const struct cfg_key cfg_upstream_keys[] = {
 	{ "ca_file", 0, cfg_k_ca_file, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "resolver", 0, cfg_k_resolver, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "hosts", 0, cfg_k_hosts, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "hosts", CFG_T_MAP, cfg_k_hosts, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "deny_networks", 0, cfg_k_deny_networks, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "allow_networks", 0, cfg_k_allow_networks, 0, 0, 0, NULL, NULL, NULL, 0 },
 	CFG_END,

@@ -26,11 +26,7 @@ cfg_k_geoip_database(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s;
 	char		 why[256];
 
-	if (cfg_is_null(v))
-		return;
-	if ((s = cfg_scalar(cp, v, "\"database\"", "a path to a .mmdb "
-	    "file")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (*s == '\0') {
 		cfg_err(cp, v, "\"database\" is empty (use null to turn "
 		    "GeoIP off)");
@@ -48,7 +44,7 @@ cfg_k_geoip_database(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_geoip_keys[] = {
-	{ "database", 0, cfg_k_geoip_database, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "database", CFG_T_SCALAR, cfg_k_geoip_database, 0, 0, 0, "a path to a .mmdb file", NULL, NULL, 0 },
 	CFG_END,
 };
 

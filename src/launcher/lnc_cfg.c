@@ -27,9 +27,7 @@ cfg_k_launcher_backend(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"backend\"", "netns, qemu or none")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	if (strcmp(s, "none") == 0)
 		cp->cp_cfg->c_launcher_backend = CFG_BACKEND_NONE;
 	else if (strcmp(s, "netns") == 0) {
@@ -56,8 +54,7 @@ static void
 cfg_k_launcher_pool(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
-	if (cfg_want_map(cp, v, "\"pool\"") == 0)
-		cfg_walk_map(cp, v, "pool", cfg_pool_keys, cp->cp_cfg);
+	cfg_walk_map(cp, v, "pool", cfg_pool_keys, cp->cp_cfg);
 }
 
 /* launcher.network, launcher.dns_pool: an IPv4 CIDR, /8 to /30. */
@@ -91,11 +88,7 @@ cfg_k_launcher_rootfs(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s;
-	if (cfg_is_null(v))
-		return;
-	if ((s = cfg_scalar(cp, v, "\"rootfs\"", "a directory or null")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	if (*s == '\0') {
 		cfg_err(cp, v, "\"rootfs\" is empty (null = the host's tools)");
 		return;
@@ -175,9 +168,8 @@ static void
 cfg_k_launcher_limits(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
-	if (cfg_want_map(cp, v, "\"limits\"") == 0)
-		cfg_walk_map(cp, v, "launcher limits", cfg_llimits_keys,
-		    cp->cp_cfg);
+	cfg_walk_map(cp, v, "launcher limits", cfg_llimits_keys,
+	    cp->cp_cfg);
 }
 
 /* launcher.qemu: kernel, initrd (files), binary (a program) */
@@ -186,12 +178,10 @@ cfg_k_qemu_path(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s;
-	char		 what[32], **dst, *path;
+	char		 **dst, *path;
 	int		 mode = strcmp(k->k_name, "binary") == 0 ? X_OK : R_OK;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "a file")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (*s == '\0') {
 		cfg_err(cp, v, "\"%s\" is empty", k->k_name);
 		return;
@@ -211,8 +201,7 @@ cfg_k_qemu_accel(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"accel\"", "auto, kvm or tcg")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (strcmp(s, "auto") == 0)
 		cp->cp_cfg->c_qemu_accel = CFG_ACCEL_AUTO;
 	else if (strcmp(s, "kvm") == 0)
@@ -225,12 +214,12 @@ cfg_k_qemu_accel(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_qemu_keys[] = {
-	{ "kernel", 0, cfg_k_qemu_path, LCH(c_qemu_kernel), 0, 0, NULL, NULL, NULL, 0 },
-	{ "initrd", 0, cfg_k_qemu_path, LCH(c_qemu_initrd), 0, 0, NULL, NULL, NULL, 0 },
-	{ "binary", 0, cfg_k_qemu_path, LCH(c_qemu_binary), 0, 0, NULL, NULL, NULL, 0 },
+	{ "kernel", CFG_T_SCALAR, cfg_k_qemu_path, LCH(c_qemu_kernel), 0, 0, "a file", NULL, NULL, 0 },
+	{ "initrd", CFG_T_SCALAR, cfg_k_qemu_path, LCH(c_qemu_initrd), 0, 0, "a file", NULL, NULL, 0 },
+	{ "binary", CFG_T_SCALAR, cfg_k_qemu_path, LCH(c_qemu_binary), 0, 0, "a file", NULL, NULL, 0 },
 	CFG_SIZE64("memory", 0, LCH(c_qemu_memory), 64ULL << 20, 64ULL << 30),
 	CFG_COUNT64("vcpus", 0, LCH(c_qemu_vcpus), 1, 64),
-	{ "accel", 0, cfg_k_qemu_accel, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "accel", CFG_T_SCALAR, cfg_k_qemu_accel, 0, 0, 0, "auto, kvm or tcg", NULL, NULL, 0 },
 	CFG_DURATION("boot_timeout", 0, LCH(c_qemu_boot_ms), 1000, 600000),
 	CFG_SIZE64("min_free", 0, LCH(c_qemu_min_free), 0, 0),
 	CFG_END,
@@ -248,15 +237,15 @@ cfg_k_launcher_qemu(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_launcher_keys[] = {
-	{ "backend", 0, cfg_k_launcher_backend, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "pool", 0, cfg_k_launcher_pool, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "backend", CFG_T_SCALAR, cfg_k_launcher_backend, 0, 0, 0, "netns, qemu or none", NULL, NULL, 0 },
+	{ "pool", CFG_T_MAP, cfg_k_launcher_pool, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "network", 0, cfg_k_launcher_cidr, LCH(c_launcher_network), 0, 0, NULL, NULL, NULL, 0 },
 	{ "dns_pool", 0, cfg_k_launcher_cidr, LCH(c_dns_pool), 0, 0, NULL, NULL, NULL, 0 },
-	{ "rootfs", 0, cfg_k_launcher_rootfs, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "rootfs", CFG_T_SCALAR, cfg_k_launcher_rootfs, 0, 0, 0, "a directory or null", NULL, NULL, 0 },
 	{ "interface_prefix", 0, cfg_k_launcher_ifprefix, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "gateway_user", 0, cfg_k_launcher_user, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "user", 0, cfg_k_launcher_user, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "limits", 0, cfg_k_launcher_limits, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "limits", CFG_T_MAP, cfg_k_launcher_limits, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "qemu", 0, cfg_k_launcher_qemu, 0, 0, 0, NULL, NULL, NULL, 0 },
 	CFG_END,
 };

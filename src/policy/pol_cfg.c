@@ -30,8 +30,7 @@ cfg_k_rule_host(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_rule	*r = arg;
 	const char	*s, *why;
 
-	if ((s = cfg_scalar(cp, v, "\"host\"", "a host pattern")) == NULL)
-		return;
+	s = cfg_str(v);
 	if ((why = cfg_host_pattern(s, &r->r_host)) != NULL)
 		cfg_err(cp, v, "bad host \"%s\": %s", s, why);
 }
@@ -146,8 +145,6 @@ cfg_k_rule_secrets(struct cfg_parse *cp, const struct cfg_key *k,
 	const char		*s;
 	size_t			 i;
 
-	if (cfg_want_seq(cp, v, "\"secrets\"") == -1)
-		return;
 	r->r_secrets = xcalloc(cfg_seq_len(v), sizeof(*r->r_secrets));
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		if ((s = cfg_scalar(cp, item, "a secret name", "a string")) ==
@@ -175,9 +172,7 @@ cfg_k_rule_meter(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_rule	*r = arg;
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"meter\"", "openai, anthropic or none")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	if (strcmp(s, "openai") == 0)
 		r->r_meter = CFG_METER_OPENAI;
 	else if (strcmp(s, "anthropic") == 0)
@@ -203,13 +198,13 @@ cfg_k_rule_async(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_rule_keys[] = {
-	{ "host", CFG_K_REQUIRED, cfg_k_rule_host, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "host", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_rule_host, 0, 0, 0, "a host pattern", NULL, NULL, 0 },
 	{ "ports", 0, cfg_k_rule_ports, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "methods", 0, cfg_k_rule_methods, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "paths", 0, cfg_k_rule_paths, 0, 0, 0, NULL, NULL, NULL, 0 },
 	CFG_BOOL("intercept", 0, offsetof(struct cfg_rule, r_intercept)),
-	{ "secrets", 0, cfg_k_rule_secrets, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "meter", 0, cfg_k_rule_meter, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "secrets", CFG_T_SEQ, cfg_k_rule_secrets, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "meter", CFG_T_SCALAR, cfg_k_rule_meter, 0, 0, 0, "openai, anthropic or none", NULL, NULL, 0 },
 	{ "async_usd", 0 | CFG_T_SCALAR, cfg_k_rule_async, offsetof(struct cfg_rule, r_async_usd), 0, 0, "an amount of USD", NULL, NULL, 0 },
 	CFG_END,
 };
@@ -261,8 +256,7 @@ cfg_k_policy_name(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_pctx	*pc = arg;
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"name\"", "a string")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (!cfg_name_ok(s)) {
 		cfg_err(cp, v, "bad policy name \"%s\": use letters, digits, "
 		    "\".\", \"_\" and \"-\" (at most %d, starting with a "
@@ -283,8 +277,6 @@ cfg_k_policy_rules(struct cfg_parse *cp, const struct cfg_key *k,
 	yaml_node_t		*item;
 	size_t			 i;
 
-	if (cfg_want_seq(cp, v, "\"rules\"") == -1)
-		return;
 	p->p_rules = xcalloc(cfg_seq_len(v), sizeof(*p->p_rules));
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		r = &p->p_rules[p->p_nrules++];
@@ -309,8 +301,7 @@ cfg_k_policy_caps(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	struct cfg_policy	*p = ((struct cfg_pctx *)arg)->pc_pol;
 
-	if (cfg_want_map(cp, v, "\"caps\"") == 0)
-		cfg_walk_map(cp, v, "caps", bud_cfg_caps_keys, &p->p_caps);
+	cfg_walk_map(cp, v, "caps", bud_cfg_caps_keys, &p->p_caps);
 }
 
 /* A list of ISO 3166-1 alpha-2 codes, kept upper-case. */
@@ -375,17 +366,16 @@ cfg_k_policy_geo(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	struct cfg_policy	*p = ((struct cfg_pctx *)arg)->pc_pol;
 
-	if (cfg_want_map(cp, v, "\"geo\"") == 0)
-		cfg_walk_map(cp, v, "geo", cfg_geo_keys, p);
+	cfg_walk_map(cp, v, "geo", cfg_geo_keys, p);
 	if (cp->cp_geo_node == NULL && p->p_ngeo_deny + p->p_ngeo_allow > 0)
 		cp->cp_geo_node = v;	/* checked once geoip is known */
 }
 
 static const struct cfg_key cfg_policy_keys[] = {
-	{ "name", CFG_K_REQUIRED, cfg_k_policy_name, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "rules", 0, cfg_k_policy_rules, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "geo", 0, cfg_k_policy_geo, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "caps", 0, cfg_k_policy_caps, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "name", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_policy_name, 0, 0, 0, "a string", NULL, NULL, 0 },
+	{ "rules", CFG_T_SEQ, cfg_k_policy_rules, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "geo", CFG_T_MAP, cfg_k_policy_geo, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "caps", CFG_T_MAP, cfg_k_policy_caps, 0, 0, 0, NULL, NULL, NULL, 0 },
 	CFG_END,
 };
 

@@ -32,8 +32,7 @@ cfg_k_sbx_id(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	struct cfg_sctx	*sc = arg;
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"id\"", "a string")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (!cfg_name_ok(s)) {
 		cfg_err(cp, v, "bad sandbox id \"%s\": use letters, digits, "
 		    "\".\", \"_\" and \"-\" (at most %d, starting with a "
@@ -51,8 +50,7 @@ cfg_k_sbx_policy(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_sctx	*sc = arg;
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"policy\"", "a policy name")) == NULL)
-		return;
+	s = cfg_str(v);
 	sc->sc_sbx->s_policy_name = xstrdup(s);
 	*sc->sc_policy = v;
 }
@@ -65,9 +63,7 @@ cfg_k_sbx_token(struct cfg_parse *cp, const struct cfg_key *k,
 	const char		*src;
 
 	s->s_token_generated = 0;
-	if ((src = cfg_scalar(cp, v, "\"token\"", "a source such as "
-	    "env:NAME")) == NULL)
-		return;
+	src = cfg_str(v);
 	cfg_source_read(cp, v, "token", src, &s->s_token, &s->s_token_len);
 }
 
@@ -82,8 +78,6 @@ cfg_k_sbx_addresses(struct cfg_parse *cp, const struct cfg_key *k,
 	char			*ip;
 	size_t			 i;
 
-	if (cfg_want_seq(cp, v, "\"addresses\"") == -1)
-		return;
 	s->s_addresses = xcalloc(cfg_seq_len(v), sizeof(char *));
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		if ((a = cfg_scalar(cp, item, "an address", "an IP address")) ==
@@ -100,10 +94,10 @@ cfg_k_sbx_addresses(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_sandbox_keys[] = {
-	{ "id", CFG_K_REQUIRED, cfg_k_sbx_id, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "policy", CFG_K_REQUIRED, cfg_k_sbx_policy, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "token", 0, cfg_k_sbx_token, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "addresses", 0, cfg_k_sbx_addresses, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "id", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_sbx_id, 0, 0, 0, "a string", NULL, NULL, 0 },
+	{ "policy", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_sbx_policy, 0, 0, 0, "a policy name", NULL, NULL, 0 },
+	{ "token", CFG_T_SCALAR, cfg_k_sbx_token, 0, 0, 0, "a source such as env:NAME", NULL, NULL, 0 },
+	{ "addresses", CFG_T_SEQ, cfg_k_sbx_addresses, 0, 0, 0, NULL, NULL, NULL, 0 },
 	CFG_END,
 };
 

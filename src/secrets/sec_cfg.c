@@ -45,8 +45,7 @@ cfg_k_sec_name(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	struct cfg_xctx	*xc = arg;
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"name\"", "a string")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (!cfg_name_ok(s)) {
 		cfg_err(cp, v, "bad secret name \"%s\": use letters, digits, "
 		    "\".\", \"_\" and \"-\" (at most %d, starting with a "
@@ -77,9 +76,7 @@ cfg_k_sec_source(struct cfg_parse *cp, const struct cfg_key *k,
 	char			*path;
 	size_t			 i, len, plen;
 
-	if ((s = cfg_scalar(cp, v, "\"source\"", "a source such as "
-	    "env:NAME")) == NULL)
-		return;
+	s = cfg_str(v);
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strncmp(s, kinds[i].prefix, strlen(kinds[i].prefix)) == 0)
 			break;
@@ -116,9 +113,7 @@ cfg_k_sec_refresh(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s;
 	uint64_t	 ms;
 
-	xc->xc_refresh = v;
-	if ((s = cfg_scalar(cp, v, "\"refresh\"", "a duration")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (cfg_parse_duration(s, &ms) == -1) {
 		cfg_err(cp, v, "bad duration \"%s\" for \"refresh\" (use e.g. "
 		    "500ms, 10s, 5m, 24h, 7d)", s);
@@ -144,8 +139,6 @@ cfg_k_sec_hosts(struct cfg_parse *cp, const struct cfg_key *k,
 	char			*h;
 	size_t			 i, n;
 
-	if (cfg_want_seq(cp, v, "\"hosts\"") == -1)
-		return;
 	if ((n = cfg_seq_len(v)) == 0) {
 		cfg_err(cp, v, "\"hosts\" is an empty list: a secret must be "
 		    "bound to at least one host");
@@ -183,9 +176,7 @@ cfg_k_inj_header(struct cfg_parse *cp, const struct cfg_key *k,
 	const char		*s;
 	size_t			 i;
 
-	ic->ic_header = v;
-	if ((s = cfg_scalar(cp, v, "\"header\"", "a header name")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (!cfg_header_name_ok(s)) {
 		cfg_err(cp, v, "bad header name \"%s\": not an HTTP header "
 		    "token", s);
@@ -233,8 +224,7 @@ cfg_k_inj_username(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_secret	*sc = arg;
 	const char		*s, *p;
 
-	if ((s = cfg_scalar(cp, v, "\"username\"", "a string")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (*s == '\0') {
 		cfg_err(cp, v, "\"username\" is empty (leave it out when the "
 		    "secret is \"user:password\")");
@@ -252,7 +242,7 @@ cfg_k_inj_username(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_basic_keys[] = {
-	{ "username", 0, cfg_k_inj_username, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "username", CFG_T_SCALAR, cfg_k_inj_username, 0, 0, 0, "a string", NULL, NULL, 0 },
 	CFG_END,
 };
 
@@ -274,9 +264,7 @@ cfg_k_inj_query(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_ictx	*ic = arg;
 	const char	*s, *p;
 
-	ic->ic_query = v;
-	if ((s = cfg_scalar(cp, v, "\"query\"", "a parameter name")) == NULL)
-		return;
+	s = cfg_str(v);
 	/* Unreserved characters: the name is sent as written. */
 	for (p = s; *p != '\0'; p++)
 		if (!isalnum((unsigned char)*p) && strchr("-._~", *p) == NULL)
@@ -295,12 +283,9 @@ cfg_k_inj_aws_name(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s, *p;
-	char		 what[32];
 	char		*copy;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "a string")) == NULL)
-		return;
+	s = cfg_str(v);
 	for (p = s; *p != '\0'; p++)
 		if (!(*p >= 'a' && *p <= 'z') &&
 		    !isdigit((unsigned char)*p) && *p != '-')
@@ -317,8 +302,8 @@ cfg_k_inj_aws_name(struct cfg_parse *cp, const struct cfg_key *k,
 
 #define SEC(m)	offsetof(struct cfg_secret, m)
 static const struct cfg_key cfg_sigv4_keys[] = {
-	{ "region", CFG_K_REQUIRED, cfg_k_inj_aws_name, SEC(sc_region), 0, 0, NULL, NULL, NULL, 0 },
-	{ "service", CFG_K_REQUIRED, cfg_k_inj_aws_name, SEC(sc_service), 0, 0, NULL, NULL, NULL, 0 },
+	{ "region", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_inj_aws_name, SEC(sc_region), 0, 0, "a string", NULL, NULL, 0 },
+	{ "service", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_inj_aws_name, SEC(sc_service), 0, 0, "a string", NULL, NULL, 0 },
 	CFG_END,
 };
 #undef SEC
@@ -335,10 +320,10 @@ cfg_k_inj_sigv4(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_inject_keys[] = {
-	{ "header", 0, cfg_k_inj_header, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "header", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_inj_header, 0, 0, 0, "a header name", NULL, NULL, offsetof(struct cfg_ictx, ic_header) },
 	{ "value", 0, cfg_k_inj_value, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "basic", 0, cfg_k_inj_basic, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "query", 0, cfg_k_inj_query, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "query", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_inj_query, 0, 0, 0, "a parameter name", NULL, NULL, offsetof(struct cfg_ictx, ic_query) },
 	{ "aws_sigv4", 0, cfg_k_inj_sigv4, 0, 0, 0, NULL, NULL, NULL, 0 },
 	CFG_END,
 };
@@ -417,9 +402,7 @@ cfg_k_sec_placeholder(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_xctx	*xc = arg;
 	const char	*s, *p;
 
-	xc->xc_placeholder = v;
-	if ((s = cfg_scalar(cp, v, "\"placeholder\"", "a string")) == NULL)
-		return;
+	s = cfg_str(v);
 	for (p = s; *p != '\0'; p++)
 		if (!isalnum((unsigned char)*p) &&
 		    strchr("-._~:@!$'()*,;=/", *p) == NULL)
@@ -453,10 +436,7 @@ cfg_k_sec_sandbox_env(struct cfg_parse *cp, const struct cfg_key *k,
 	const char		*s;
 	size_t			 i;
 
-	xc->xc_env = v;
-	if ((s = cfg_scalar(cp, v, "\"sandbox_env\"", "a variable name")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	if (!cfg_env_name_ok(s)) {
 		cfg_err(cp, v, "bad \"sandbox_env\" \"%s\": use A-Z, 0-9 and "
 		    "\"_\", not starting with a digit", s);
@@ -475,13 +455,13 @@ cfg_k_sec_sandbox_env(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_secret_keys[] = {
-	{ "name", CFG_K_REQUIRED, cfg_k_sec_name, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "source", CFG_K_REQUIRED, cfg_k_sec_source, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "refresh", 0, cfg_k_sec_refresh, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "hosts", CFG_K_REQUIRED, cfg_k_sec_hosts, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "name", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_sec_name, 0, 0, 0, "a string", NULL, NULL, 0 },
+	{ "source", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_sec_source, 0, 0, 0, "a source such as env:NAME", NULL, NULL, 0 },
+	{ "refresh", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_sec_refresh, 0, 0, 0, "a duration", NULL, NULL, offsetof(struct cfg_xctx, xc_refresh) },
+	{ "hosts", CFG_K_REQUIRED | CFG_T_SEQ, cfg_k_sec_hosts, 0, 0, 0, NULL, NULL, NULL, 0 },
 	{ "inject", 0, cfg_k_sec_inject, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "placeholder", 0, cfg_k_sec_placeholder, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "sandbox_env", 0, cfg_k_sec_sandbox_env, 0, 0, 0, NULL, NULL, NULL, 0 },
+	{ "placeholder", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_sec_placeholder, 0, 0, 0, "a string", NULL, NULL, offsetof(struct cfg_xctx, xc_placeholder) },
+	{ "sandbox_env", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_sec_sandbox_env, 0, 0, 0, "a variable name", NULL, NULL, offsetof(struct cfg_xctx, xc_env) },
 	CFG_END,
 };
 
