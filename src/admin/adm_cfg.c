@@ -40,19 +40,12 @@ cfg_k_admin_token(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_admin_keys[] = {
-	{ "token", CFG_T_SCALAR, cfg_k_admin_token, 0, 0, 0, "a source such as file:PATH", NULL, NULL, 0 },
+	CFG_SCALAR("token", 0, cfg_k_admin_token, 0,
+	    "a source such as file:PATH"),
 	CFG_END,
 };
 
-static void
-cfg_k_admin(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
-    void *arg)
-{
-	if (cfg_want_map(cp, v, "\"admin\"") == 0)
-		cfg_walk_map(cp, v, "admin", cfg_admin_keys, cp->cp_cfg);
-}
-
 const struct cfg_key adm_cfg_keys[] = {
-	CFG_ANY("admin", 0, cfg_k_admin, 0),
+	CFG_NEST("admin", 0, cfg_admin_keys, "admin", 0),
 	CFG_END,
 };

@@ -36,20 +36,12 @@ cfg_k_audit_file(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_audit_keys[] = {
-	{ "file", 0, cfg_k_audit_file, 0, 0, 0, NULL, NULL, NULL, 0 },
-	CFG_BOOL("hash_chain", 0, offsetof(struct cfg, c_audit_hash_chain)),
+	CFG_ANY("file", CFG_K_RESTART, cfg_k_audit_file, 0),
+	CFG_BOOL("hash_chain", CFG_K_RESTART, offsetof(struct cfg, c_audit_hash_chain)),
 	CFG_END,
 };
 
-static void
-cfg_k_audit(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
-    void *arg)
-{
-	if (cfg_want_map(cp, v, "\"audit\"") == 0)
-		cfg_walk_map(cp, v, "audit", cfg_audit_keys, cp->cp_cfg);
-}
-
 const struct cfg_key aud_cfg_keys[] = {
-	CFG_ANY("audit", 0, cfg_k_audit, 0),
+	CFG_NEST("audit", 0, cfg_audit_keys, "audit", 0),
 	CFG_END,
 };

@@ -100,12 +100,14 @@ cfg_k_cap_window(struct cfg_parse *cp, const struct cfg_key *k,
 
 #define CAP(m)	offsetof(struct cfg_caps, m)
 const struct cfg_key bud_cfg_caps_keys[] = {
-	{ "usd", 0 | CFG_T_SCALAR, cfg_k_cap_usd, CAP(cp_usd), 0, 0, "an amount of USD", NULL, NULL, 0 },
-	{ "requests", 0 | CFG_T_SCALAR, cfg_k_cap_requests, CAP(cp_requests), 0, 0, "a number", NULL, NULL, 0 },
-	{ "bytes_in", 0 | CFG_T_SCALAR, cfg_k_cap_bytes, CAP(cp_bytes_in), 0, 0, "a size", NULL, NULL, 0 },
-	{ "bytes_out", 0 | CFG_T_SCALAR, cfg_k_cap_bytes, CAP(cp_bytes_out), 0, 0, "a size", NULL, NULL, 0 },
-	{ "rate", CFG_T_SCALAR, cfg_k_cap_rate, 0, 0, 0, "a rate such as 50/s", NULL, NULL, 0 },
-	{ "window", CFG_T_SCALAR, cfg_k_cap_window, 0, 0, 0, "a duration", NULL, NULL, 0 },
+	CFG_SCALAR("usd", 0, cfg_k_cap_usd, CAP(cp_usd), "an amount of USD"),
+	CFG_SCALAR("requests", 0, cfg_k_cap_requests, CAP(cp_requests),
+	    "a number"),
+	CFG_SCALAR("bytes_in", 0, cfg_k_cap_bytes, CAP(cp_bytes_in), "a size"),
+	CFG_SCALAR("bytes_out", 0, cfg_k_cap_bytes, CAP(cp_bytes_out),
+	    "a size"),
+	CFG_SCALAR("rate", 0, cfg_k_cap_rate, 0, "a rate such as 50/s"),
+	CFG_SCALAR("window", 0, cfg_k_cap_window, 0, "a duration"),
 	CFG_COUNT64("llm_concurrency", 0, CAP(cp_llm_concurrency), 0, 0),
 	CFG_END,
 };
@@ -170,12 +172,18 @@ cfg_k_price_max_output(struct cfg_parse *cp, const struct cfg_key *k,
 
 #define PR(m)	offsetof(struct cfg_price, m)
 static const struct cfg_key cfg_price_keys[] = {
-	{ "model", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_price_model, 0, 0, 0, "a model name glob", NULL, NULL, 0 },
-	{ "input", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_price, PR(pr_input), 0, 0, "an amount of USD", NULL, NULL, 0 },
-	{ "output", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_price, PR(pr_output), 0, 0, "an amount of USD", NULL, NULL, 0 },
-	{ "cached_input", 0 | CFG_T_SCALAR, cfg_k_price, PR(pr_cached_input), 0, 0, "an amount of USD", NULL, NULL, 0 },
-	{ "cache_write", 0 | CFG_T_SCALAR, cfg_k_price, PR(pr_cache_write), 0, 0, "an amount of USD", NULL, NULL, 0 },
-	{ "max_output", 0 | CFG_T_SCALAR, cfg_k_price_max_output, PR(pr_max_output), 1, 0, "a number", NULL, NULL, 0 },
+	CFG_SCALAR("model", CFG_K_REQUIRED, cfg_k_price_model, 0,
+	    "a model name glob"),
+	CFG_SCALAR("input", CFG_K_REQUIRED, cfg_k_price, PR(pr_input),
+	    "an amount of USD"),
+	CFG_SCALAR("output", CFG_K_REQUIRED, cfg_k_price, PR(pr_output),
+	    "an amount of USD"),
+	CFG_SCALAR("cached_input", 0, cfg_k_price, PR(pr_cached_input),
+	    "an amount of USD"),
+	CFG_SCALAR("cache_write", 0, cfg_k_price, PR(pr_cache_write),
+	    "an amount of USD"),
+	{ "max_output", CFG_T_SCALAR, cfg_k_price_max_output,
+	    PR(pr_max_output), 1, 0, "a number", NULL, NULL, 0 },
 	CFG_END,
 };
 #undef PR
@@ -194,8 +202,6 @@ cfg_k_pricing(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	yaml_node_t		*item;
 	size_t			 i;
 
-	if (cfg_want_seq(cp, v, "\"pricing\"") == -1)
-		return;
 	c->c_pricing = xcalloc(cfg_seq_len(v), sizeof(*c->c_pricing));
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		memset(&px, 0, sizeof(px));
@@ -225,8 +231,7 @@ cfg_k_budget_store(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s, *auth, *end, *at;
 
-	if ((s = cfg_scalar(cp, v, "\"budget_store\"", "\"file\"")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (strcmp(s, "file") == 0) {
 		cp->cp_cfg->c_budget_store = xstrdup(s);
 		return;
@@ -250,7 +255,8 @@ cfg_k_budget_store(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 const struct cfg_key bud_cfg_keys[] = {
-	CFG_ANY("pricing", 0, cfg_k_pricing, 0),
-	CFG_ANY("budget_store", 0, cfg_k_budget_store, 0),
+	CFG_SEQ("pricing", 0, cfg_k_pricing),
+	CFG_SCALAR("budget_store", CFG_K_RESTART, cfg_k_budget_store, 0,
+	    "\"file\""),
 	CFG_END,
 };

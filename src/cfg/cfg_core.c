@@ -136,21 +136,16 @@ cfg_k_listen_one(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_listen_keys[] = {
-	{ "proxy", 0, cfg_k_proxy, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "default_sandbox", CFG_T_SCALAR, cfg_k_default_sandbox, 0, 0, 0, "a sandbox id", NULL, NULL, 0 },
-	{ "transparent", 0, cfg_k_listen_one, offsetof(struct cfg, c_listen_transparent), 0, 0, NULL, NULL, NULL, 0 },
-	{ "dns", 0, cfg_k_listen_one, offsetof(struct cfg, c_listen_dns), 0, 0, NULL, NULL, NULL, 0 },
-	{ "admin", 0, cfg_k_listen_admin, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_ANY("proxy", CFG_K_RESTART, cfg_k_proxy, 0),
+	CFG_SCALAR("default_sandbox", 0, cfg_k_default_sandbox, 0,
+	    "a sandbox id"),
+	CFG_ANY("transparent", CFG_K_RESTART, cfg_k_listen_one,
+	    offsetof(struct cfg, c_listen_transparent)),
+	CFG_ANY("dns", CFG_K_RESTART, cfg_k_listen_one,
+	    offsetof(struct cfg, c_listen_dns)),
+	CFG_ANY("admin", CFG_K_RESTART, cfg_k_listen_admin, 0),
 	CFG_END,
 };
-
-static void
-cfg_k_listen(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
-    void *arg)
-{
-	if (cfg_want_map(cp, v, "\"listen\"") == 0)
-		cfg_walk_map(cp, v, "listen", cfg_listen_keys, arg);
-}
 
 /* state_dir, workers */
 
@@ -161,8 +156,7 @@ cfg_k_state_dir(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg	*c = cp->cp_cfg;
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"state_dir\"", "a path")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (*s == '\0') {
 		cfg_err(cp, v, "\"state_dir\" is empty");
 		return;
@@ -177,8 +171,7 @@ cfg_k_workers(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	const char	*s;
 	uint64_t	 n;
 
-	if ((s = cfg_scalar(cp, v, "\"workers\"", "a number")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (cfg_parse_uint(s, CFG_MAX_WORKERS, &n) == -1) {
 		cfg_err(cp, v, "\"workers\" must be a whole number from 0 "
 		    "(one per core) to %d, not \"%s\"", CFG_MAX_WORKERS, s);
@@ -198,8 +191,10 @@ static const struct cfg_key cfg_limits_keys[] = {
 	CFG_DURATION("shutdown_grace", 0, LIM(l_shutdown_grace_ms), 0, 0),
 	CFG_DURATION("reload_grace", 0, LIM(l_reload_grace_ms), 0, 0),
 	CFG_COUNT("max_connections", 0, LIM(l_max_connections), 1, 0),
-	CFG_COUNT("max_connections_per_sandbox", 0, LIM(l_max_connections_per_sandbox), 1, 0),
-	CFG_COUNT("unidentified_per_source", 0, LIM(l_unidentified_per_source), 1, 0),
+	CFG_COUNT("max_connections_per_sandbox", 0,
+	    LIM(l_max_connections_per_sandbox), 1, 0),
+	CFG_COUNT("unidentified_per_source", 0,
+	    LIM(l_unidentified_per_source), 1, 0),
 	CFG_PERCENT("unidentified_share", 0, LIM(l_unidentified_share), 1),
 	CFG_DURATION("identify_timeout", 0, LIM(l_identify_timeout_ms), 1, 0),
 	CFG_DURATION("upstream_timeout", 0, LIM(l_upstream_timeout_ms), 1, 0),
@@ -208,15 +203,6 @@ static const struct cfg_key cfg_limits_keys[] = {
 	CFG_END,
 };
 #undef LIM
-
-static void
-cfg_k_limits(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
-    void *arg)
-{
-	if (cfg_want_map(cp, v, "\"limits\"") == 0)
-		cfg_walk_map(cp, v, "limits", cfg_limits_keys,
-		    &cp->cp_cfg->c_limits);
-}
 
 /* upstream */
 
@@ -381,27 +367,20 @@ cfg_k_allow_networks(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_upstream_keys[] = {
-	{ "ca_file", 0, cfg_k_ca_file, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "resolver", 0, cfg_k_resolver, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "hosts", CFG_T_MAP, cfg_k_hosts, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "deny_networks", 0, cfg_k_deny_networks, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "allow_networks", 0, cfg_k_allow_networks, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_ANY("ca_file", 0, cfg_k_ca_file, 0),
+	CFG_ANY("resolver", 0, cfg_k_resolver, 0),
+	CFG_MAP("hosts", 0, cfg_k_hosts),
+	CFG_ANY("deny_networks", 0, cfg_k_deny_networks, 0),
+	CFG_ANY("allow_networks", 0, cfg_k_allow_networks, 0),
 	CFG_END,
 };
 
-static void
-cfg_k_upstream(struct cfg_parse *cp, const struct cfg_key *k,
-    yaml_node_t *v, void *arg)
-{
-	if (cfg_want_map(cp, v, "\"upstream\"") == 0)
-		cfg_walk_map(cp, v, "upstream", cfg_upstream_keys, arg);
-}
-
 const struct cfg_key cfg_core_keys[] = {
-	CFG_ANY("listen", 0, cfg_k_listen, 0),
-	CFG_ANY("state_dir", 0, cfg_k_state_dir, 0),
-	CFG_ANY("workers", 0, cfg_k_workers, 0),
-	CFG_ANY("limits", 0, cfg_k_limits, 0),
-	CFG_ANY("upstream", 0, cfg_k_upstream, 0),
+	CFG_NEST("listen", 0, cfg_listen_keys, "listen", 0),
+	CFG_SCALAR("state_dir", CFG_K_RESTART, cfg_k_state_dir, 0, "a path"),
+	CFG_SCALAR("workers", CFG_K_RESTART, cfg_k_workers, 0, "a number"),
+	CFG_NEST("limits", 0, cfg_limits_keys, "limits",
+	    offsetof(struct cfg, c_limits)),
+	CFG_NEST("upstream", 0, cfg_upstream_keys, "upstream", 0),
 	CFG_END,
 };

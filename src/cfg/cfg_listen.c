@@ -45,8 +45,8 @@ cfg_k_listen_default(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_listen_item_keys[] = {
-	{ "address", CFG_K_REQUIRED, cfg_k_listen_address, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "default_sandbox", 0, cfg_k_listen_default, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_ANY("address", CFG_K_REQUIRED, cfg_k_listen_address, 0),
+	CFG_ANY("default_sandbox", 0, cfg_k_listen_default, 0),
 	CFG_END,
 };
 

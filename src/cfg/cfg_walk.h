@@ -128,6 +128,10 @@ struct cfg_key {
 /* A scalar with its own setter; <want> completes "must be ...". */
 #define CFG_SCALAR(name, fl, fn, off, want)				\
 	{ name, (fl) | CFG_T_SCALAR, fn, off, 0, 0, want, NULL, NULL, 0 }
+/* The same, the value node kept at arg + <note> even when refused. */
+#define CFG_NOTE(name, fl, fn, want, note)				\
+	{ name, (fl) | CFG_T_SCALAR | CFG_K_NOTE, fn, 0, 0, 0, want, NULL,	\
+	    NULL, note }
 /* A list or a mapping handed to its own setter. */
 #define CFG_SEQ(name, fl, fn)						\
 	{ name, (fl) | CFG_T_SEQ, fn, 0, 0, 0, NULL, NULL, NULL, 0 }

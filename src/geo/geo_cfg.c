@@ -44,19 +44,12 @@ cfg_k_geoip_database(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_geoip_keys[] = {
-	{ "database", CFG_T_SCALAR, cfg_k_geoip_database, 0, 0, 0, "a path to a .mmdb file", NULL, NULL, 0 },
+	CFG_SCALAR("database", 0, cfg_k_geoip_database, 0,
+	    "a path to a .mmdb file"),
 	CFG_END,
 };
 
-static void
-cfg_k_geoip(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
-    void *arg)
-{
-	if (cfg_want_map(cp, v, "\"geoip\"") == 0)
-		cfg_walk_map(cp, v, "geoip", cfg_geoip_keys, cp->cp_cfg);
-}
-
 const struct cfg_key geo_cfg_keys[] = {
-	CFG_ANY("geoip", 0, cfg_k_geoip, 0),
+	CFG_NEST("geoip", 0, cfg_geoip_keys, "geoip", 0),
 	CFG_END,
 };

@@ -50,13 +50,6 @@ static const struct cfg_key cfg_pool_keys[] = {
 };
 #undef LCH
 
-static void
-cfg_k_launcher_pool(struct cfg_parse *cp, const struct cfg_key *k,
-    yaml_node_t *v, void *arg)
-{
-	cfg_walk_map(cp, v, "pool", cfg_pool_keys, cp->cp_cfg);
-}
-
 /* launcher.network, launcher.dns_pool: an IPv4 CIDR, /8 to /30. */
 static void
 cfg_k_launcher_cidr(struct cfg_parse *cp, const struct cfg_key *k,
@@ -164,21 +157,13 @@ static const struct cfg_key cfg_llimits_keys[] = {
 	CFG_END,
 };
 
-static void
-cfg_k_launcher_limits(struct cfg_parse *cp, const struct cfg_key *k,
-    yaml_node_t *v, void *arg)
-{
-	cfg_walk_map(cp, v, "launcher limits", cfg_llimits_keys,
-	    cp->cp_cfg);
-}
-
 /* launcher.qemu: kernel, initrd (files), binary (a program) */
 static void
 cfg_k_qemu_path(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s;
-	char		 **dst, *path;
+	char		**dst, *path;
 	int		 mode = strcmp(k->k_name, "binary") == 0 ? X_OK : R_OK;
 
 	s = cfg_str(v);
@@ -214,12 +199,12 @@ cfg_k_qemu_accel(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_qemu_keys[] = {
-	{ "kernel", CFG_T_SCALAR, cfg_k_qemu_path, LCH(c_qemu_kernel), 0, 0, "a file", NULL, NULL, 0 },
-	{ "initrd", CFG_T_SCALAR, cfg_k_qemu_path, LCH(c_qemu_initrd), 0, 0, "a file", NULL, NULL, 0 },
-	{ "binary", CFG_T_SCALAR, cfg_k_qemu_path, LCH(c_qemu_binary), 0, 0, "a file", NULL, NULL, 0 },
+	CFG_SCALAR("kernel", 0, cfg_k_qemu_path, LCH(c_qemu_kernel), "a file"),
+	CFG_SCALAR("initrd", 0, cfg_k_qemu_path, LCH(c_qemu_initrd), "a file"),
+	CFG_SCALAR("binary", 0, cfg_k_qemu_path, LCH(c_qemu_binary), "a file"),
 	CFG_SIZE64("memory", 0, LCH(c_qemu_memory), 64ULL << 20, 64ULL << 30),
 	CFG_COUNT64("vcpus", 0, LCH(c_qemu_vcpus), 1, 64),
-	{ "accel", CFG_T_SCALAR, cfg_k_qemu_accel, 0, 0, 0, "auto, kvm or tcg", NULL, NULL, 0 },
+	CFG_SCALAR("accel", 0, cfg_k_qemu_accel, 0, "auto, kvm or tcg"),
 	CFG_DURATION("boot_timeout", 0, LCH(c_qemu_boot_ms), 1000, 600000),
 	CFG_SIZE64("min_free", 0, LCH(c_qemu_min_free), 0, 0),
 	CFG_END,
@@ -229,24 +214,27 @@ static void
 cfg_k_launcher_qemu(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
-	if (cfg_want_map(cp, v, "\"qemu\"") == 0) {
-		cp->cp_qemu_node = v;
-		cfg_walk_map(cp, v, "launcher qemu", cfg_qemu_keys,
-		    cp->cp_cfg);
-	}
+	cp->cp_qemu_node = v;
+	cfg_walk_map(cp, v, "launcher qemu", cfg_qemu_keys, cp->cp_cfg);
 }
 
 static const struct cfg_key cfg_launcher_keys[] = {
-	{ "backend", CFG_T_SCALAR, cfg_k_launcher_backend, 0, 0, 0, "netns, qemu or none", NULL, NULL, 0 },
-	{ "pool", CFG_T_MAP, cfg_k_launcher_pool, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "network", 0, cfg_k_launcher_cidr, LCH(c_launcher_network), 0, 0, NULL, NULL, NULL, 0 },
-	{ "dns_pool", 0, cfg_k_launcher_cidr, LCH(c_dns_pool), 0, 0, NULL, NULL, NULL, 0 },
-	{ "rootfs", CFG_T_SCALAR, cfg_k_launcher_rootfs, 0, 0, 0, "a directory or null", NULL, NULL, 0 },
-	{ "interface_prefix", 0, cfg_k_launcher_ifprefix, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "gateway_user", 0, cfg_k_launcher_user, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "user", 0, cfg_k_launcher_user, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "limits", CFG_T_MAP, cfg_k_launcher_limits, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "qemu", 0, cfg_k_launcher_qemu, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_SCALAR("backend", CFG_K_RESTART, cfg_k_launcher_backend, 0,
+	    "netns, qemu or none"),
+	CFG_NEST("pool", 0, cfg_pool_keys, "pool", 0),
+	CFG_ANY("network", CFG_K_RESTART, cfg_k_launcher_cidr,
+	    LCH(c_launcher_network)),
+	CFG_ANY("dns_pool", CFG_K_RESTART, cfg_k_launcher_cidr,
+	    LCH(c_dns_pool)),
+	CFG_SCALAR("rootfs", CFG_K_RESTART, cfg_k_launcher_rootfs, 0,
+	    "a directory or null"),
+	CFG_ANY("interface_prefix", CFG_K_RESTART, cfg_k_launcher_ifprefix,
+	    0),
+	CFG_ANY("gateway_user", CFG_K_RESTART, cfg_k_launcher_user, 0),
+	CFG_ANY("user", CFG_K_RESTART, cfg_k_launcher_user, 0),
+	CFG_NEST("limits", CFG_K_RESTART, cfg_llimits_keys,
+	    "launcher limits", 0),
+	CFG_MAP("qemu", CFG_K_RESTART, cfg_k_launcher_qemu),
 	CFG_END,
 };
 #undef LCH
@@ -256,11 +244,10 @@ cfg_k_launcher(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	cp->cp_cfg->c_launcher_set = 1;
-	if (cfg_want_map(cp, v, "\"launcher\"") == 0)
-		cfg_walk_map(cp, v, "launcher", cfg_launcher_keys, cp->cp_cfg);
+	cfg_walk_map(cp, v, "launcher", cfg_launcher_keys, cp->cp_cfg);
 }
 
 const struct cfg_key lnc_cfg_keys[] = {
-	CFG_ANY("launcher", 0, cfg_k_launcher, 0),
+	CFG_MAP("launcher", 0, cfg_k_launcher),
 	CFG_END,
 };

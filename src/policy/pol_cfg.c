@@ -1,5 +1,6 @@
 /*
- * The "policies" keys: each policy's rules and geo lists (its caps are budget/bud_cfg.c's).
+ * The "policies" keys: each policy's rules and geo lists (its caps are
+ * budget/bud_cfg.c's).
  * Checked by the walker in src/cfg/ (cfg_walk.h); listed in cfg_planes.h.
  */
 #include "config.h"
@@ -198,14 +199,17 @@ cfg_k_rule_async(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_rule_keys[] = {
-	{ "host", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_rule_host, 0, 0, 0, "a host pattern", NULL, NULL, 0 },
-	{ "ports", 0, cfg_k_rule_ports, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "methods", 0, cfg_k_rule_methods, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "paths", 0, cfg_k_rule_paths, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_SCALAR("host", CFG_K_REQUIRED, cfg_k_rule_host, 0,
+	    "a host pattern"),
+	CFG_ANY("ports", 0, cfg_k_rule_ports, 0),
+	CFG_ANY("methods", 0, cfg_k_rule_methods, 0),
+	CFG_ANY("paths", 0, cfg_k_rule_paths, 0),
 	CFG_BOOL("intercept", 0, offsetof(struct cfg_rule, r_intercept)),
-	{ "secrets", CFG_T_SEQ, cfg_k_rule_secrets, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "meter", CFG_T_SCALAR, cfg_k_rule_meter, 0, 0, 0, "openai, anthropic or none", NULL, NULL, 0 },
-	{ "async_usd", 0 | CFG_T_SCALAR, cfg_k_rule_async, offsetof(struct cfg_rule, r_async_usd), 0, 0, "an amount of USD", NULL, NULL, 0 },
+	CFG_SEQ("secrets", 0, cfg_k_rule_secrets),
+	CFG_SCALAR("meter", 0, cfg_k_rule_meter, 0,
+	    "openai, anthropic or none"),
+	CFG_SCALAR("async_usd", 0, cfg_k_rule_async,
+	    offsetof(struct cfg_rule, r_async_usd), "an amount of USD"),
 	CFG_END,
 };
 
@@ -355,8 +359,8 @@ cfg_k_geo_allow(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_geo_keys[] = {
-	{ "deny_countries", 0, cfg_k_geo_deny, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "allow_countries", 0, cfg_k_geo_allow, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_ANY("deny_countries", 0, cfg_k_geo_deny, 0),
+	CFG_ANY("allow_countries", 0, cfg_k_geo_allow, 0),
 	CFG_END,
 };
 
@@ -372,10 +376,10 @@ cfg_k_policy_geo(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_policy_keys[] = {
-	{ "name", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_policy_name, 0, 0, 0, "a string", NULL, NULL, 0 },
-	{ "rules", CFG_T_SEQ, cfg_k_policy_rules, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "geo", CFG_T_MAP, cfg_k_policy_geo, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "caps", CFG_T_MAP, cfg_k_policy_caps, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_SCALAR("name", CFG_K_REQUIRED, cfg_k_policy_name, 0, "a string"),
+	CFG_SEQ("rules", 0, cfg_k_policy_rules),
+	CFG_MAP("geo", 0, cfg_k_policy_geo),
+	CFG_MAP("caps", 0, cfg_k_policy_caps),
 	CFG_END,
 };
 
@@ -389,8 +393,6 @@ cfg_k_policies(struct cfg_parse *cp, const struct cfg_key *k,
 	yaml_node_t	*item;
 	size_t		 i, nnames = 0;
 
-	if (cfg_want_seq(cp, v, "\"policies\"") == -1)
-		return;
 	c->c_policies = xcalloc(cfg_seq_len(v), sizeof(*c->c_policies));
 	names = xcalloc(cfg_seq_len(v), sizeof(*names));
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
@@ -410,6 +412,6 @@ cfg_k_policies(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 const struct cfg_key pol_cfg_keys[] = {
-	CFG_ANY("policies", 0, cfg_k_policies, 0),
+	CFG_SEQ("policies", 0, cfg_k_policies),
 	CFG_END,
 };

@@ -94,10 +94,11 @@ cfg_k_sbx_addresses(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_sandbox_keys[] = {
-	{ "id", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_sbx_id, 0, 0, 0, "a string", NULL, NULL, 0 },
-	{ "policy", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_sbx_policy, 0, 0, 0, "a policy name", NULL, NULL, 0 },
-	{ "token", CFG_T_SCALAR, cfg_k_sbx_token, 0, 0, 0, "a source such as env:NAME", NULL, NULL, 0 },
-	{ "addresses", CFG_T_SEQ, cfg_k_sbx_addresses, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_SCALAR("id", CFG_K_REQUIRED, cfg_k_sbx_id, 0, "a string"),
+	CFG_SCALAR("policy", CFG_K_REQUIRED, cfg_k_sbx_policy, 0,
+	    "a policy name"),
+	CFG_SCALAR("token", 0, cfg_k_sbx_token, 0, "a source such as env:NAME"),
+	CFG_SEQ("addresses", 0, cfg_k_sbx_addresses),
 	CFG_END,
 };
 
@@ -112,8 +113,6 @@ cfg_k_sandboxes(struct cfg_parse *cp, const struct cfg_key *k,
 	yaml_node_t		*item;
 	size_t			 i, n, nids = 0;
 
-	if (cfg_want_seq(cp, v, "\"sandboxes\"") == -1)
-		return;
 	n = cfg_seq_len(v);
 	c->c_sandboxes = xcalloc(n, sizeof(*c->c_sandboxes));
 	cp->cp_sbx_policy = xcalloc(n, sizeof(*cp->cp_sbx_policy));
@@ -141,6 +140,6 @@ cfg_k_sandboxes(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 const struct cfg_key sbx_cfg_keys[] = {
-	CFG_ANY("sandboxes", 0, cfg_k_sandboxes, 0),
+	CFG_SEQ("sandboxes", 0, cfg_k_sandboxes),
 	CFG_END,
 };

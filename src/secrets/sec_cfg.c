@@ -1,5 +1,7 @@
 /*
- * The "secrets" keys: each secret's source, hosts, inject form, placeholder and sandbox_env; the values themselves are read by the secrets store.
+ * The "secrets" keys: each secret's source, hosts, inject form,
+ * placeholder and sandbox_env; the values themselves are read by the
+ * secrets store (sec_store.c), not here.
  * Checked by the walker in src/cfg/ (cfg_walk.h); listed in cfg_planes.h.
  */
 #include "config.h"
@@ -242,7 +244,7 @@ cfg_k_inj_username(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_basic_keys[] = {
-	{ "username", CFG_T_SCALAR, cfg_k_inj_username, 0, 0, 0, "a string", NULL, NULL, 0 },
+	CFG_SCALAR("username", 0, cfg_k_inj_username, 0, "a string"),
 	CFG_END,
 };
 
@@ -302,8 +304,10 @@ cfg_k_inj_aws_name(struct cfg_parse *cp, const struct cfg_key *k,
 
 #define SEC(m)	offsetof(struct cfg_secret, m)
 static const struct cfg_key cfg_sigv4_keys[] = {
-	{ "region", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_inj_aws_name, SEC(sc_region), 0, 0, "a string", NULL, NULL, 0 },
-	{ "service", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_inj_aws_name, SEC(sc_service), 0, 0, "a string", NULL, NULL, 0 },
+	CFG_SCALAR("region", CFG_K_REQUIRED, cfg_k_inj_aws_name,
+	    SEC(sc_region), "a string"),
+	CFG_SCALAR("service", CFG_K_REQUIRED, cfg_k_inj_aws_name,
+	    SEC(sc_service), "a string"),
 	CFG_END,
 };
 #undef SEC
@@ -320,11 +324,13 @@ cfg_k_inj_sigv4(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_inject_keys[] = {
-	{ "header", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_inj_header, 0, 0, 0, "a header name", NULL, NULL, offsetof(struct cfg_ictx, ic_header) },
-	{ "value", 0, cfg_k_inj_value, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "basic", 0, cfg_k_inj_basic, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "query", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_inj_query, 0, 0, 0, "a parameter name", NULL, NULL, offsetof(struct cfg_ictx, ic_query) },
-	{ "aws_sigv4", 0, cfg_k_inj_sigv4, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_NOTE("header", 0, cfg_k_inj_header, "a header name",
+	    offsetof(struct cfg_ictx, ic_header)),
+	CFG_ANY("value", 0, cfg_k_inj_value, 0),
+	CFG_ANY("basic", 0, cfg_k_inj_basic, 0),
+	CFG_NOTE("query", 0, cfg_k_inj_query, "a parameter name",
+	    offsetof(struct cfg_ictx, ic_query)),
+	CFG_ANY("aws_sigv4", 0, cfg_k_inj_sigv4, 0),
 	CFG_END,
 };
 
@@ -455,13 +461,17 @@ cfg_k_sec_sandbox_env(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_secret_keys[] = {
-	{ "name", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_sec_name, 0, 0, 0, "a string", NULL, NULL, 0 },
-	{ "source", CFG_K_REQUIRED | CFG_T_SCALAR, cfg_k_sec_source, 0, 0, 0, "a source such as env:NAME", NULL, NULL, 0 },
-	{ "refresh", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_sec_refresh, 0, 0, 0, "a duration", NULL, NULL, offsetof(struct cfg_xctx, xc_refresh) },
-	{ "hosts", CFG_K_REQUIRED | CFG_T_SEQ, cfg_k_sec_hosts, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "inject", 0, cfg_k_sec_inject, 0, 0, 0, NULL, NULL, NULL, 0 },
-	{ "placeholder", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_sec_placeholder, 0, 0, 0, "a string", NULL, NULL, offsetof(struct cfg_xctx, xc_placeholder) },
-	{ "sandbox_env", CFG_T_SCALAR | CFG_K_NOTE, cfg_k_sec_sandbox_env, 0, 0, 0, "a variable name", NULL, NULL, offsetof(struct cfg_xctx, xc_env) },
+	CFG_SCALAR("name", CFG_K_REQUIRED, cfg_k_sec_name, 0, "a string"),
+	CFG_SCALAR("source", CFG_K_REQUIRED, cfg_k_sec_source, 0,
+	    "a source such as env:NAME"),
+	CFG_NOTE("refresh", 0, cfg_k_sec_refresh, "a duration",
+	    offsetof(struct cfg_xctx, xc_refresh)),
+	CFG_SEQ("hosts", CFG_K_REQUIRED, cfg_k_sec_hosts),
+	CFG_ANY("inject", 0, cfg_k_sec_inject, 0),
+	CFG_NOTE("placeholder", 0, cfg_k_sec_placeholder, "a string",
+	    offsetof(struct cfg_xctx, xc_placeholder)),
+	CFG_NOTE("sandbox_env", 0, cfg_k_sec_sandbox_env, "a variable name",
+	    offsetof(struct cfg_xctx, xc_env)),
 	CFG_END,
 };
 
@@ -529,8 +539,6 @@ cfg_k_secrets(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	yaml_node_t		*item;
 	size_t			 i, n;
 
-	if (cfg_want_seq(cp, v, "\"secrets\"") == -1)
-		return;
 	n = cfg_seq_len(v);
 	c->c_secrets = xcalloc(n, sizeof(*c->c_secrets));
 	xcs = xcalloc(n, sizeof(*xcs));
@@ -561,6 +569,6 @@ cfg_k_secrets(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 }
 
 const struct cfg_key sec_cfg_keys[] = {
-	CFG_ANY("secrets", 0, cfg_k_secrets, 0),
+	CFG_SEQ("secrets", 0, cfg_k_secrets),
 	CFG_END,
 };

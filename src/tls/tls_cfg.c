@@ -40,21 +40,14 @@ cfg_k_min_version(struct cfg_parse *cp, const struct cfg_key *k,
 #define TLS(m)	offsetof(struct cfg, m)
 static const struct cfg_key cfg_tls_keys[] = {
 	CFG_COUNT("cert_cache", 0, TLS(c_tls_cert_cache), 1, 0),
-	CFG_DURATION("leaf_validity", 0, TLS(c_tls_leaf_validity_ms), 1, CFG_MAX_LEAF_VALIDITY_MS),
-	{ "min_version", 0, cfg_k_min_version, 0, 0, 0, NULL, NULL, NULL, 0 },
+	CFG_DURATION("leaf_validity", 0, TLS(c_tls_leaf_validity_ms), 1,
+	    CFG_MAX_LEAF_VALIDITY_MS),
+	CFG_ANY("min_version", 0, cfg_k_min_version, 0),
 	CFG_END,
 };
 #undef TLS
 
-static void
-cfg_k_tls(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
-    void *arg)
-{
-	if (cfg_want_map(cp, v, "\"tls\"") == 0)
-		cfg_walk_map(cp, v, "tls", cfg_tls_keys, cp->cp_cfg);
-}
-
 const struct cfg_key tls_cfg_keys[] = {
-	CFG_ANY("tls", 0, cfg_k_tls, 0),
+	CFG_NEST("tls", 0, cfg_tls_keys, "tls", 0),
 	CFG_END,
 };
