@@ -25,8 +25,7 @@ cfg_k_audit_file(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg	*c = cp->cp_cfg;
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"file\"", "a path or \"-\"")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (*s == '\0')
 		cfg_err(cp, v, "\"file\" is empty (use \"-\" for stdout)");
 	else if (strcmp(s, "-") == 0)
@@ -36,8 +35,10 @@ cfg_k_audit_file(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_audit_keys[] = {
-	CFG_ANY("file", CFG_K_RESTART, cfg_k_audit_file, 0),
-	CFG_BOOL("hash_chain", CFG_K_RESTART, offsetof(struct cfg, c_audit_hash_chain)),
+	CFG_SCALAR("file", CFG_K_RESTART, cfg_k_audit_file, 0,
+	    "a path or \"-\""),
+	CFG_BOOL("hash_chain", CFG_K_RESTART,
+	    offsetof(struct cfg, c_audit_hash_chain)),
 	CFG_END,
 };
 

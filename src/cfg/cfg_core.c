@@ -89,9 +89,7 @@ cfg_k_listen_admin(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s, *why;
 	char		*canon, *path;
 
-	if ((s = cfg_scalar(cp, v, "\"admin\"", "\"unix:PATH\" or "
-	    "\"HOST:PORT\"")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (strncmp(s, "unix:", 5) == 0) {
 		if (s[5] == '\0') {
 			cfg_err(cp, v, "\"admin\": unix: needs a socket path");
@@ -123,11 +121,9 @@ cfg_k_listen_one(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s, *why;
-	char		*canon, what[32];
+	char		*canon;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "\"IP:PORT\"")) == NULL)
-		return;
+	s = cfg_str(v);
 	if ((why = cfg_parse_hostport(s, 0, &canon)) != NULL) {
 		cfg_err(cp, v, "bad %s address \"%s\": %s", k->k_name, s, why);
 		return;
@@ -139,11 +135,12 @@ static const struct cfg_key cfg_listen_keys[] = {
 	CFG_ANY("proxy", CFG_K_RESTART, cfg_k_proxy, 0),
 	CFG_SCALAR("default_sandbox", 0, cfg_k_default_sandbox, 0,
 	    "a sandbox id"),
-	CFG_ANY("transparent", CFG_K_RESTART, cfg_k_listen_one,
-	    offsetof(struct cfg, c_listen_transparent)),
-	CFG_ANY("dns", CFG_K_RESTART, cfg_k_listen_one,
-	    offsetof(struct cfg, c_listen_dns)),
-	CFG_ANY("admin", CFG_K_RESTART, cfg_k_listen_admin, 0),
+	CFG_SCALAR("transparent", CFG_K_RESTART, cfg_k_listen_one,
+	    offsetof(struct cfg, c_listen_transparent), "\"IP:PORT\""),
+	CFG_SCALAR("dns", CFG_K_RESTART, cfg_k_listen_one,
+	    offsetof(struct cfg, c_listen_dns), "\"IP:PORT\""),
+	CFG_SCALAR("admin", CFG_K_RESTART, cfg_k_listen_admin, 0,
+	    "\"unix:PATH\" or \"HOST:PORT\""),
 	CFG_END,
 };
 
@@ -215,9 +212,7 @@ cfg_k_ca_file(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	char		*path, why[256];
 	int		 fd, n;
 
-	if ((s = cfg_scalar(cp, v, "\"ca_file\"", "\"system\" or a path")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	if (strcmp(s, "system") == 0) {
 		c->c_upstream_ca_file = xstrdup(s);
 		return;
@@ -256,9 +251,7 @@ cfg_k_resolver(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s, *why;
 	char		*canon;
 
-	if ((s = cfg_scalar(cp, v, "\"resolver\"", "\"system\" or IP:PORT")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	if (strcmp(s, "system") == 0) {
 		c->c_upstream_resolver = xstrdup(s);
 		return;
@@ -331,9 +324,6 @@ cfg_networks(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	char			 what[64];
 	size_t			 i;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if (cfg_want_seq(cp, v, what) == -1)
-		return;
 	snprintf(what, sizeof(what), "a \"%s\" entry", k->k_name);
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		if ((s = cfg_scalar(cp, item, what, "a CIDR")) == NULL)
@@ -367,11 +357,11 @@ cfg_k_allow_networks(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_upstream_keys[] = {
-	CFG_ANY("ca_file", 0, cfg_k_ca_file, 0),
-	CFG_ANY("resolver", 0, cfg_k_resolver, 0),
+	CFG_SCALAR("ca_file", 0, cfg_k_ca_file, 0, "\"system\" or a path"),
+	CFG_SCALAR("resolver", 0, cfg_k_resolver, 0, "\"system\" or IP:PORT"),
 	CFG_MAP("hosts", 0, cfg_k_hosts),
-	CFG_ANY("deny_networks", 0, cfg_k_deny_networks, 0),
-	CFG_ANY("allow_networks", 0, cfg_k_allow_networks, 0),
+	CFG_SEQ("deny_networks", 0, cfg_k_deny_networks),
+	CFG_SEQ("allow_networks", 0, cfg_k_allow_networks),
 	CFG_END,
 };
 

@@ -137,6 +137,9 @@ struct cfg_key {
 	{ name, (fl) | CFG_T_SEQ, fn, 0, 0, 0, NULL, NULL, NULL, 0 }
 #define CFG_MAP(name, fl, fn)						\
 	{ name, (fl) | CFG_T_MAP, fn, 0, 0, 0, NULL, NULL, NULL, 0 }
+#define CFG_MAP_NOTE(name, fl, fn, note)				\
+	{ name, (fl) | CFG_T_MAP | CFG_K_NOTE, fn, 0, 0, 0, NULL, NULL, NULL,	\
+	    note }
 /* A nested mapping walked with <sub>, arg + <off> as its arg. */
 #define CFG_NEST(name, fl, sub, in, off)				\
 	{ name, (fl) | CFG_T_MAP, NULL, off, 0, 0, NULL, sub, in, 0 }

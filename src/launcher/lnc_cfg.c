@@ -57,11 +57,7 @@ cfg_k_launcher_cidr(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	struct net_cidr	 nc;
 	const char	*s;
-	char		 what[32];
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "an IPv4 CIDR such as "
-	    "\"10.88.0.0/16\"")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (net_cidr_parse(s, &nc) == -1 || nc.nc_addr.na_family != AF_INET ||
 	    strchr(s, '/') == NULL) {
 		cfg_err(cp, v, "bad %s \"%s\": an IPv4 network such as "
@@ -96,9 +92,7 @@ cfg_k_launcher_ifprefix(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s, *p;
 
-	if ((s = cfg_scalar(cp, v, "\"interface_prefix\"", "a short "
-	    "name such as \"sbx-\"")) == NULL)
-		return;
+	s = cfg_str(v);
 	for (p = s; *p != '\0'; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
 		    *p == '-'))
@@ -222,14 +216,14 @@ static const struct cfg_key cfg_launcher_keys[] = {
 	CFG_SCALAR("backend", CFG_K_RESTART, cfg_k_launcher_backend, 0,
 	    "netns, qemu or none"),
 	CFG_NEST("pool", 0, cfg_pool_keys, "pool", 0),
-	CFG_ANY("network", CFG_K_RESTART, cfg_k_launcher_cidr,
-	    LCH(c_launcher_network)),
-	CFG_ANY("dns_pool", CFG_K_RESTART, cfg_k_launcher_cidr,
-	    LCH(c_dns_pool)),
+	CFG_SCALAR("network", CFG_K_RESTART, cfg_k_launcher_cidr,
+	    LCH(c_launcher_network), "an IPv4 CIDR such as \"10.88.0.0/16\""),
+	CFG_SCALAR("dns_pool", CFG_K_RESTART, cfg_k_launcher_cidr,
+	    LCH(c_dns_pool), "an IPv4 CIDR such as \"10.88.0.0/16\""),
 	CFG_SCALAR("rootfs", CFG_K_RESTART, cfg_k_launcher_rootfs, 0,
 	    "a directory or null"),
-	CFG_ANY("interface_prefix", CFG_K_RESTART, cfg_k_launcher_ifprefix,
-	    0),
+	CFG_SCALAR("interface_prefix", CFG_K_RESTART, cfg_k_launcher_ifprefix,
+	    0, "a short name such as \"sbx-\""),
 	CFG_ANY("gateway_user", CFG_K_RESTART, cfg_k_launcher_user, 0),
 	CFG_ANY("user", CFG_K_RESTART, cfg_k_launcher_user, 0),
 	CFG_NEST("limits", CFG_K_RESTART, cfg_llimits_keys,

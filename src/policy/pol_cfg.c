@@ -40,12 +40,8 @@ cfg_k_rule_host(struct cfg_parse *cp, const struct cfg_key *k,
 static size_t
 cfg_rule_list(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v)
 {
-	char	what[32];
 	size_t	n;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if (cfg_want_seq(cp, v, what) == -1)
-		return 0;
 	if ((n = cfg_seq_len(v)) == 0)
 		cfg_err(cp, v, "\"%s\" is an empty list: leave the key out "
 		    "to allow any", k->k_name);
@@ -201,9 +197,9 @@ cfg_k_rule_async(struct cfg_parse *cp, const struct cfg_key *k,
 static const struct cfg_key cfg_rule_keys[] = {
 	CFG_SCALAR("host", CFG_K_REQUIRED, cfg_k_rule_host, 0,
 	    "a host pattern"),
-	CFG_ANY("ports", 0, cfg_k_rule_ports, 0),
-	CFG_ANY("methods", 0, cfg_k_rule_methods, 0),
-	CFG_ANY("paths", 0, cfg_k_rule_paths, 0),
+	CFG_SEQ("ports", 0, cfg_k_rule_ports),
+	CFG_SEQ("methods", 0, cfg_k_rule_methods),
+	CFG_SEQ("paths", 0, cfg_k_rule_paths),
 	CFG_BOOL("intercept", 0, offsetof(struct cfg_rule, r_intercept)),
 	CFG_SEQ("secrets", 0, cfg_k_rule_secrets),
 	CFG_SCALAR("meter", 0, cfg_k_rule_meter, 0,
@@ -317,8 +313,6 @@ cfg_geo_list(struct cfg_parse *cp, yaml_node_t *v, const char *what,
 	const char	*s;
 	size_t		 i;
 
-	if (cfg_want_seq(cp, v, what) == -1)
-		return;
 	*out = xcalloc(cfg_seq_len(v) + 1, sizeof(**out));
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		if ((s = cfg_scalar(cp, item, "a country code",
@@ -359,8 +353,8 @@ cfg_k_geo_allow(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 static const struct cfg_key cfg_geo_keys[] = {
-	CFG_ANY("deny_countries", 0, cfg_k_geo_deny, 0),
-	CFG_ANY("allow_countries", 0, cfg_k_geo_allow, 0),
+	CFG_SEQ("deny_countries", 0, cfg_k_geo_deny),
+	CFG_SEQ("allow_countries", 0, cfg_k_geo_allow),
 	CFG_END,
 };
 

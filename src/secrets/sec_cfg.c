@@ -201,10 +201,7 @@ cfg_k_inj_value(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_ictx	*ic = arg;
 	const char	*s, *p;
 
-	ic->ic_value = v;
-	if ((s = cfg_scalar(cp, v, "\"value\"", "a template such as "
-	    "\"Bearer ${secret}\"")) == NULL)
-		return;
+	s = cfg_str(v);
 	for (p = s; *p != '\0'; p++) {
 		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
 			cfg_err(cp, v, "\"value\" contains control characters");
@@ -254,9 +251,7 @@ cfg_k_inj_basic(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	struct cfg_ictx	*ic = arg;
 
-	ic->ic_basic = v;
-	if (cfg_want_map(cp, v, "\"basic\"") == 0)
-		cfg_walk_map(cp, v, "basic", cfg_basic_keys, ic->ic_sec);
+	cfg_walk_map(cp, v, "basic", cfg_basic_keys, ic->ic_sec);
 }
 
 static void
@@ -318,19 +313,21 @@ cfg_k_inj_sigv4(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	struct cfg_ictx	*ic = arg;
 
-	ic->ic_sigv4 = v;
-	if (cfg_want_map(cp, v, "\"aws_sigv4\"") == 0)
-		cfg_walk_map(cp, v, "aws_sigv4", cfg_sigv4_keys, ic->ic_sec);
+	cfg_walk_map(cp, v, "aws_sigv4", cfg_sigv4_keys, ic->ic_sec);
 }
 
 static const struct cfg_key cfg_inject_keys[] = {
 	CFG_NOTE("header", 0, cfg_k_inj_header, "a header name",
 	    offsetof(struct cfg_ictx, ic_header)),
-	CFG_ANY("value", 0, cfg_k_inj_value, 0),
-	CFG_ANY("basic", 0, cfg_k_inj_basic, 0),
+	CFG_NOTE("value", 0, cfg_k_inj_value,
+	    "a template such as \"Bearer ${secret}\"",
+	    offsetof(struct cfg_ictx, ic_value)),
+	CFG_MAP_NOTE("basic", 0, cfg_k_inj_basic,
+	    offsetof(struct cfg_ictx, ic_basic)),
 	CFG_NOTE("query", 0, cfg_k_inj_query, "a parameter name",
 	    offsetof(struct cfg_ictx, ic_query)),
-	CFG_ANY("aws_sigv4", 0, cfg_k_inj_sigv4, 0),
+	CFG_MAP_NOTE("aws_sigv4", 0, cfg_k_inj_sigv4,
+	    offsetof(struct cfg_ictx, ic_sigv4)),
 	CFG_END,
 };
 
@@ -344,9 +341,6 @@ cfg_k_sec_inject(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*forms[4];
 	size_t		 n = 0;
 
-	xc->xc_inject = v;
-	if (cfg_want_map(cp, v, "\"inject\"") == -1)
-		return;
 	memset(&ic, 0, sizeof(ic));
 	ic.ic_sec = xc->xc_sec;
 	cfg_walk_map(cp, v, "inject", cfg_inject_keys, &ic);
@@ -467,7 +461,8 @@ static const struct cfg_key cfg_secret_keys[] = {
 	CFG_NOTE("refresh", 0, cfg_k_sec_refresh, "a duration",
 	    offsetof(struct cfg_xctx, xc_refresh)),
 	CFG_SEQ("hosts", CFG_K_REQUIRED, cfg_k_sec_hosts),
-	CFG_ANY("inject", 0, cfg_k_sec_inject, 0),
+	CFG_MAP_NOTE("inject", 0, cfg_k_sec_inject,
+	    offsetof(struct cfg_xctx, xc_inject)),
 	CFG_NOTE("placeholder", 0, cfg_k_sec_placeholder, "a string",
 	    offsetof(struct cfg_xctx, xc_placeholder)),
 	CFG_NOTE("sandbox_env", 0, cfg_k_sec_sandbox_env, "a variable name",

@@ -25,9 +25,7 @@ cfg_k_min_version(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"min_version\"", "\"1.2\" or \"1.3\"")) ==
-	    NULL)
-		return;
+	s = cfg_str(v);
 	if (strcmp(s, "1.2") == 0)
 		cp->cp_cfg->c_tls_min_version = TLS1_2_VERSION;
 	else if (strcmp(s, "1.3") == 0)
@@ -42,7 +40,8 @@ static const struct cfg_key cfg_tls_keys[] = {
 	CFG_COUNT("cert_cache", 0, TLS(c_tls_cert_cache), 1, 0),
 	CFG_DURATION("leaf_validity", 0, TLS(c_tls_leaf_validity_ms), 1,
 	    CFG_MAX_LEAF_VALIDITY_MS),
-	CFG_ANY("min_version", 0, cfg_k_min_version, 0),
+	CFG_SCALAR("min_version", 0, cfg_k_min_version, 0,
+	    "\"1.2\" or \"1.3\""),
 	CFG_END,
 };
 #undef TLS
