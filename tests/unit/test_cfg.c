@@ -676,6 +676,44 @@ static const struct err_case err_cases[] = {
 	{ "state_dir: \"a\\0b\"\n", "t.yaml:1:12: ",
 	    "\"state_dir\" contains a NUL character" },
 	{ "a: \xff\n", "t.yaml:1:4: ", "YAML syntax error: invalid" },
+	/* node types the walker checks from the table flags (issue 16) */
+	{ "listen: [1]\n", "t.yaml:1:9: ",
+	    "\"listen\" must be a mapping, not a list" },
+	{ "upstream: x\n", "t.yaml:1:11: ",
+	    "\"upstream\" must be a mapping, not a single value" },
+	{ "limits: x\n", "t.yaml:1:9: ",
+	    "\"limits\" must be a mapping, not a single value" },
+	{ "audit: [1]\n", "t.yaml:1:8: ",
+	    "\"audit\" must be a mapping, not a list" },
+	{ "admin: [1]\n", "t.yaml:1:8: ",
+	    "\"admin\" must be a mapping, not a list" },
+	{ "launcher: [1]\n", "t.yaml:1:11: ",
+	    "\"launcher\" must be a mapping, not a list" },
+	{ "launcher:\n  pool: x\n", "t.yaml:2:9: ",
+	    "\"pool\" must be a mapping, not a single value" },
+	{ "launcher:\n  qemu: [1]\n", "t.yaml:2:9: ",
+	    "\"qemu\" must be a mapping, not a list" },
+	{ "workers: {a: 1}\n", "t.yaml:1:10: ",
+	    "\"workers\" must be a number, not a mapping" },
+	{ "workers: \"a\\0b\"\n", "t.yaml:1:10: ",
+	    "\"workers\" contains a NUL character" },
+	{ "budget_store: [1]\n", "t.yaml:1:15: ",
+	    "\"budget_store\" must be \"file\", not a list" },
+	{ "listen:\n  admin: {a: 1}\n", "t.yaml:2:10: ",
+	    "\"admin\" must be \"unix:PATH\" or \"HOST:PORT\", not a "
+	    "mapping" },
+	{ "upstream:\n  hosts: [1]\n", "t.yaml:2:10: ",
+	    "\"hosts\" must be a mapping, not a list" },
+	{ "upstream:\n  deny_networks: x\n", "t.yaml:2:18: ",
+	    "\"deny_networks\" must be a list, not a single value" },
+	{ POL "        ports: {a: 1}\n", "t.yaml:5:16: ",
+	    "\"ports\" must be a list, not a mapping" },
+	{ "policies:\n  - name: p\n    geo:\n      deny_countries: x\n",
+	    "t.yaml:4:23: ", "\"deny_countries\" must be a list, not a "
+	    "single value" },
+	{ "secrets:\n  - name: s\n    source: env:X\n    placeholder: "
+	    "PLACEHOLDER1\n    hosts: {a: 1}\n", "t.yaml:5:12: ",
+	    "\"hosts\" must be a list, not a mapping" },
 };
 
 START_TEST(test_cfg_error_table)
@@ -693,6 +731,28 @@ START_TEST(test_cfg_error_table)
 	    "case %d: want prefix \"%s\", got: %s", _i, ec->ec_where, out);
 	ck_assert_msg(strstr(out, ec->ec_msg) != NULL,
 	    "case %d: want \"%s\", got: %s", _i, ec->ec_msg, out);
+	free(out);
+}
+END_TEST
+
+/*
+ * A key whose value has the wrong type still counts as given (CFG_K_NOTE):
+ * the checks across keys of its mapping see it, as before the walker
+ * checked types.
+ */
+START_TEST(test_cfg_type_error_still_noted)
+{
+	char	*out;
+	int	 nerr;
+
+	ck_assert_ptr_null(load("secrets:\n  - name: s\n    source: env:X\n"
+	    "    hosts: [a.com]\n    inject:\n      value: [1]\n", &out,
+	    &nerr));
+	ck_assert_int_eq(nerr, 2);
+	ck_assert_str_eq(out, "t.yaml:6:14: \"value\" must be a template "
+	    "such as \"Bearer ${secret}\", not a list\n"
+	    "t.yaml:6:7: \"value\" needs \"header\", the name of the header "
+	    "to set\n");
 	free(out);
 }
 END_TEST
@@ -2677,6 +2737,7 @@ suite_cfg(void)
 
 	s = suite_create("cfg");
 	tc = tcase_create("errors");
+	tcase_add_test(tc, test_cfg_type_error_still_noted);
 	tcase_add_loop_test(tc, test_cfg_error_table, 0,
 	    (int)(sizeof(err_cases) / sizeof(err_cases[0])));
 	tcase_add_test(tc, test_cfg_bare_token_not_echoed);
