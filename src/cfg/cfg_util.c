@@ -705,32 +705,12 @@ static int
 cfg_read_secret_file(const char *path, char *buf, size_t max, size_t *len,
     char *why, size_t whysz)
 {
-	struct stat	st;
 	ssize_t		r;
 	int		fd;
 
 	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) ==
-	    -1 || fstat(fd, &st) == -1) {
-		snprintf(why, whysz, "cannot read file \"%s\": %s", path,
-		    strerror(errno));
-		if (fd != -1)
-			close(fd);
+	if ((fd = util_open_secret(path, why, whysz)) == -1)
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(why, whysz, "file \"%s\" is not a regular file",
-		    path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_mode & 077) {
-		snprintf(why, whysz, "file \"%s\" is readable by group or "
-		    "others (mode %04o): chmod 600 it", path,
-		    (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -1;
-	}
 	while (*len < max) {
 		r = read(fd, buf + *len, max - *len);
 		if (r == -1 && errno == EINTR)
