@@ -257,12 +257,8 @@ cfg_k_policy_name(struct cfg_parse *cp, const struct cfg_key *k,
 	const char	*s;
 
 	s = cfg_str(v);
-	if (!cfg_name_ok(s)) {
-		cfg_err(cp, v, "bad policy name \"%s\": use letters, digits, "
-		    "\".\", \"_\" and \"-\" (at most %d, starting with a "
-		    "letter or digit)", s, CFG_MAX_NAME);
-		/* Kept, so that sandboxes naming it add no noise. */
-	}
+	/* Kept even when bad, so that what names it adds no noise. */
+	cfg_name_check(cp, v, s, "policy name");
 	pc->pc_pol->p_name = xstrdup(s);
 	pc->pc_name = v;
 }

@@ -33,12 +33,8 @@ cfg_k_sbx_id(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	const char	*s;
 
 	s = cfg_str(v);
-	if (!cfg_name_ok(s)) {
-		cfg_err(cp, v, "bad sandbox id \"%s\": use letters, digits, "
-		    "\".\", \"_\" and \"-\" (at most %d, starting with a "
-		    "letter or digit)", s, CFG_MAX_NAME);
-		/* Kept, so that default_sandbox naming it adds no noise. */
-	}
+	/* Kept even when bad, so that what names it adds no noise. */
+	cfg_name_check(cp, v, s, "sandbox id");
 	sc->sc_sbx->s_id = xstrdup(s);
 	sc->sc_id = v;
 }

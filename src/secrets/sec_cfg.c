@@ -48,12 +48,8 @@ cfg_k_sec_name(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	const char	*s;
 
 	s = cfg_str(v);
-	if (!cfg_name_ok(s)) {
-		cfg_err(cp, v, "bad secret name \"%s\": use letters, digits, "
-		    "\".\", \"_\" and \"-\" (at most %d, starting with a "
-		    "letter or digit)", s, CFG_MAX_NAME);
-		/* Kept, so that rules naming it add no noise. */
-	}
+	/* Kept even when bad, so that what names it adds no noise. */
+	cfg_name_check(cp, v, s, "secret name");
 	xc->xc_sec->sc_name = xstrdup(s);
 	xc->xc_name = v;
 }
