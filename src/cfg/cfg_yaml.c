@@ -301,8 +301,24 @@ cfg_key_type_ok(struct cfg_parse *cp, const struct cfg_key *k,
 {
 	char	what[80];
 
-	if ((k->k_flags & CFG_T_MASK) == 0)
+	switch (k->k_flags & CFG_T_MASK) {
+	case 0:
 		return 0;
+	case CFG_T_SCALAR:	/* the common case, without formatting */
+		if (v->type == YAML_SCALAR_NODE &&
+		    memchr(v->data.scalar.value, '\0', v->data.scalar.length) ==
+		    NULL)
+			return 0;
+		break;
+	case CFG_T_SEQ:
+		if (v->type == YAML_SEQUENCE_NODE)
+			return 0;
+		break;
+	case CFG_T_MAP:
+		if (v->type == YAML_MAPPING_NODE)
+			return 0;
+		break;
+	}
 	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
 	switch (k->k_flags & CFG_T_MASK) {
 	case CFG_T_SCALAR:
