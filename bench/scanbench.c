@@ -7,6 +7,9 @@
  *              every 32 bytes or so: a realistic worst case for the skip)
  *   matches    the same with a pattern planted every 64 KiB
  *   near-miss  pattern prefixes of 39 bytes back to back (adversarial)
+ * `scanbench MiB forms` registers the patterns as the gateway does for a
+ * secret (sec_scan_add_forms: every encoded form and its runs of 12
+ * bytes) and also prints how long building the automaton takes.
  */
 #include "config.h"
 
@@ -24,6 +27,9 @@
 #define PATLEN		40
 #define FEED		16384
 #define BLOCK		(1 << 20)	/* body repeated from one 1 MiB block */
+#define MIN_RUN		12
+
+static int	forms_mode;
 
 static const char	b64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -56,8 +62,23 @@ run(const char *what, const char *block, const char pats[2][PATLEN],
 	size_t		 total = mib << 20, done = 0, off, nrepl = 0, n;
 
 	sc = sec_scan_new();
-	sec_scan_add(sc, pats[0], PATLEN, "[airlock:redacted:a]", 20);
-	sec_scan_add(sc, pats[1], PATLEN, "[airlock:redacted:b]", 20);
+	t0 = now_ns();
+	if (forms_mode) {
+		char	*s;
+
+		sec_scan_add_forms(sc, pats[0], PATLEN, MIN_RUN,
+		    "[airlock:redacted:a]", 20);
+		sec_scan_add_forms(sc, pats[1], PATLEN, MIN_RUN,
+		    "[airlock:redacted:b]", 20);
+		/* builds the automaton */
+		s = sec_scan_string(sc, "", 0, NULL, NULL);
+		free(s);
+		printf("%-10s build %.3f ms, %zu patterns\n", what,
+		    (double)(now_ns() - t0) / 1e6, sec_scan_npatterns(sc));
+	} else {
+		sec_scan_add(sc, pats[0], PATLEN, "[airlock:redacted:a]", 20);
+		sec_scan_add(sc, pats[1], PATLEN, "[airlock:redacted:b]", 20);
+	}
 	out = evbuffer_new();
 	t0 = now_ns();
 	while (done < total) {
@@ -83,10 +104,12 @@ main(int argc, char *argv[])
 	uint64_t	 st = 0x5eed;
 	size_t		 mib = 256, i, j;
 
-	if (argc > 1 && (mib = strtoul(argv[1], NULL, 10)) == 0) {
-		fprintf(stderr, "usage: %s [MiB]\n", BENCH_ID);
+	if ((argc > 1 && (mib = strtoul(argv[1], NULL, 10)) == 0) ||
+	    (argc > 2 && strcmp(argv[2], "forms") != 0)) {
+		fprintf(stderr, "usage: %s [MiB [forms]]\n", BENCH_ID);
 		return 1;
 	}
+	forms_mode = argc > 2;
 	if ((block = malloc(BLOCK)) == NULL)
 		return 1;
 	for (i = 0; i < 2; i++)

@@ -67,6 +67,7 @@ struct cfg_secret {
 	char		 *sc_service;	/* SIGV4 */
 	char		 *sc_placeholder;	/* NULL = none */
 	char		 *sc_sandbox_env;	/* NULL = none */
+	int		  sc_allow_plaintext;	/* may go over plain HTTP */
 	int		  sc_line;	/* position of the secret's mapping */
 	int		  sc_col;
 };
@@ -226,6 +227,9 @@ struct cfg {
 
 	struct cfg_secret	 *c_secrets;
 	size_t			  c_nsecrets;
+	size_t			  c_reflect_min_run;	/* 12: runs of a bound
+							   secret this long
+							   are redacted */
 	struct sec_store	 *c_store;	/* values, set by the daemon
 						   after load; cfg_free frees */
 	struct geo		 *c_geo;	/* geoip.database, opened by the

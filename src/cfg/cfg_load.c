@@ -62,6 +62,7 @@ cfg_new(char *file, char *dir)
 	c->c_file = file;
 	c->c_dir = dir;
 	c->c_limits.l_header_bytes = 64 * 1024;
+	c->c_reflect_min_run = 12;
 	c->c_limits.l_header_timeout_ms = 30 * 1000;
 	c->c_limits.l_connect_timeout_ms = 10 * 1000;
 	c->c_limits.l_idle_timeout_ms = 120 * 1000;

@@ -106,6 +106,7 @@ static void
 req_clear(struct conn *c)
 {
 	sec_req_free(c->c_r.r_sec);
+	sec_trip_free(c->c_r.r_trip);
 	if (c->c_r.r_body != NULL)
 		evbuffer_free(c->c_r.r_body);
 	meter_free(c->c_r.r_meter);
@@ -238,6 +239,11 @@ request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
 
+	if (c->c_r.r_trip != NULL) {
+		conn_sec_trip_body(c, p, len);
+		if (c->c_r.r_trip_hit)
+			return;		/* refused once the parser returns */
+	}
 	if (c->c_state == CONN_BODY_BUFFER) {
 		/* held whole (SigV4 hash, usage options), within body_bytes */
 		if (c->c_r.r_body == NULL)
@@ -278,30 +284,6 @@ response_body_cb(void *arg, const char *p, size_t len)
 		return;
 	}
 	body_out(c, c->c_bev, p, len, c->c_r.r_rechunk, &c->c_r.r_bytes_in);
-}
-
-/*
- * We asked for Accept-Encoding: identity; a compressed body anyway would
- * carry a reflected secret past the scanner.
- */
-static int
-response_encoded_for_secret(struct conn *c)
-{
-	const char	*v;
-	size_t		 vlen;
-	int		 i;
-
-	if (c->c_r.r_sec == NULL || c->c_r.r_sec->sr_reflect == NULL)
-		return 0;
-	for (i = 0; (i = http_msg_find(&c->c_resp, "content-encoding", i)) !=
-	    -1; i++) {
-		v = http_msg_str(&c->c_resp, c->c_resp.hm_hdrs[i].h_value);
-		vlen = c->c_resp.hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		if (vlen > 0 && !util_strncaseeq(v, vlen, "identity"))
-			return 1;
-	}
-	return 0;
 }
 
 /* End of a response body: what the scanner held, then the last chunk. */
@@ -1053,8 +1035,9 @@ on_request_head(struct conn *c)
 		return;
 	if (c->c_r.r_upgrade && c->c_r.r_sec != NULL) {
 		/* frames after a 101 cannot be scanned for the secret */
-		conn_deny(c, 403, "denied", "WebSocket upgrade of a request "
-		    "that carries a secret is not relayed");
+		conn_deny(c, 403, "denied", "WebSocket upgrade towards a "
+		    "secret's host is not relayed (its frames could not be "
+		    "scanned for the secret)");
 		return;
 	}
 	if (((c->c_r.r_sec != NULL && c->c_r.r_sec->sr_need_body) ||
@@ -1108,8 +1091,10 @@ request_secrets(struct conn *c, const struct cfg_rule *rule)
 	f.sf_host = c->c_r.r_host;
 	f.sf_path = c->c_r.r_path;
 	f.sf_query = c->c_r.r_query;
+	f.sf_tls = c->c_tls;	/* the upstream handshake verifies */
 	switch (sec_req_prepare(&f, &c->c_r.r_sec, reason, sizeof(reason))) {
 	case SEC_OK:
+		conn_sec_trip_setup(c);
 		return 0;
 	case SEC_MISUSE:
 		c->c_r.r_allowed = 0;
@@ -1371,6 +1356,8 @@ conn_feed_request_loop(struct conn *c)
 			conn_budget_cut(c);
 			return;
 		}
+		if (c->c_r.r_trip_hit && conn_sec_trip_check(c) == -1)
+			return;
 		if (c->c_r.r_body_too_large) {
 			c->c_r.r_allowed = 0;
 			conn_reply_error(c, 413, "body_too_large", "request body "
@@ -1427,6 +1414,7 @@ write_response_head(struct conn *c, int interim)
 {
 	struct http_msg	*m = &c->c_resp;
 	struct evbuffer	*out = c->c_pend;	/* the body may join it */
+	struct evbuffer	*up;
 	const char	*name, *v;
 	char		 num[21];
 	size_t		 nlen, vlen, before = evbuffer_get_length(out);
@@ -1440,26 +1428,14 @@ write_response_head(struct conn *c, int interim)
 	if (reflect != NULL && framing == HTTP_BODY_LENGTH)
 		framing = HTTP_BODY_CHUNKED;
 
-	if (reflect != NULL) {
-		/* even the reason phrase could echo a secret */
-		char	*clean;
-		size_t	 clen;
-
-		clean = sec_scan_string(reflect, http_msg_str(m, m->hm_reason),
-		    m->hm_reason_len, &clen, NULL);
-		evbuffer_add_printf(out, "HTTP/1.1 %d ", m->hm_status);
-		evbuffer_add(out, clean, clen);
-		evbuffer_add(out, "\r\n", 2);
-		free(clean);
-	} else {
-		evbuffer_add(out, "HTTP/1.1 ", 9);
-		evbuffer_add(out, num, util_u64_dec((uint64_t)m->hm_status,
-		    num));
-		evbuffer_add(out, " ", 1);
-		evbuffer_add(out, http_msg_str(m, m->hm_reason),
-		    m->hm_reason_len);
-		evbuffer_add(out, "\r\n", 2);
-	}
+	/* the upstream's part is redacted as one block: the reason phrase,
+	   names and values could each echo a secret */
+	up = reflect != NULL ? evbuffer_new() : out;
+	evbuffer_add(up, "HTTP/1.1 ", 9);
+	evbuffer_add(up, num, util_u64_dec((uint64_t)m->hm_status, num));
+	evbuffer_add(up, " ", 1);
+	evbuffer_add(up, http_msg_str(m, m->hm_reason), m->hm_reason_len);
+	evbuffer_add(up, "\r\n", 2);
 	for (i = 0; i < m->hm_nhdrs; i++) {
 		name = http_msg_str(m, m->hm_hdrs[i].h_name);
 		nlen = m->hm_hdrs[i].h_name_len;
@@ -1470,19 +1446,14 @@ write_response_head(struct conn *c, int interim)
 		v = http_msg_str(m, m->hm_hdrs[i].h_value);
 		vlen = m->hm_hdrs[i].h_value_len;
 		util_trim_ows(&v, &vlen);
-		evbuffer_add(out, name, nlen);
-		evbuffer_add(out, ": ", 2);
-		if (reflect != NULL) {
-			/* a reflected secret never reaches the sandbox */
-			char	*clean;
-			size_t	 clen;
-
-			clean = sec_scan_string(reflect, v, vlen, &clen, NULL);
-			evbuffer_add(out, clean, clen);
-			free(clean);
-		} else
-			evbuffer_add(out, v, vlen);
-		evbuffer_add(out, "\r\n", 2);
+		evbuffer_add(up, name, nlen);
+		evbuffer_add(up, ": ", 2);
+		evbuffer_add(up, v, vlen);
+		evbuffer_add(up, "\r\n", 2);
+	}
+	if (up != out) {
+		conn_sec_head_out(c, up, out);
+		evbuffer_free(up);
 	}
 	if (!interim) {
 		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
@@ -1535,6 +1506,7 @@ conn_feed_response_loop(struct conn *c)
 	struct evbuffer_iovec	 v;
 	enum http_feed		 f;
 	size_t			 used;
+	const char		*why, *code;
 
 	if (c->c_up == NULL)
 		return;
@@ -1562,11 +1534,9 @@ conn_feed_response_loop(struct conn *c)
 			break;
 		case HTTP_FEED_HEAD:
 			c->c_r.r_status = c->c_resp.hm_status;
-			if (response_encoded_for_secret(c)) {
-				conn_upstream_failed(c, 502,
-				    "upstream_encoded_body", "upstream sent an "
-				    "encoded body for a request that carried a "
-				    "secret (it could not be scanned)");
+			why = conn_sec_response_refused(c, &code);
+			if (why != NULL) {
+				conn_upstream_failed(c, 502, code, why);
 				return;
 			}
 			if (conn_budget_response_head(c) == -1)

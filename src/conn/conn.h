@@ -24,6 +24,7 @@ struct sbx;
 struct dns_synth;
 struct bufferevent;
 struct sec_req;
+struct sec_trip;
 struct meter;
 struct cfg_rule;
 struct conn_slot;
@@ -92,6 +93,9 @@ struct conn_req {
 	char		 r_country[3];	/* its GeoIP country, "" unknown */
 	uint32_t	 r_asn;		/* its AS number, 0 unknown */
 	struct sec_req	*r_sec;		/* secrets involved, or NULL */
+	struct sec_trip	*r_trip;	/* placeholders the body must not
+					   carry (conn_secrets.c), or NULL */
+	int		 r_trip_hit;	/* the body carried one */
 	int		 r_signed;	/* SigV4 headers added */
 	int		 r_body_too_large;
 	struct evbuffer	*r_body;	/* a body held whole, or NULL */
@@ -306,6 +310,27 @@ const char *conn_listener_default(const struct conn *);
    other sandboxes (with tokens) exist: a client sending credentials only
    after a 407 would run as the default one there. */
 void	conn_ident_warn(const struct cfg *);
+
+/* conn_secrets.c */
+struct evbuffer;
+/* Why a response to a request towards a secret's hosts is refused (and
+ * its SPEC code in <code>), or NULL: encoded body (upstream_encoded_body),
+ * partial (206/byteranges) answer to one carrying a secret. */
+const char *conn_sec_response_refused(struct conn *, const char **code);
+/* Move the upstream's status line and fields in <head> to <out>,
+ * reflected secrets redacted over the whole block. */
+void	conn_sec_head_out(struct conn *, struct evbuffer *head,
+	    struct evbuffer *out);
+/* Arm the body tripwire for the request's host (placeholders of secrets
+ * not bound to it), when the request has a body. */
+void	conn_sec_trip_setup(struct conn *);
+/* Look at body bytes; sets r_trip_hit when a placeholder is seen. */
+void	conn_sec_trip_body(struct conn *, const char *, size_t);
+/* After a body chunk: 0, or -1 after refusing (403 secret_misuse). */
+int	conn_sec_trip_check(struct conn *);
+/* A splice towards a secret's host (its responses could not be scanned):
+ * 1 after refusing it (403, or the connection closed when transparent). */
+int	conn_sec_splice_refused(struct conn *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);

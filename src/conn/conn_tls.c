@@ -32,6 +32,8 @@ conn_tls_connect_allowed(struct conn *c, int intercept)
 {
 	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
 
+	if (!intercept && conn_sec_splice_refused(c))
+		return;
 	c->c_tls_port = c->c_r.r_port;
 	c->c_r.r_tls = intercept ? "intercept" : "splice";
 	c->c_r.r_proto = intercept ? "https" : "tunnel";

@@ -6,6 +6,7 @@
  *                wiped on replace/exit, exec: sources refreshed
  *   sec_sigv4.c  AWS Signature Version 4 (pure)
  *   sec_scan.c   streaming multi-pattern replacer (reflection guard, pure)
+ *   sec_encode.c the encoded forms of a value the guard looks for
  * and sec_inject.c (the pipeline stage, written against conn).
  */
 #ifndef AIRLOCK_SEC_H
@@ -118,6 +119,12 @@ struct sec_scan;
  * minus one, and wiped when released.
  */
 struct sec_scan	*sec_scan_new(void);
+/*
+ * A new scanner with the patterns (and the built automaton) of <sc>,
+ * shared read-only, and a stream state of its own; either may be used
+ * from another thread. Adding a pattern to either copies first.
+ */
+struct sec_scan	*sec_scan_share(struct sec_scan *);
 /* Borrow nothing: pattern and replacement are copied. */
 void	 sec_scan_add(struct sec_scan *, const char *pat, size_t patlen,
 	    const char *repl, size_t repllen);
@@ -131,5 +138,24 @@ size_t	 sec_scan_finish(struct sec_scan *, struct evbuffer *out);
 char	*sec_scan_string(struct sec_scan *, const char *, size_t,
 	    size_t *outlen, size_t *nrepl);
 void	 sec_scan_free(struct sec_scan *);
+
+/* ---- encodings (sec_encode.c) ---------------------------------------- */
+
+/*
+ * Add <pat> as it is and, when <min_run> > 0, each of its runs of
+ * <min_run> bytes, all replaced by <repl>. Copies what it needs.
+ */
+void	 sec_scan_add_runs(struct sec_scan *, const char *pat, size_t len,
+	    size_t min_run, const char *repl, size_t rlen);
+/*
+ * Add every form of value <v> an upstream may send back (raw; percent-
+ * encoded with the common encoders' safe sets, either hex case, '+' for
+ * space, once and twice; JSON-escaped plainly, with "\/", and with
+ * "\u00XX" for every ASCII non-alphanumeric in either case; base64 and
+ * base64url, padded, unpadded and at the three offsets inside a longer
+ * encoding), each with its runs of <min_run> bytes (0 = whole forms only).
+ */
+void	 sec_scan_add_forms(struct sec_scan *, const char *v, size_t len,
+	    size_t min_run, const char *repl, size_t rlen);
 
 #endif

@@ -450,6 +450,16 @@ cfg_k_sec_sandbox_env(struct cfg_parse *cp, const struct cfg_key *k,
 	xc->xc_sec->sc_sandbox_env = xstrdup(s);
 }
 
+/* Plain HTTP shows the value to every hop: only when the secret says so. */
+static void
+cfg_k_sec_allow_plaintext(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_xctx	*xc = arg;
+
+	cfg_set_bool(cp, k, v, xc->xc_sec);
+}
+
 static const struct cfg_key cfg_secret_keys[] = {
 	CFG_SCALAR("name", CFG_K_REQUIRED, cfg_k_sec_name, 0, "a string"),
 	CFG_SCALAR("source", CFG_K_REQUIRED, cfg_k_sec_source, 0,
@@ -463,6 +473,9 @@ static const struct cfg_key cfg_secret_keys[] = {
 	    offsetof(struct cfg_xctx, xc_placeholder)),
 	CFG_NOTE("sandbox_env", 0, cfg_k_sec_sandbox_env, "a variable name",
 	    offsetof(struct cfg_xctx, xc_env)),
+	{ "allow_plaintext", CFG_T_SCALAR, cfg_k_sec_allow_plaintext,
+	    offsetof(struct cfg_secret, sc_allow_plaintext), 0, 0,
+	    "true or false", NULL, NULL, 0 },
 	CFG_END,
 };
 
@@ -561,5 +574,7 @@ cfg_k_secrets(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 
 const struct cfg_key sec_cfg_keys[] = {
 	CFG_SEQ("secrets", 0, cfg_k_secrets),
+	CFG_COUNT("reflect_min_run", 0, offsetof(struct cfg, c_reflect_min_run),
+	    4, 4096),
 	CFG_END,
 };

@@ -35,12 +35,12 @@ sec_bound(const struct cfg_secret *s, const char *host)
 }
 
 static struct sec_req *
-req_get(struct sec_req **srp)
+req_get(struct sec_req **srp, const struct cfg *cfg)
 {
 	if (*srp == NULL) {
 		*srp = xcalloc(1, sizeof(**srp));
 		(*srp)->sr_add = evbuffer_new();
-		(*srp)->sr_reflect = sec_scan_new();
+		(*srp)->sr_min_run = cfg->c_reflect_min_run;
 	}
 	return *srp;
 }
@@ -83,9 +83,9 @@ req_name(struct sec_req *sr, const char *name)
 		sr->sr_names[sr->sr_nnames++] = name;
 }
 
-/* Redact <pat> from responses as "[airlock:redacted:NAME]". */
+/* Redact <pat> (and its runs) from responses as [airlock:redacted:NAME]. */
 static void
-req_reflect(struct sec_req *sr, const char *name, const char *pat,
+req_reflect_runs(struct sec_req *sr, const char *name, const char *pat,
     size_t len)
 {
 	char	repl[128];
@@ -94,7 +94,8 @@ req_reflect(struct sec_req *sr, const char *name, const char *pat,
 	if (len == 0)
 		return;
 	n = snprintf(repl, sizeof(repl), "[airlock:redacted:%s]", name);
-	sec_scan_add(sr->sr_reflect, pat, len, repl, (size_t)n);
+	sec_scan_add_runs(sr->sr_reflect, pat, len, sr->sr_min_run, repl,
+	    (size_t)n);
 }
 
 static char *
@@ -139,68 +140,6 @@ wipe_free(char *p)
 		OPENSSL_cleanse(p, strlen(p));
 		free(p);
 	}
-}
-
-/* Percent-decode <in> (any case, '+' kept) into a new string. */
-static char *
-pct_decode(const char *in, size_t len)
-{
-	char	*out = xmalloc(len + 1), *o = out;
-	size_t	 i;
-	int	 hi, lo;
-
-	for (i = 0; i < len; i++) {
-		if (in[i] == '%' && i + 2 < len &&
-		    (hi = OPENSSL_hexchar2int((unsigned char)in[i + 1])) >= 0 &&
-		    (lo = OPENSSL_hexchar2int((unsigned char)in[i + 2])) >= 0) {
-			*o++ = (char)(hi << 4 | lo);
-			i += 2;
-		} else
-			*o++ = in[i];
-	}
-	*o = '\0';
-	return out;
-}
-
-/* Is <ph> in <s>, as sent or once percent-decoded? */
-static int
-carries(const char *s, size_t len, const char *ph, size_t plen)
-{
-	char	*dec;
-	int	 found;
-
-	if (memmem(s, len, ph, plen) != NULL)
-		return 1;
-	if (memchr(s, '%', len) == NULL)
-		return 0;
-	dec = pct_decode(s, len);
-	found = strstr(dec, ph) != NULL;
-	free(dec);
-	return found;
-}
-
-/*
- * Does any header value or the target carry <ph>, literally or
- * percent-encoded (in any case: misuse must not hide behind %3a)?
- */
-static int
-placeholder_sent(const struct sec_facts *f, const char *ph)
-{
-	const struct http_msg	*m = f->sf_msg;
-	size_t			 plen = strlen(ph);
-	int			 i;
-
-	for (i = 0; i < m->hm_nhdrs; i++)
-		if (carries(m->hm_buf + m->hm_hdrs[i].h_value,
-		    m->hm_hdrs[i].h_value_len, ph, plen))
-			return 1;
-	if (f->sf_path != NULL && carries(f->sf_path, strlen(f->sf_path), ph,
-	    plen))
-		return 1;
-	if (f->sf_query != NULL && carries(f->sf_query, strlen(f->sf_query),
-	    ph, plen))
-		return 1;
-	return 0;
 }
 
 /* <s> with every hex digit of a %XX escape lower-cased (new string). */
@@ -254,9 +193,45 @@ sr_query_without(const char *query, const char *param)
 	return out;
 }
 
+/*
+ * The secrets whose forms the response scanner holds, with the value each
+ * request uses (one value per secret, the one it attached: a refresh in
+ * between must not leave the attached one unscanned).
+ */
+struct refl_list {
+	unsigned char	 *rl_done;	/* per secret index */
+	size_t		 *rl_idx;
+	struct sec_val	**rl_val;	/* refs */
+	size_t		  rl_n;
+};
+
+static void
+reflect_secret(struct refl_list *rl, size_t idx, struct sec_val *v)
+{
+	if (rl->rl_done[idx])
+		return;
+	rl->rl_done[idx] = 1;
+	rl->rl_idx[rl->rl_n] = idx;
+	rl->rl_val[rl->rl_n++] = sec_val_ref(v);
+}
+
+static void
+refl_fini(struct refl_list *rl)
+{
+	size_t	i;
+
+	for (i = 0; i < rl->rl_n; i++)
+		sec_val_unref(rl->rl_val[i]);
+	free(rl->rl_done);
+	free(rl->rl_idx);
+	free(rl->rl_val);
+	memset(rl, 0, sizeof(*rl));
+}
+
 /* Attach secret <idx> the way its `inject` says. */
 static int
-attach(struct sec_req *sr, const struct sec_facts *f, size_t idx)
+attach(struct sec_req *sr, const struct sec_facts *f, size_t idx,
+    struct refl_list *rl)
 {
 	const struct cfg_secret	*s = &f->sf_cfg->c_secrets[idx];
 	struct sec_val		*v;
@@ -267,11 +242,12 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx)
 	if ((v = req_value(sr, f->sf_cfg, idx)) == NULL)
 		return -1;
 	req_name(sr, s->sc_name);
-	req_reflect(sr, s->sc_name, v->sv_data, v->sv_len);
+	reflect_secret(rl, idx, v);
 	switch (s->sc_inject) {
 	case CFG_INJECT_NONE:
 		break;
 	case CFG_INJECT_HEADER:
+		sr->sr_carries = 1;
 		req_drop(sr, s->sc_header);
 		evbuffer_add_printf(sr->sr_add, "%s: ", s->sc_header);
 		for (t = s->sc_template; *t != '\0'; ) {
@@ -284,6 +260,7 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx)
 		evbuffer_add(sr->sr_add, "\r\n", 2);
 		break;
 	case CFG_INJECT_BASIC:
+		sr->sr_carries = 1;
 		req_drop(sr, "authorization");
 		if (s->sc_username != NULL) {
 			n = strlen(s->sc_username) + 1 + v->sv_len;
@@ -297,15 +274,13 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx)
 		enc = b64(tmp, n);
 		evbuffer_add_printf(sr->sr_add, "Authorization: Basic %s\r\n",
 		    enc);
-		/* the encoded form is as much a secret as the value */
-		req_reflect(sr, s->sc_name, enc, strlen(enc));
 		wipe_free(enc);
 		OPENSSL_cleanse(tmp, n);
 		free(tmp);
 		break;
 	case CFG_INJECT_QUERY:
+		sr->sr_carries = 1;
 		enc = url_encode(v->sv_data, v->sv_len);
-		req_reflect(sr, s->sc_name, enc, strlen(enc));
 		q = sr_query_without(sr->sr_query != NULL ? sr->sr_query :
 		    f->sf_query, s->sc_query);
 		n = strlen(q) + strlen(s->sc_query) + strlen(enc) + 3;
@@ -318,6 +293,7 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx)
 		wipe_free(enc);
 		break;
 	case CFG_INJECT_SIGV4:
+		sr->sr_carries = 1;
 		sr->sr_sigv4 = (int)idx + 1;
 		sr->sr_sigv4_val = v;
 		req_drop(sr, "authorization");
@@ -331,6 +307,109 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx)
 	return 0;
 }
 
+/*
+ * A value goes out only over TLS whose certificate was verified, unless
+ * the secret allows plain HTTP: anyone on the path would read it.
+ */
+static int
+plaintext_refused(const struct sec_facts *f, const struct cfg_secret *s,
+    char *reason, size_t reasonsz)
+{
+	if (f->sf_tls || s->sc_allow_plaintext)
+		return 0;
+	snprintf(reason, reasonsz, "secret \"%s\" is sent only over verified "
+	    "TLS and this request to %s is plain HTTP (use https://, or set "
+	    "allow_plaintext: true on the secret)", s->sc_name, f->sf_host);
+	return 1;
+}
+
+/* Placeholder -> value in headers and query, -> encoded value in paths. */
+static void
+subst_add(struct sec_req *sr, const char *ph, const struct sec_val *v)
+{
+	/* "%3A" and "%3a" forms become the encoded value */
+	char	*ep = url_encode(ph, strlen(ph));
+	char	*el = pct_lower(ep);
+	char	*ev = url_encode(v->sv_data, v->sv_len);
+
+	if (sr->sr_subst == NULL)
+		sr->sr_subst = sec_scan_new();
+	if (sr->sr_subst_path == NULL)
+		sr->sr_subst_path = sec_scan_new();
+	sec_scan_add(sr->sr_subst, ph, strlen(ph), v->sv_data, v->sv_len);
+	/* in a path the value is data: a '/' or '?' in it must not split it */
+	sec_scan_add(sr->sr_subst_path, ph, strlen(ph), ev, strlen(ev));
+	if (strcmp(ep, ph) != 0) {
+		sec_scan_add(sr->sr_subst, ep, strlen(ep), ev, strlen(ev));
+		sec_scan_add(sr->sr_subst_path, ep, strlen(ep), ev,
+		    strlen(ev));
+		if (strcmp(el, ep) != 0) {
+			sec_scan_add(sr->sr_subst, el, strlen(el), ev,
+			    strlen(ev));
+			sec_scan_add(sr->sr_subst_path, el, strlen(el), ev,
+			    strlen(ev));
+		}
+	}
+	free(ep);
+	free(el);
+	wipe_free(ev);
+}
+
+/* Placeholders in the target and in Basic credentials, once all known. */
+static void
+subst_apply(struct sec_req *sr, const struct sec_facts *f)
+{
+	char	*tmp, *basic;
+	size_t	 n;
+
+	if (f->sf_query != NULL && sr->sr_query == NULL) {
+		tmp = sec_scan_string(sr->sr_subst, f->sf_query,
+		    strlen(f->sf_query), &n, NULL);
+		sr->sr_query = tmp;
+	} else if (sr->sr_query != NULL) {
+		tmp = sec_scan_string(sr->sr_subst, sr->sr_query,
+		    strlen(sr->sr_query), &n, NULL);
+		wipe_free(sr->sr_query);
+		sr->sr_query = tmp;
+	}
+	if (f->sf_path != NULL)
+		sr->sr_path = sec_scan_string(sr->sr_subst_path, f->sf_path,
+		    strlen(f->sf_path), &n, NULL);
+	/* Basic credentials carry it base64-encoded: decode, replace,
+	   encode (unless an injected Authorization replaces them anyway) */
+	if (!sec_req_drops(sr, "authorization", 13) &&
+	    (basic = sec_trip_basic_subst(f->sf_msg, sr->sr_subst)) != NULL) {
+		req_drop(sr, "authorization");
+		evbuffer_add_printf(sr->sr_add, "Authorization: %s\r\n", basic);
+		wipe_free(basic);
+	}
+}
+
+/*
+ * Stored reflection: a bound host may hand back what an earlier request
+ * left with it, so its responses are scanned for every secret bound to it,
+ * whichever rule matched and whatever this request carries.
+ */
+static void
+reflect_bound(struct sec_req **srp, const struct sec_facts *f,
+    struct refl_list *rl)
+{
+	const struct cfg	*cfg = f->sf_cfg;
+	struct sec_val		*v;
+	size_t			 i;
+
+	for (i = 0; i < cfg->c_nsecrets; i++) {
+		if (rl->rl_done[i] || !sec_bound(&cfg->c_secrets[i],
+		    f->sf_host))
+			continue;
+		if ((v = sec_store_get(cfg->c_store, i)) == NULL)
+			continue;	/* no value: nothing to leak */
+		req_get(srp, cfg);
+		reflect_secret(rl, i, v);
+		sec_val_unref(v);
+	}
+}
+
 enum sec_verdict
 sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
     size_t reasonsz)
@@ -339,88 +418,108 @@ sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
 	const struct cfg_secret	*s;
 	struct sec_req		*sr = NULL;
 	struct sec_val		*v;
+	struct refl_list	 rl;
 	size_t			 i, n;
-	char			*tmp;
 
 	*out = NULL;
 	if (cfg->c_nsecrets == 0)
 		return SEC_OK;
+	rl.rl_done = xcalloc(cfg->c_nsecrets, 1);
+	rl.rl_idx = xcalloc(cfg->c_nsecrets, sizeof(*rl.rl_idx));
+	rl.rl_val = xcalloc(cfg->c_nsecrets, sizeof(*rl.rl_val));
+	rl.rl_n = 0;
 	/* placeholders first: misuse stops everything */
 	for (i = 0; i < cfg->c_nsecrets; i++) {
 		s = &cfg->c_secrets[i];
-		if (s->sc_placeholder == NULL || !placeholder_sent(f,
-		    s->sc_placeholder))
+		if (s->sc_placeholder == NULL || !sec_trip_sent(f->sf_msg,
+		    f->sf_path, f->sf_query, s->sc_placeholder))
 			continue;
 		if (!sec_bound(s, f->sf_host)) {
 			snprintf(reason, reasonsz, "placeholder of secret \"%s\" "
 			    "sent towards %s, which it is not bound to",
 			    s->sc_name, f->sf_host);
-			sec_req_free(sr);
-			return SEC_MISUSE;
+			goto misuse;
 		}
-		req_get(&sr);
+		if (plaintext_refused(f, s, reason, reasonsz))
+			goto misuse;
+		req_get(&sr, cfg);
 		if ((v = req_value(sr, cfg, i)) == NULL)
 			goto noval;
-		if (sr->sr_subst == NULL)
-			sr->sr_subst = sec_scan_new();
-		sec_scan_add(sr->sr_subst, s->sc_placeholder,
-		    strlen(s->sc_placeholder), v->sv_data, v->sv_len);
-		{
-			/* "%3A" and "%3a" forms become the encoded value */
-			char	*ep = url_encode(s->sc_placeholder,
-			    strlen(s->sc_placeholder));
-			char	*el = pct_lower(ep);
-			char	*ev = url_encode(v->sv_data, v->sv_len);
-
-			if (strcmp(ep, s->sc_placeholder) != 0) {
-				sec_scan_add(sr->sr_subst, ep, strlen(ep), ev,
-				    strlen(ev));
-				if (strcmp(el, ep) != 0)
-					sec_scan_add(sr->sr_subst, el,
-					    strlen(el), ev, strlen(ev));
-			}
-			free(ep);
-			free(el);
-			wipe_free(ev);
-		}
+		subst_add(sr, s->sc_placeholder, v);
+		sr->sr_carries = 1;
 		req_name(sr, s->sc_name);
-		req_reflect(sr, s->sc_name, v->sv_data, v->sv_len);
+		reflect_secret(&rl, i, v);
 	}
 	for (n = 0; f->sf_rule != NULL && n < f->sf_rule->r_nsecrets; n++) {
 		i = f->sf_rule->r_secrets[n];
 		s = &cfg->c_secrets[i];
 		if (!sec_bound(s, f->sf_host))
 			continue;	/* never sent outside its binding */
-		req_get(&sr);
-		if (attach(sr, f, i) == -1)
+		if (s->sc_inject != CFG_INJECT_NONE &&
+		    plaintext_refused(f, s, reason, reasonsz))
+			goto misuse;
+		req_get(&sr, cfg);
+		if (attach(sr, f, i, &rl) == -1)
 			goto noval;
 	}
-	if (sr == NULL)
+	reflect_bound(&sr, f, &rl);
+	if (sr == NULL) {
+		refl_fini(&rl);
 		return SEC_OK;
-	if (sr->sr_subst != NULL) {
-		if (f->sf_query != NULL && sr->sr_query == NULL) {
-			tmp = sec_scan_string(sr->sr_subst, f->sf_query,
-			    strlen(f->sf_query), &n, NULL);
-			sr->sr_query = tmp;
-		} else if (sr->sr_query != NULL) {
-			tmp = sec_scan_string(sr->sr_subst, sr->sr_query,
-			    strlen(sr->sr_query), &n, NULL);
-			wipe_free(sr->sr_query);
-			sr->sr_query = tmp;
-		}
-		if (f->sf_path != NULL)
-			sr->sr_path = sec_scan_string(sr->sr_subst, f->sf_path,
-			    strlen(f->sf_path), &n, NULL);
+	}
+	/* one scanner per host and values, built once (sec_reflect.c) */
+	sr->sr_reflect = sec_reflect_scanner(cfg, rl.rl_idx, rl.rl_val,
+	    rl.rl_n, sr->sr_min_run);
+	refl_fini(&rl);
+	if (sr->sr_subst != NULL)
+		subst_apply(sr, f);
+	if (sr->sr_carries) {
+		/* a secret handed out in pieces is handed out */
+		req_drop(sr, "range");
+		req_drop(sr, "if-range");
 	}
 	/* responses must come back scannable */
 	req_drop(sr, "accept-encoding");
 	evbuffer_add_printf(sr->sr_add, "Accept-Encoding: identity\r\n");
 	*out = sr;
 	return SEC_OK;
+misuse:
+	refl_fini(&rl);
+	sec_req_free(sr);
+	return SEC_MISUSE;
 noval:
+	refl_fini(&rl);
 	snprintf(reason, reasonsz, "secret \"%s\" has no value", s->sc_name);
 	sec_req_free(sr);
 	return SEC_ERROR;
+}
+
+int
+sec_host_bound(const struct cfg *cfg, const char *host)
+{
+	size_t	i;
+
+	for (i = 0; i < cfg->c_nsecrets; i++)
+		if (sec_bound(&cfg->c_secrets[i], host))
+			return 1;
+	return 0;
+}
+
+struct sec_trip *
+sec_trip_body_new(const struct cfg *cfg, const char *host)
+{
+	struct sec_trip	*tr = NULL;
+	size_t		 i;
+
+	for (i = 0; i < cfg->c_nsecrets; i++) {
+		if (cfg->c_secrets[i].sc_placeholder == NULL ||
+		    sec_bound(&cfg->c_secrets[i], host))
+			continue;
+		if (tr == NULL)
+			tr = sec_trip_new();
+		sec_trip_add(tr, cfg->c_secrets[i].sc_placeholder);
+	}
+	return tr;
 }
 
 void
@@ -434,6 +533,7 @@ sec_req_free(struct sec_req *sr)
 	for (i = 0; i < sr->sr_nvals; i++)
 		sec_val_unref(sr->sr_vals[i]);
 	sec_scan_free(sr->sr_subst);
+	sec_scan_free(sr->sr_subst_path);
 	sec_scan_free(sr->sr_reflect);
 	if (sr->sr_add != NULL) {
 		/* injected header lines hold values: wipe them */
@@ -494,9 +594,6 @@ sec_req_sign(struct sec_req *sr, const struct cfg *cfg, const char *method,
 	*key++ = '\0';
 	if ((tok = strchr(key, ':')) != NULL)
 		*tok++ = '\0';
-	if (tok != NULL)
-		req_reflect(sr, s->sc_name, tok, strlen(tok));
-	req_reflect(sr, s->sc_name, key, strlen(key));
 
 	if (!sr->sr_need_body)
 		snprintf(hash, sizeof(hash), "UNSIGNED-PAYLOAD");
@@ -542,6 +639,12 @@ sec_req_sign(struct sec_req *sr, const struct cfg *cfg, const char *method,
 	memset(&o, 0, sizeof(o));
 	rc = sigv4_sign(&r, &o);
 	if (rc == 0) {
+		/* the signature, echoed back, is a credential for a while */
+		const char	*sig = strstr(o.authorization, "Signature=");
+
+		if (sig != NULL)
+			req_reflect_runs(sr, s->sc_name, sig + 10,
+			    strlen(sig + 10));
 		evbuffer_add_printf(sr->sr_add, "Authorization: %s\r\n"
 		    "X-Amz-Date: %s\r\nX-Amz-Content-Sha256: %s\r\n",
 		    o.authorization, o.amz_date, hash);

@@ -23,12 +23,14 @@ struct sec_val;
 
 struct sec_req {
 	struct sec_scan	*sr_subst;	/* placeholder -> value, or NULL */
+	struct sec_scan	*sr_subst_path;	/* placeholder -> encoded value */
 	struct sec_scan	*sr_reflect;	/* value/encodings -> redacted */
 	struct sec_val	*sr_vals[SEC_REQ_MAX];	/* refs held */
 	size_t		 sr_nvals;
 	const char	*sr_names[SEC_REQ_MAX];	/* attached, for the audit */
 	size_t		 sr_nnames;
-	const char	*sr_drop[SEC_REQ_MAX + 4];	/* header names replaced */
+	const char	*sr_drop[SEC_REQ_MAX + 16];	/* header names replaced
+							   or removed */
 	size_t		 sr_ndrop;
 	struct evbuffer	*sr_add;	/* header lines we add */
 	char		*sr_query;	/* rewritten query, or NULL */
@@ -37,6 +39,10 @@ struct sec_req {
 	int		 sr_sigv4;	/* index+1 of the SigV4 secret */
 	struct sec_val	*sr_sigv4_val;	/* its value (one of sr_vals) */
 	int		 sr_need_body;	/* SigV4 wants the body's SHA-256 */
+	int		 sr_carries;	/* a value goes out with the request
+					   (else the scanner only guards
+					   against stored values) */
+	size_t		 sr_min_run;	/* cfg reflect_min_run */
 };
 
 enum sec_verdict {
@@ -53,16 +59,35 @@ struct sec_facts {
 	const char		*sf_host;	/* normalised destination */
 	const char		*sf_path;
 	const char		*sf_query;	/* raw, or NULL */
+	int			 sf_tls;	/* the upstream is reached over
+						   TLS whose certificate is
+						   verified */
 };
 
 /*
  * Decide for one request. On SEC_OK, *out is NULL when no secret is
- * involved, else a new sec_req (sec_req_free()). On SEC_MISUSE/ERROR
- * <reason> names the secret, never a value.
+ * involved, else a new sec_req (sec_req_free()): one that carries values
+ * (sr_carries), or only the scanner for the values bound to the host
+ * (stored reflection). SEC_MISUSE: a placeholder towards an unbound host,
+ * or a value that would go over plain HTTP without allow_plaintext. On
+ * SEC_MISUSE/ERROR <reason> names the secret, never a value.
  */
 enum sec_verdict sec_req_prepare(const struct sec_facts *,
 	    struct sec_req **out, char *reason, size_t reasonsz);
 void	sec_req_free(struct sec_req *);
+
+/*
+ * The response scanner for the secrets <idx>[0..n) with values <vals>:
+ * every form of each (and its runs of <min_run> bytes), shared with the
+ * other requests of the same secrets and values, a stream state of its
+ * own. Borrows the values. sec_reflect_flush() empties the cache.
+ */
+struct sec_scan	*sec_reflect_scanner(const struct cfg *, const size_t *idx,
+	    struct sec_val *const *vals, size_t n, size_t min_run);
+void	sec_reflect_flush(void);
+
+/* Is <host> one of some secret's hosts (its responses are scanned)? */
+int	sec_host_bound(const struct cfg *, const char *host);
 
 /* Is header <name> one the stage replaces (drop it from the request)? */
 int	sec_req_drops(const struct sec_req *, const char *name, size_t len);
@@ -77,5 +102,30 @@ int	sec_req_drops(const struct sec_req *, const char *name, size_t len);
 int	sec_req_sign(struct sec_req *, const struct cfg *, const char *method,
 	    const char *host_header, const char *path, const char *query,
 	    const struct http_msg *, struct evbuffer *body);
+
+/* ---- tripwire (sec_trip.c) ---- */
+
+/*
+ * Does the request carry placeholder <ph> anywhere in its head: any case,
+ * percent-decoded once or twice, JSON-unescaped, inside Basic credentials,
+ * split across two adjacent header fields? <path>, <query> may be NULL.
+ */
+int	sec_trip_sent(const struct http_msg *, const char *path,
+	    const char *query, const char *ph);
+/* New "Basic ..." value with <subst> applied inside, or NULL. */
+char	*sec_trip_basic_subst(const struct http_msg *, struct sec_scan *);
+/*
+ * The body tripwire towards <host>: the placeholders of the secrets not
+ * bound to it, looked for in the body decoded as it streams (JSON escapes,
+ * percent-escapes twice, any letter case). NULL when there are none.
+ */
+struct sec_trip;
+struct sec_trip	*sec_trip_body_new(const struct cfg *, const char *host);
+struct sec_trip	*sec_trip_new(void);
+void	sec_trip_add(struct sec_trip *, const char *ph);
+/* Feed body bytes (<sink> is scratch); returns 1 once one was seen. */
+int	sec_trip_feed(struct sec_trip *, const char *, size_t,
+	    struct evbuffer *sink);
+void	sec_trip_free(struct sec_trip *);	/* NULL ok */
 
 #endif

@@ -26,7 +26,14 @@
  *
  * Speed comes from the root state: there the scanner jumps to the next byte
  * that starts some pattern (memchr when there is one such byte, a table
- * otherwise), so ordinary text costs a table look-up per byte.
+ * otherwise), so ordinary text costs a table look-up per byte. When every
+ * pattern is at least TRI_LEN bytes long (the encoded forms and their runs
+ * of reflect_min_run bytes cover most of the alphabet, so nearly every byte
+ * starts one), it jumps instead to the next position whose first three
+ * bytes begin some pattern, found in a hashed bitmap of those trigrams; a
+ * partial match shorter than that is dropped there and found again by the
+ * jump (no match can end inside it), so the automaton only runs where a
+ * pattern may really begin.
  */
 #include "config.h"
 
@@ -45,6 +52,9 @@
 #define SCAN_PIECE	16384
 /* Failure links followed per byte to release bytes after a replacement. */
 #define LIVE_WALK	8
+/* Trigram filter: bytes hashed, bits in the bitmap. */
+#define TRI_LEN		3
+#define TRI_BITS	16
 
 struct scan_node {
 	uint32_t	child;		/* first child, 0 = none */
@@ -58,8 +68,13 @@ struct scan_node {
 	uint32_t	out;		/* first such node on the failure chain,
 					   the node included; 0 = none */
 	uint32_t	dict;		/* the next one after this node */
+	uint32_t	dense;		/* index+1 of its child table when it
+					   has many children, else 0 */
 	unsigned char	byte;
 };
+
+/* Children per node above which they get a 256-entry table. */
+#define DENSE_MIN	8
 
 struct scan_pat {
 	char	*pat;
@@ -84,7 +99,12 @@ struct scan_run {
 	size_t		 scanned;	/* bytes of w the automaton has seen */
 };
 
-struct sec_scan {
+/*
+ * The patterns and their automaton: built once, then only read, so that
+ * scanners made by sec_scan_share() may use it from any thread.
+ */
+struct scan_dict {
+	int			 refs;		/* atomic */
 	struct scan_pat		*pats;
 	size_t			 npats;
 	size_t			 cappats;
@@ -95,6 +115,16 @@ struct sec_scan {
 	unsigned char		 first[256];	/* starts some pattern */
 	int			 nfirst;
 	unsigned char		 first_byte;	/* when nfirst == 1 */
+	size_t			 minlen;	/* shortest pattern */
+	uint32_t		*dense;		/* child tables, 256 each */
+	size_t			 ndense;
+	uint64_t		*tri;		/* trigrams that begin a
+						   pattern (hashed), or NULL
+						   when one is shorter */
+};
+
+struct sec_scan {
+	struct scan_dict	*d;
 	struct scan_run		 run;
 };
 
@@ -147,16 +177,36 @@ sink_add(struct sink *sk, const void *p, size_t n)
 /* ---- automaton --------------------------------------------------------- */
 
 static void
-nodes_wipe(struct sec_scan *sc)
+nodes_wipe(struct scan_dict *sc)
 {
 	/* the trie spells the secrets out */
 	wipe_free(sc->nodes, sc->nnodes * sizeof(*sc->nodes));
 	sc->nodes = NULL;
 	sc->nnodes = 0;
+	wipe_free(sc->tri, (1 << TRI_BITS) / 8);
+	sc->tri = NULL;
+	wipe_free(sc->dense, sc->ndense * 256 * sizeof(*sc->dense));
+	sc->dense = NULL;
+	sc->ndense = 0;
 }
 
 static inline uint32_t
-go(const struct sec_scan *sc, uint32_t st, unsigned char c)
+tri_hash(const unsigned char *p)
+{
+	return ((uint32_t)p[0] * 0x9E37u ^ (uint32_t)p[1] * 0x85EBu ^
+	    (uint32_t)p[2] * 0x27D5u) & ((1u << TRI_BITS) - 1);
+}
+
+static inline int
+tri_has(const uint64_t *tri, const unsigned char *p)
+{
+	uint32_t	h = tri_hash(p);
+
+	return (tri[h >> 6] >> (h & 63)) & 1;
+}
+
+static inline uint32_t
+go(const struct scan_dict *sc, uint32_t st, unsigned char c)
 {
 	const struct scan_node	*nodes = sc->nodes;
 	uint32_t		 k;
@@ -164,15 +214,20 @@ go(const struct sec_scan *sc, uint32_t st, unsigned char c)
 	for (;;) {
 		if (st == ROOT)
 			return sc->root_next[c];
-		for (k = nodes[st].child; k != 0; k = nodes[k].sibling)
-			if (nodes[k].byte == c)
+		if (nodes[st].dense != 0) {
+			if ((k = sc->dense[(size_t)(nodes[st].dense - 1) * 256 +
+			    c]) != 0)
 				return k;
+		} else
+			for (k = nodes[st].child; k != 0; k = nodes[k].sibling)
+				if (nodes[k].byte == c)
+					return k;
 		st = nodes[st].fail;
 	}
 }
 
 static void
-build(struct sec_scan *sc)
+build(struct scan_dict *sc)
 {
 	struct scan_node	*n;
 	uint32_t		*queue, st, k, f;
@@ -213,6 +268,22 @@ build(struct sec_scan *sc)
 			n[st].pat = (uint32_t)i + 1;
 	}
 
+	/* busy nodes get a table of their children */
+	for (st = 1; st < sc->nnodes; st++) {
+		for (j = 0, k = n[st].child; k != 0; k = n[k].sibling)
+			j++;
+		if (j >= DENSE_MIN)
+			n[st].dense = (uint32_t)++sc->ndense;
+	}
+	if (sc->ndense > 0) {
+		sc->dense = xcalloc(sc->ndense * 256, sizeof(*sc->dense));
+		for (st = 1; st < sc->nnodes; st++)
+			if (n[st].dense != 0)
+				for (k = n[st].child; k != 0; k = n[k].sibling)
+					sc->dense[(size_t)(n[st].dense - 1) *
+					    256 + n[k].byte] = k;
+	}
+
 	/* failure links, output links and live, breadth first */
 	queue = xcalloc(sc->nnodes, sizeof(*queue));
 	n[ROOT].live = 0;
@@ -233,6 +304,19 @@ build(struct sec_scan *sc)
 	}
 	free(queue);
 
+	/* worth it only when many bytes start a pattern (the encoded forms'
+	   runs) */
+	for (i = 0, k = 0; i < 256; i++)
+		k += sc->root_next[i] != 0;
+	if (sc->minlen >= TRI_LEN && k > 16) {
+		sc->tri = xcalloc((1 << TRI_BITS) / 64, sizeof(uint64_t));
+		for (i = 0; i < sc->npats; i++) {
+			uint32_t h = tri_hash(
+			    (const unsigned char *)sc->pats[i].pat);
+
+			sc->tri[h >> 6] |= (uint64_t)1 << (h & 63);
+		}
+	}
 	memset(sc->first, 0, sizeof(sc->first));
 	sc->nfirst = 0;
 	for (i = 0; i < 256; i++)
@@ -247,10 +331,18 @@ build(struct sec_scan *sc)
 
 /* Next index >= i whose byte starts some pattern, or n. */
 static inline size_t
-skip(const struct sec_scan *sc, const unsigned char *p, size_t i, size_t n)
+skip(const struct scan_dict *sc, const unsigned char *p, size_t i, size_t n)
 {
 	const unsigned char	*t = sc->first, *q;
 
+	if (sc->tri != NULL) {
+		/* no pattern begins where its first three bytes do not */
+		while (i + TRI_LEN <= n && !tri_has(sc->tri, p + i))
+			i++;
+		if (i + TRI_LEN <= n)
+			return i;
+		/* the last bytes: they may begin a match the next feed ends */
+	}
 	if (sc->nfirst == 1) {
 		q = memchr(p + i, sc->first_byte, n - i);
 		return q != NULL ? (size_t)(q - p) : n;
@@ -296,7 +388,7 @@ decided(const struct scan_node *nodes, uint32_t st, size_t i, size_t g)
  * <final>: nothing follows, decide everything.
  */
 static size_t
-scan_buf(const struct sec_scan *sc, struct scan_run *r,
+scan_buf(const struct scan_dict *sc, struct scan_run *r,
     const unsigned char *buf, size_t n, size_t i, int final, struct sink *sk,
     size_t *nrepl)
 {
@@ -305,14 +397,22 @@ scan_buf(const struct sec_scan *sc, struct scan_run *r,
 	uint32_t		*ring = r->ring, *slot, st = r->state, x, d;
 	uint64_t		 base = r->pos;
 	size_t			 mask = r->rmask, g = 0, e = 0, lim, end;
+	size_t			 from = 0;	/* where a jump may start */
 	int			 done = 0;
 
 	for (;;) {
 		if (i < n) {
-			if (st == ROOT && g == i) {
-				/* nothing pending: jump to a first byte */
-				if ((i = g = skip(sc, buf, i, n)) == n)
+			if (st == ROOT ? g == i : (sc->tri != NULL &&
+			    nodes[st].depth < TRI_LEN && g >= from &&
+			    g == i - nodes[st].depth)) {
+				/* nothing pending but a partial match too short
+				   to hold a match: jump to where one may begin
+				   (the partial, if it is one, is found again;
+				   not twice from the same place) */
+				st = ROOT;
+				if ((i = g = skip(sc, buf, g, n)) == n)
 					continue;
+				from = i + 1;
 			}
 			st = go(sc, st, buf[i++]);
 			/* every match ending here, longest first */
@@ -433,7 +533,7 @@ run_reset(struct scan_run *r)
 
 /* A ring covering the longest pattern (a power of two, for masking). */
 static void
-run_ring(const struct sec_scan *sc, struct scan_run *r)
+run_ring(const struct scan_dict *sc, struct scan_run *r)
 {
 	size_t	sz = 16;
 
@@ -448,13 +548,57 @@ run_ring(const struct sec_scan *sc, struct scan_run *r)
 static void
 ensure_built(struct sec_scan *sc)
 {
-	if (sc->nodes != NULL)
+	if (sc->d->nodes != NULL)
 		return;
-	build(sc);
-	run_ring(sc, &sc->run);
+	build(sc->d);
+	run_ring(sc->d, &sc->run);
 	/* held bytes are rescanned under the new automaton */
 	sc->run.state = ROOT;
 	sc->run.scanned = 0;
+}
+
+static void
+dict_unref(struct scan_dict *d)
+{
+	size_t	i;
+
+	if (d == NULL || __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	for (i = 0; i < d->npats; i++) {
+		wipe_free(d->pats[i].pat, d->pats[i].len);
+		wipe_free(d->pats[i].repl, d->pats[i].rlen);
+	}
+	free(d->pats);
+	nodes_wipe(d);
+	OPENSSL_cleanse(d, sizeof(*d));
+	free(d);
+}
+
+/* A dictionary of our own, with the patterns of the shared one. */
+static void
+dict_unshare(struct sec_scan *sc)
+{
+	struct scan_dict	*old = sc->d, *d;
+	size_t			 i;
+
+	d = xcalloc(1, sizeof(*d));
+	d->refs = 1;
+	d->pats = xcalloc(old->npats ? old->npats : 1, sizeof(*d->pats));
+	d->cappats = old->npats;
+	d->npats = old->npats;
+	d->maxlen = old->maxlen;
+	d->minlen = old->minlen;
+	for (i = 0; i < old->npats; i++) {
+		d->pats[i].pat = xmalloc(old->pats[i].len);
+		memcpy(d->pats[i].pat, old->pats[i].pat, old->pats[i].len);
+		d->pats[i].len = old->pats[i].len;
+		d->pats[i].repl = xmalloc(old->pats[i].rlen ?
+		    old->pats[i].rlen : 1);
+		memcpy(d->pats[i].repl, old->pats[i].repl, old->pats[i].rlen);
+		d->pats[i].rlen = old->pats[i].rlen;
+	}
+	sc->d = d;
+	dict_unref(old);
 }
 
 /* ---- API ----------------------------------------------------------------- */
@@ -462,23 +606,46 @@ ensure_built(struct sec_scan *sc)
 struct sec_scan *
 sec_scan_new(void)
 {
-	return xcalloc(1, sizeof(struct sec_scan));
+	struct sec_scan	*sc = xcalloc(1, sizeof(*sc));
+
+	sc->d = xcalloc(1, sizeof(*sc->d));
+	sc->d->refs = 1;
+	return sc;
+}
+
+struct sec_scan *
+sec_scan_share(struct sec_scan *sc)
+{
+	struct sec_scan	*n = xcalloc(1, sizeof(*n));
+
+	/* built before it is shared: readers never write it */
+	if (sc->d->npats > 0)
+		ensure_built(sc);
+	__atomic_add_fetch(&sc->d->refs, 1, __ATOMIC_ACQ_REL);
+	n->d = sc->d;
+	if (n->d->nodes != NULL)
+		run_ring(n->d, &n->run);
+	return n;
 }
 
 void
 sec_scan_add(struct sec_scan *sc, const char *pat, size_t patlen,
     const char *repl, size_t repllen)
 {
-	struct scan_pat	*p;
+	struct scan_dict	*d;
+	struct scan_pat		*p;
 
 	/* an empty pattern would match everywhere */
 	if (patlen == 0 || patlen >= UINT32_MAX / 2)
 		return;
-	if (sc->npats == sc->cappats) {
-		sc->cappats = sc->cappats ? sc->cappats * 2 : 4;
-		sc->pats = xrealloc(sc->pats, sc->cappats * sizeof(*sc->pats));
+	if (__atomic_load_n(&sc->d->refs, __ATOMIC_ACQUIRE) > 1)
+		dict_unshare(sc);	/* others read it: copy on write */
+	d = sc->d;
+	if (d->npats == d->cappats) {
+		d->cappats = d->cappats ? d->cappats * 2 : 4;
+		d->pats = xrealloc(d->pats, d->cappats * sizeof(*d->pats));
 	}
-	p = &sc->pats[sc->npats++];
+	p = &d->pats[d->npats++];
 	p->pat = xmalloc(patlen);
 	memcpy(p->pat, pat, patlen);
 	p->len = patlen;
@@ -486,16 +653,18 @@ sec_scan_add(struct sec_scan *sc, const char *pat, size_t patlen,
 	if (repllen > 0)
 		memcpy(p->repl, repl, repllen);
 	p->rlen = repllen;
-	if (patlen > sc->maxlen)
-		sc->maxlen = patlen;
+	if (patlen > d->maxlen)
+		d->maxlen = patlen;
+	if (d->npats == 1 || patlen < d->minlen)
+		d->minlen = patlen;
 	/* rebuilt at the next use */
-	nodes_wipe(sc);
+	nodes_wipe(d);
 }
 
 size_t
 sec_scan_npatterns(const struct sec_scan *sc)
 {
-	return sc->npats;
+	return sc->d->npats;
 }
 
 size_t
@@ -507,7 +676,7 @@ sec_scan_feed(struct sec_scan *sc, const char *data, size_t len,
 	const unsigned char	*p = (const unsigned char *)data;
 	size_t			 nrepl = 0, rel, piece;
 
-	if (sc->npats == 0) {
+	if (sc->d->npats == 0) {
 		evbuffer_add(out, data, len);
 		return 0;
 	}
@@ -516,7 +685,7 @@ sec_scan_feed(struct sec_scan *sc, const char *data, size_t len,
 		if (r->wlen == 0) {
 			/* nothing held: scan the caller's bytes in place */
 			r->state = ROOT;
-			rel = scan_buf(sc, r, p, len, 0, 0, &sk, &nrepl);
+			rel = scan_buf(sc->d, r, p, len, 0, 0, &sk, &nrepl);
 			if (rel < len) {
 				run_reserve(r, len - rel);
 				memcpy(r->w + r->woff, p + rel, len - rel);
@@ -525,7 +694,7 @@ sec_scan_feed(struct sec_scan *sc, const char *data, size_t len,
 			break;
 		}
 		/* continue behind the held bytes, a piece at a time */
-		piece = SCAN_PIECE > sc->maxlen ? SCAN_PIECE : sc->maxlen;
+		piece = SCAN_PIECE > sc->d->maxlen ? SCAN_PIECE : sc->d->maxlen;
 		if (piece > len)
 			piece = len;
 		run_reserve(r, piece);
@@ -533,7 +702,7 @@ sec_scan_feed(struct sec_scan *sc, const char *data, size_t len,
 		r->wlen += piece;
 		p += piece;
 		len -= piece;
-		rel = scan_buf(sc, r, r->w + r->woff, r->wlen, r->scanned, 0,
+		rel = scan_buf(sc->d, r, r->w + r->woff, r->wlen, r->scanned, 0,
 		    &sk, &nrepl);
 		run_release(r, rel);
 		r->scanned = r->wlen;
@@ -548,10 +717,10 @@ sec_scan_finish(struct sec_scan *sc, struct evbuffer *out)
 	struct sink	 sk = { out, NULL, 0, 0 };
 	size_t		 nrepl = 0;
 
-	if (sc->npats > 0 && r->wlen > 0) {
+	if (sc->d->npats > 0 && r->wlen > 0) {
 		ensure_built(sc);
-		(void)scan_buf(sc, r, r->w + r->woff, r->wlen, r->scanned, 1,
-		    &sk, &nrepl);
+		(void)scan_buf(sc->d, r, r->w + r->woff, r->wlen, r->scanned,
+		    1, &sk, &nrepl);
 	}
 	run_reset(r);
 	return nrepl;
@@ -567,10 +736,10 @@ sec_scan_string(struct sec_scan *sc, const char *s, size_t len,
 
 	/* a run of its own: the stream's state is left alone */
 	memset(&r, 0, sizeof(r));
-	if (sc->npats > 0) {
+	if (sc->d->npats > 0) {
 		ensure_built(sc);
-		run_ring(sc, &r);
-		(void)scan_buf(sc, &r, (const unsigned char *)s, len, 0, 1,
+		run_ring(sc->d, &r);
+		(void)scan_buf(sc->d, &r, (const unsigned char *)s, len, 0, 1,
 		    &sk, &n);
 		free(r.ring);
 	} else
@@ -590,16 +759,9 @@ sec_scan_string(struct sec_scan *sc, const char *s, size_t len,
 void
 sec_scan_free(struct sec_scan *sc)
 {
-	size_t	i;
-
 	if (sc == NULL)
 		return;
-	for (i = 0; i < sc->npats; i++) {
-		wipe_free(sc->pats[i].pat, sc->pats[i].len);
-		wipe_free(sc->pats[i].repl, sc->pats[i].rlen);
-	}
-	free(sc->pats);
-	nodes_wipe(sc);
+	dict_unref(sc->d);
 	free(sc->run.ring);
 	wipe_free(sc->run.w, sc->run.wcap);
 	OPENSSL_cleanse(sc, sizeof(*sc));

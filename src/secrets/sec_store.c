@@ -32,6 +32,7 @@
 
 #include "cfg/cfg.h"
 #include "secrets/sec.h"
+#include "secrets/sec_inject.h"
 #include "util/exec.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -496,6 +497,8 @@ sec_store_free(struct sec_store *ss)
 
 	if (ss == NULL)
 		return;
+	/* built scanners hold values of this store: drop them */
+	sec_reflect_flush();
 	if (ss->ss_running) {
 		__atomic_store_n(&ss->ss_stop, 1, __ATOMIC_RELEASE);
 		do

@@ -51,30 +51,37 @@ secrets:
   - name: hdr
     source: env:SEC_HDR
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: Authorization, value: "Bearer \${secret}"}
   - name: apikey
     source: "literal:$SEC_KEY"
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-Api-Key, value: "k=\${secret};v=1"}
   - name: basicu
     source: env:SEC_BASICU
     hosts: ["basic.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {basic: {username: alice}}
   - name: basicp
     source: env:SEC_BASICP
     hosts: ["basic2.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {basic: {}}
   - name: qkey
     source: env:SEC_Q
     hosts: ["query.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {query: api_key}
   - name: s3
     source: env:SEC_S3
     hosts: ["*.s3.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {aws_sigv4: {region: us-east-1, service: s3}}
   - name: sqs
     source: env:SEC_SQS
     hosts: ["sqs.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {aws_sigv4: {region: eu-west-1, service: sqs}}
 policies:
   - name: p

@@ -44,11 +44,13 @@ secrets:
   - name: alpha
     source: env:VAL_A
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     placeholder: "$PH_A"
     sandbox_env: ALPHA_KEY
   - name: beta
     source: env:VAL_B
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-Beta, value: "\${secret}"}
     placeholder: "$PH_B"
 policies:

@@ -62,14 +62,17 @@ secrets:
     source: "exec:sh $T/exec.sh"
     refresh: 300ms
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-Ex, value: "\${secret}"}
   - name: envs
     source: env:SEC_ENV
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-Env, value: "\${secret}"}
   - name: fil
     source: file:keys/file.key
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-File, value: "\${secret}"}
 policies:
   - name: p
@@ -235,10 +238,12 @@ secrets:
   - name: other
     source: env:SEC_ENV
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-Other, value: "\${secret}"}
   - name: loose
     source: file:$T/cfg/keys/m$mode.key
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-Loose, value: "\${secret}"}
 policies:
   - name: p
@@ -285,10 +290,12 @@ secrets:
   - name: bound
     source: "literal:lit-LEAK-$R"
     hosts: ["api.test", "*.svc.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-B, value: "\${secret}"}
   - name: fine
     source: "literal:lit2-LEAK-$R"
     hosts: ["*"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-F, value: "\${secret}"}
 policies:
   - name: p
@@ -310,6 +317,7 @@ secrets:
   - name: bound
     source: "literal:lit-LEAK-$R"
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-B, value: "\${secret}"}
 policies:
   - name: p
@@ -330,6 +338,7 @@ secrets:
   - name: e
     source: env:AIRLOCK_TEST_NO_SUCH_VAR_$R
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-E, value: "\${secret}"}
 policies:
   - name: p

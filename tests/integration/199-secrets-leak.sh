@@ -91,25 +91,25 @@ YAML
 	done
 	cat <<YAML
 secrets:
-  - {name: hdr, source: env:SEC_HDR, hosts: ["api.test"],
+  - {name: hdr, allow_plaintext: true, source: env:SEC_HDR, hosts: ["api.test"],
      inject: {header: Authorization, value: "Bearer \${secret}"}}
-  - {name: ph, source: env:SEC_PH, hosts: ["api.test"], placeholder: "$PH",
+  - {name: ph, allow_plaintext: true, source: env:SEC_PH, hosts: ["api.test"], placeholder: "$PH",
      sandbox_env: PH_KEY}
-  - {name: fil, source: "file:$T/file.key", hosts: ["api.test"],
+  - {name: fil, allow_plaintext: true, source: "file:$T/file.key", hosts: ["api.test"],
      inject: {header: X-File, value: "\${secret}"}}
-  - {name: ex, source: "exec:sh $T/exec.sh", refresh: 200ms,
+  - {name: ex, allow_plaintext: true, source: "exec:sh $T/exec.sh", refresh: 200ms,
      hosts: ["api.test"], inject: {header: X-Ex, value: "\${secret}"}}
-  - {name: basicu, source: env:SEC_BASICU, hosts: ["basic.test"],
+  - {name: basicu, allow_plaintext: true, source: env:SEC_BASICU, hosts: ["basic.test"],
      inject: {basic: {username: alice}}}
-  - {name: basicp, source: env:SEC_BASICP, hosts: ["basic2.test"],
+  - {name: basicp, allow_plaintext: true, source: env:SEC_BASICP, hosts: ["basic2.test"],
      inject: {basic: {}}}
-  - {name: qkey, source: env:SEC_Q, hosts: ["query.test"],
+  - {name: qkey, allow_plaintext: true, source: env:SEC_Q, hosts: ["query.test"],
      inject: {query: api_key}}
-  - {name: s3, source: env:SEC_S3, hosts: ["*.s3.test"],
+  - {name: s3, allow_plaintext: true, source: env:SEC_S3, hosts: ["*.s3.test"],
      inject: {aws_sigv4: {region: us-east-1, service: s3}}}
-  - {name: sqs, source: env:SEC_SQS, hosts: ["sqs.test"],
+  - {name: sqs, allow_plaintext: true, source: env:SEC_SQS, hosts: ["sqs.test"],
      inject: {aws_sigv4: {region: us-east-1, service: sqs}}}
-  - {name: dead, source: env:SEC_DEAD, hosts: ["dead.test"],
+  - {name: dead, allow_plaintext: true, source: env:SEC_DEAD, hosts: ["dead.test"],
      inject: {header: Authorization, value: "Bearer \${secret}"}}
 policies:
   - name: p
@@ -367,19 +367,23 @@ secrets:
   - name: bare
     source: "sk-LEAK-bare-$R"
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-A, value: "\${secret}"}
   - name: lit
     source: "literal:sk-LEAK-lit-$R"
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-B, value: "\${secret}", extra: 1}
   - name: lit2
     source: "literal:sk-LEAK-lit2-$R"
     refresh: 5m
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {basic: {username: "a:b"}}
   - name: lit3
     source: "literal:sk-LEAK-lit3-$R"
     hosts: ["api.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     inject: {header: X-C, value: "\${secret}"}
     placeholder: "short"
 policies:

@@ -58,6 +58,7 @@ secrets:
   - name: key
     source: "literal:REAL-secret-9c1e7d0a"
     hosts: ["api.test", "down.test"]
+    allow_plaintext: true   # also checked over plain HTTP
     placeholder: "airlock:ph-canary-51b0"
     inject: {header: X-Api-Key, value: "Key \${secret}"}
 policies:

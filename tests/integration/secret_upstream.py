@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""secret_upstream.py: the upstream of the secrets integration scripts
+r"""secret_upstream.py: the upstream of the secrets integration scripts
 (tests/integration/18x-19x-secrets-*.sh). Standard library only.
 
   secret_upstream.py -P PORTFILE -l LOG [-C CERT -K KEY] [-c CASES]
@@ -29,13 +29,24 @@ Answers: without an X-Test-Case header, 200 with a small JSON body. With
   pre (text sent before the answer, e.g. a 103 Early Hints),
   raw (text sent instead of the answer, verbatim; then the connection
   closes unless close is false)
-The reason, header values, the body, pre and raw may use {{raw}} (the request's raw bytes),
+The reason, header names and values, the body, pre and raw may use {{raw}} (the request's raw bytes),
 {{head}}, {{body}}, {{target}}, {{req:NAME}} (the request's header NAME,
 "" if absent) and {{query:NAME}} (the raw value of the query parameter NAME
-as received).
+as received), {{stored:KEY}} (what an earlier case stored), each optionally
+through filters: {{req:authorization|after:Bearer |pct2}}. Filters: after:T
+(the text after the first T), pct / pctl (percent-encoded, RFC 3986
+unreserved kept; upper / lower hex), plus (form encoding, '+' for space),
+pct2 (percent-encoded twice), unpct (decoded once), jslash (JSON string,
+PHP style "\/"), ju / jul (JSON "\u00XX" for every non-alphanumeric, upper /
+lower hex), b64, b64url, slice:A:B (Python slice of the text).
+A case may also have
+  store (KEY: remember the expanded body, for a later {{stored:KEY}}),
+  ranged (true: honour a Range: bytes=A-B header with a 206 and that
+  slice of the expanded body).
 """
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -44,6 +55,7 @@ import ssl
 import sys
 import threading
 import time
+import urllib.parse
 
 
 class Bad(Exception):
@@ -98,6 +110,7 @@ class Server:
             self.ctx.load_cert_chain(args.cert, args.key)
             self.ctx.sni_callback = self._sni
         self.sni = {}
+        self.stored = {}
         self.srv = socket.socket()
         self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.srv.bind(("127.0.0.1", args.port))
@@ -243,7 +256,43 @@ class Server:
             return {}
 
     @staticmethod
-    def expand(text, head, body, raw):
+    def filt(val, f):
+        name, _, arg = f.partition(":")
+        q = lambda v: urllib.parse.quote(v, safe="-_.~", encoding="latin-1")
+
+        def ju(v, hx):
+            return "".join(ch if ch.isalnum() and ord(ch) < 128 else
+                           "\\u" + (hx % ord(ch)) for ch in v)
+        if name == "after":
+            return val.split(arg, 1)[1] if arg in val else val
+        if name == "pct":
+            return q(val)
+        if name == "pctl":
+            return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(),
+                          q(val))
+        if name == "plus":
+            return urllib.parse.quote_plus(val, safe="-_.~",
+                                           encoding="latin-1")
+        if name == "pct2":
+            return q(q(val))
+        if name == "unpct":
+            return urllib.parse.unquote(val, encoding="latin-1")
+        if name == "jslash":
+            return json.dumps(val)[1:-1].replace("/", "\\/")
+        if name == "ju":
+            return ju(val, "%04X")
+        if name == "jul":
+            return ju(val, "%04x")
+        if name in ("b64", "b64url"):
+            enc = base64.b64encode if name == "b64" else \
+                base64.urlsafe_b64encode
+            return enc(val.encode("latin-1")).decode()
+        if name == "slice":
+            a, _, b = arg.partition(":")
+            return val[int(a) if a else None:int(b) if b else None]
+        return val
+
+    def expand(self, text, head, body, raw):
         if isinstance(text, bytes):
             text = text.decode("latin-1")
         hdrs = Server.headers_of(head)
@@ -252,7 +301,17 @@ class Server:
         query = target.split("?", 1)[1] if "?" in target else ""
 
         def sub(m):
-            what = m.group(1)
+            what, *filters = m.group(1).split("|")
+            val = value(what)
+            if val is None:
+                return m.group(0)
+            for f in filters:
+                val = Server.filt(val, f)
+            return val
+
+        def value(what):
+            if what.startswith("stored:"):
+                return self.stored.get(what[7:], "")
             if what == "raw":
                 return raw.decode("latin-1")
             if what == "head":
@@ -274,7 +333,7 @@ class Server:
                     if k == name:
                         return v
                 return ""
-            return m.group(0)
+            return None
 
         return re.sub(r"\{\{([^}]*)\}\}", sub, text).encode("latin-1")
 
@@ -312,9 +371,20 @@ class Server:
             c.get("reason", "OK"), head, body, raw))
         out += b"Server: secret-upstream\r\nX-Upstream-Seq: %d\r\n" % seq
         for k, v in c.get("headers", []):
-            out += k.encode("latin-1") + b": " + \
+            out += self.expand(k, head, body, raw) + b": " + \
                 self.expand(v, head, body, raw) + b"\r\n"
         rbody = self.expand(c.get("body", ""), head, body, raw)
+        if c.get("store"):
+            with self.lock:
+                self.stored[c["store"]] = rbody.decode("latin-1")
+        rng = [v for k, v in hdrs if k.lower() == "range"]
+        if c.get("ranged") and rng and rng[0].startswith("bytes="):
+            a, _, b = rng[0][6:].partition("-")
+            a, b = int(a), min(int(b or len(rbody) - 1), len(rbody) - 1)
+            out = out.replace(b"HTTP/1.1 200 OK", b"HTTP/1.1 206 Partial "
+                              b"Content", 1)
+            out += b"Content-Range: bytes %d-%d/%d\r\n" % (a, b, len(rbody))
+            rbody = rbody[a:b + 1]
         framing = c.get("framing", "length")
         close = bool(c.get("close")) or reqclose or framing == "eof"
         if framing == "length":

@@ -21,6 +21,8 @@ main(void)
 	srunner_add_suite(sr, suite_sec_store());
 	srunner_add_suite(sr, suite_sec_sigv4());
 	srunner_add_suite(sr, suite_sec_scan());
+	srunner_add_suite(sr, suite_sec_encode());
+	srunner_add_suite(sr, suite_sec_trip());
 	srunner_add_suite(sr, suite_meter());
 	srunner_add_suite(sr, suite_bud());
 	srunner_add_suite(sr, suite_geo());

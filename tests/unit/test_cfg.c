@@ -22,6 +22,7 @@
 #include "unit.h"
 
 /* Load <yaml> as "t.yaml"; *out gets everything printed (caller frees). */
+
 static struct cfg *
 load(const char *yaml, char **out, int *nerr)
 {
@@ -465,6 +466,11 @@ static const struct err_case err_cases[] = {
 	    "t.yaml:6:39: ", "bad \"service\" \"S3\"" },
 	{ SECK "    inject:\n      aws_sigv4: {region: ~, service: s3}\n",
 	    "t.yaml:6:27: ", "\"region\" needs a value" },
+	/* allow_plaintext, reflect_min_run */
+	{ SECK PH "    allow_plaintext: maybe\n", "t.yaml:6:22: ",
+	    "allow_plaintext" },
+	{ "reflect_min_run: 3\n", "t.yaml:1:18: ", "reflect_min_run" },
+	{ "reflect_min_run: twelve\n", "t.yaml:1:18: ", "reflect_min_run" },
 	/* placeholder and sandbox_env */
 	{ SECK "    placeholder: short\n", "t.yaml:5:18: ",
 	    "\"placeholder\" \"short\" is too short: at least 8 characters" },
@@ -2729,6 +2735,29 @@ START_TEST(test_cfg_example)
 }
 END_TEST
 
+/* allow_plaintext defaults to false and reads; reflect_min_run to 12. */
+START_TEST(test_cfg_reflect_keys)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr = -1;
+
+	c = load(SECK PH, &out, &nerr);
+	ck_assert_msg(c != NULL, "errors:\n%s", out);
+	free(out);
+	ck_assert_int_eq(c->c_secrets[0].sc_allow_plaintext, 0);
+	ck_assert_uint_eq(c->c_reflect_min_run, 12);
+	cfg_free(c);
+	c = load("reflect_min_run: 20\n" SECK PH "    allow_plaintext: true\n",
+	    &out, &nerr);
+	ck_assert_msg(c != NULL, "errors:\n%s", out);
+	free(out);
+	ck_assert_int_eq(c->c_secrets[0].sc_allow_plaintext, 1);
+	ck_assert_uint_eq(c->c_reflect_min_run, 20);
+	cfg_free(c);
+}
+END_TEST
+
 Suite *
 suite_cfg(void)
 {
@@ -2741,6 +2770,7 @@ suite_cfg(void)
 	tcase_add_loop_test(tc, test_cfg_error_table, 0,
 	    (int)(sizeof(err_cases) / sizeof(err_cases[0])));
 	tcase_add_test(tc, test_cfg_bare_token_not_echoed);
+	tcase_add_test(tc, test_cfg_reflect_keys);
 	tcase_add_test(tc, test_cfg_bare_source_not_echoed);
 	tcase_add_test(tc, test_cfg_all_errors_reported);
 	tcase_add_test(tc, test_cfg_unreadable_file);

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,10 +415,10 @@ rnd(uint64_t *st)
 }
 
 static void
-fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
-    size_t maxin)
+fuzz_n(uint64_t seed, int rounds, const char *alpha, size_t minpat,
+    size_t maxpat, size_t maxin, int maxnp)
 {
-	struct pat	 p[5];
+	struct pat	 p[64];
 	struct sec_scan	*sc;
 	char		 in[2048], *want, *got;
 	size_t		 asz = strlen(alpha), len, wl, gl, wn, gn, cuts[64];
@@ -426,11 +427,12 @@ fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 	uint64_t	 st = seed;
 
 	for (k = 0; k < rounds; k++) {
-		np = 1 + (int)(rnd(&st) % 4);
+		np = 1 + (int)(rnd(&st) % (uint64_t)maxnp);
 		for (j = 0; j < np; j++) {
 			/* distinct pattern strings: duplicates are a case */
 			do {
-				p[j].len = 1 + rnd(&st) % maxpat;
+				p[j].len = minpat + rnd(&st) %
+				    (maxpat - minpat + 1);
 				for (i = 0; i < p[j].len; i++)
 					p[j].s[i] = alpha[rnd(&st) % asz];
 				dup = 0;
@@ -491,6 +493,13 @@ fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 	}
 }
 
+static void
+fuzz(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
+    size_t maxin)
+{
+	fuzz_n(seed, rounds, alpha, 1, maxpat, maxin, 4);
+}
+
 /*
  * How many bytes of in[0..n) a streaming replacer can release: run the
  * greedy loop and stop at the first position where the rest could still
@@ -523,10 +532,10 @@ naive_released(const struct pat *p, int np, const char *in, size_t n)
  * decided has been released, not a byte more or less.
  */
 static void
-fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
-    size_t maxin)
+fuzz_hold_n(uint64_t seed, int rounds, const char *alpha, size_t minpat,
+    size_t maxpat, size_t maxin, int maxnp)
 {
-	struct pat	 p[4];
+	struct pat	 p[64];
 	struct sec_scan	*sc;
 	struct evbuffer	*eb;
 	char		 in[512], up[64];
@@ -535,10 +544,10 @@ fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 	uint64_t	 st = seed;
 
 	for (k = 0; k < rounds; k++) {
-		np = 1 + (int)(rnd(&st) % 4);
+		np = 1 + (int)(rnd(&st) % (uint64_t)maxnp);
 		sc = sec_scan_new();
 		for (j = 0; j < np; j++) {
-			p[j].len = 1 + rnd(&st) % maxpat;
+			p[j].len = minpat + rnd(&st) % (maxpat - minpat + 1);
 			for (i = 0; i < p[j].len; i++) {
 				p[j].s[i] = alpha[rnd(&st) % asz];
 				up[i] = (char)(p[j].s[i] - 'a' + 'A');
@@ -568,6 +577,13 @@ fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
 	}
 }
 
+static void
+fuzz_hold(uint64_t seed, int rounds, const char *alpha, size_t maxpat,
+    size_t maxin)
+{
+	fuzz_hold_n(seed, rounds, alpha, 1, maxpat, maxin, 4);
+}
+
 START_TEST(test_fuzz_hold)
 {
 	fuzz_hold(0x0123456789abcdefULL, 20000, "ab", 6, 60);
@@ -587,6 +603,96 @@ START_TEST(test_fuzz_wide)
 {
 	fuzz(0xdeadbeefcafef00dULL, 5000, "abcdefghijklmnopqrstuvwxyz0123456789"
 	    "+/=-_.", 60, 2000);
+}
+END_TEST
+
+/*
+ * Many patterns of 3 bytes or more starting with many different bytes:
+ * the scanner's trigram jump and child tables (the encoded forms' runs
+ * look like this) against the naive replacer.
+ */
+START_TEST(test_fuzz_many)
+{
+	fuzz_n(0x5151aa55c3c3e7e7ULL, 3000, "abcdefghijklmnopqrstuvwxyz0123",
+	    3, 8, 600, 60);
+	fuzz_n(0x0badc0ffee0ddf00ULL, 3000, "abcdefghijklmnopqrstuvwxyz",
+	    3, 4, 400, 60);
+	/* and after every feed exactly what can be decided is released */
+	fuzz_hold_n(0x7777aaaa3333ccccULL, 3000, "abcdefghijklmnopqrstuvwxyz",
+	    3, 6, 300, 60);
+}
+END_TEST
+
+/*
+ * Shared scanners (sec_scan_share): each has a stream state of its own
+ * over the one automaton, threads scan at once, and a pattern added to one
+ * copies first: the others do not see it.
+ */
+static struct sec_scan	*share_tmpl;
+
+static void *
+share_worker(void *arg)
+{
+	static const char	 in[] = "xx secret yy secret zz sec";
+	struct sec_scan		*sc;
+	struct evbuffer		*eb;
+	size_t			 i, k, n;
+	char			*got;
+	int			*ok = arg;
+
+	*ok = 1;
+	for (i = 0; i < 300; i++) {
+		sc = sec_scan_share(share_tmpl);
+		eb = evbuffer_new();
+		for (k = 0; k < sizeof(in) - 1; k++)
+			sec_scan_feed(sc, in + k, 1, eb);
+		sec_scan_finish(sc, eb);
+		got = take(eb, &n);
+		if (strcmp(got, "xx <0> yy <0> zz sec") != 0)
+			*ok = 0;
+		free(got);
+		evbuffer_free(eb);
+		sec_scan_free(sc);
+	}
+	return NULL;
+}
+
+START_TEST(test_share)
+{
+	struct sec_scan	*a, *b;
+	pthread_t	 th[4];
+	int		 ok[4], i;
+	char		*s;
+	size_t		 n;
+
+	share_tmpl = sec_scan_new();
+	sec_scan_add(share_tmpl, "secret", 6, "<0>", 3);
+	a = sec_scan_share(share_tmpl);
+	b = sec_scan_share(share_tmpl);
+	sec_scan_add(a, "yy", 2, "<1>", 3);
+	s = sec_scan_string(a, "a secret yy", 11, &n, NULL);
+	ck_assert_str_eq(s, "a <0> <1>");
+	free(s);
+	s = sec_scan_string(b, "a secret yy", 11, &n, NULL);
+	ck_assert_str_eq(s, "a <0> yy");
+	free(s);
+	s = sec_scan_string(share_tmpl, "a secret yy", 11, &n, NULL);
+	ck_assert_str_eq(s, "a <0> yy");
+	free(s);
+	sec_scan_free(a);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, share_worker,
+		    &ok[i]), 0);
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_msg(ok[i], "thread %d scanned wrong", i);
+	}
+	/* the template may go first: the shares keep the automaton */
+	sec_scan_free(share_tmpl);
+	s = sec_scan_string(b, "secret", 6, &n, NULL);
+	ck_assert_str_eq(s, "<0>");
+	free(s);
+	sec_scan_free(b);
 }
 END_TEST
 
@@ -682,6 +788,8 @@ suite_sec_scan(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_fuzz_small_alphabet);
 	tcase_add_test(tc, test_fuzz_wide);
+	tcase_add_test(tc, test_fuzz_many);
+	tcase_add_test(tc, test_share);
 	tcase_add_test(tc, test_fuzz_hold);
 	tcase_add_test(tc, test_long_patterns);
 	suite_add_tcase(s, tc);

@@ -14,6 +14,8 @@ Suite	*suite_tls(void);
 Suite	*suite_sec_store(void);
 Suite	*suite_sec_sigv4(void);
 Suite	*suite_sec_scan(void);
+Suite	*suite_sec_encode(void);
+Suite	*suite_sec_trip(void);
 Suite	*suite_meter(void);
 Suite	*suite_bud(void);
 Suite	*suite_geo(void);
