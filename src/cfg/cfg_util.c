@@ -589,13 +589,13 @@ cfg_name_ok(const char *s)
 	return 1;
 }
 
-/* An RFC 9110 token (tchar), as methods must be. */
-int
-cfg_method_ok(const char *s)
+/* An RFC 9110 token (tchar) of 1 to <max> characters. */
+static int
+cfg_token_ok(const char *s, size_t max)
 {
 	size_t	i;
 
-	if (*s == '\0' || strlen(s) > 32)
+	if (*s == '\0' || strlen(s) > max)
 		return 0;
 	for (i = 0; s[i] != '\0'; i++)
 		if (!isalnum((unsigned char)s[i]) &&
@@ -604,19 +604,18 @@ cfg_method_ok(const char *s)
 	return 1;
 }
 
-/* A header name: an RFC 9110 token of reasonable length. */
+/* A method: a token, as RFC 9110 says. */
+int
+cfg_method_ok(const char *s)
+{
+	return cfg_token_ok(s, 32);
+}
+
+/* A header name: a token of reasonable length. */
 int
 cfg_header_name_ok(const char *s)
 {
-	size_t	i;
-
-	if (*s == '\0' || strlen(s) > 64)
-		return 0;
-	for (i = 0; s[i] != '\0'; i++)
-		if (!isalnum((unsigned char)s[i]) &&
-		    strchr("!#$%&'*+-.^_`|~", s[i]) == NULL)
-			return 0;
-	return 1;
+	return cfg_token_ok(s, 64);
 }
 
 /* An environment variable name a shell can set: [A-Z_][A-Z0-9_]*. */
