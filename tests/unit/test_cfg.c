@@ -18,6 +18,7 @@
 
 #include "cfg/cfg.h"
 #include "cfg/cfg_internal.h"
+#include "cfg/cfg_planes.h"
 #include "dns/net_guard.h"
 #include "unit.h"
 
@@ -760,6 +761,70 @@ START_TEST(test_cfg_type_error_still_noted)
 	    "t.yaml:6:7: \"value\" needs \"header\", the name of the header "
 	    "to set\n");
 	free(out);
+}
+END_TEST
+
+/*
+ * The planes' tables as the walker needs them: one node type at most, a
+ * generic setter always on a scalar, a nested row with its table and no
+ * setter, a kept node with somewhere to keep it, names unique in a table
+ * and across the top level.
+ */
+static void
+check_table(const struct cfg_key *keys, const char *where)
+{
+	static cfg_key_fn	*generic[] = {
+		cfg_set_duration, cfg_set_size, cfg_set_size64, cfg_set_count,
+		cfg_set_count64, cfg_set_money, cfg_set_percent, cfg_set_bool,
+	};
+	const struct cfg_key	*k, *j;
+	int			 t;
+	size_t			 i, n = 0;
+
+	for (k = keys; k->k_name != NULL; k++, n++) {
+		t = k->k_flags & CFG_T_MASK;
+		ck_assert_msg(t == 0 || t == CFG_T_SCALAR || t == CFG_T_SEQ ||
+		    t == CFG_T_MAP, "%s.%s: two node types", where, k->k_name);
+		for (i = 0; i < sizeof(generic) / sizeof(generic[0]); i++)
+			if (k->k_fn == generic[i])
+				ck_assert_msg(t == CFG_T_SCALAR, "%s.%s: generic "
+				    "setter without CFG_T_SCALAR", where,
+				    k->k_name);
+		if (k->k_fn == NULL) {
+			ck_assert_msg(k->k_sub != NULL && t == CFG_T_MAP,
+			    "%s.%s: no setter and no table", where, k->k_name);
+			check_table(k->k_sub, k->k_name);
+		}
+		if (k->k_flags & CFG_K_NOTE)
+			ck_assert_msg(k->k_note != 0, "%s.%s: CFG_K_NOTE at 0",
+			    where, k->k_name);
+		for (j = keys; j < k; j++)
+			ck_assert_msg(strcmp(j->k_name, k->k_name) != 0,
+			    "%s.%s twice", where, k->k_name);
+	}
+	ck_assert_msg(n < 32, "%s: %zu keys", where, n);
+}
+
+START_TEST(test_cfg_tables_consistent)
+{
+	const struct cfg_key	*planes[] = {
+		cfg_core_keys, pol_cfg_keys, sbx_cfg_keys, aud_cfg_keys,
+		tls_cfg_keys, adm_cfg_keys, geo_cfg_keys, sec_cfg_keys,
+		bud_cfg_keys, lnc_cfg_keys,
+	};
+	const struct cfg_key	*k, *j;
+	size_t			 i, p;
+
+	for (i = 0; i < sizeof(planes) / sizeof(planes[0]); i++)
+		check_table(planes[i], "top");
+	check_table(bud_cfg_caps_keys, "caps");
+	for (i = 0; i < sizeof(planes) / sizeof(planes[0]); i++)
+		for (k = planes[i]; k->k_name != NULL; k++)
+			for (p = 0; p < i; p++)
+				for (j = planes[p]; j->k_name != NULL; j++)
+					ck_assert_msg(strcmp(j->k_name,
+					    k->k_name) != 0, "top-level \"%s\" "
+					    "in two planes", k->k_name);
 }
 END_TEST
 
@@ -2767,6 +2832,7 @@ suite_cfg(void)
 	s = suite_create("cfg");
 	tc = tcase_create("errors");
 	tcase_add_test(tc, test_cfg_type_error_still_noted);
+	tcase_add_test(tc, test_cfg_tables_consistent);
 	tcase_add_loop_test(tc, test_cfg_error_table, 0,
 	    (int)(sizeof(err_cases) / sizeof(err_cases[0])));
 	tcase_add_test(tc, test_cfg_bare_token_not_echoed);
