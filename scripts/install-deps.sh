@@ -6,6 +6,7 @@
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       libssl-dev libevent-dev libyaml-dev libmaxminddb-dev libjson-c-dev
+      libseccomp-dev
       check node-llhttp libhiredis-dev openssl ca-certificates nftables
       busybox-static cpio kmod xz-utils curl"
 # without its recommends (GUI, firmware for other machines: some 170

@@ -27,13 +27,44 @@
 #include "launcher/lnc_internal.h"
 #include "util/log.h"
 
+/*
+ * A workload that stopped itself (SIGSTOP, a ptrace stop) never acts on
+ * SIGTERM: a second SIGTERM or SIGHUP, or the first one's grace period
+ * running out, kills every process of the sandbox with SIGKILL.
+ */
+#define LNC_STOP_GRACE_S	10
+#define SIG_KILL_ALL		SIGUSR1	/* outer -> entering child */
+
 static volatile sig_atomic_t	fwd_pid;	/* < 0: a process group */
+static volatile sig_atomic_t	fwd_terms;	/* SIGTERM/SIGHUP so far */
+static volatile sig_atomic_t	kill_all;	/* SIG_KILL_ALL received */
 
 static void
 fwd_signal(int sig)
 {
 	if (fwd_pid != 0)
 		(void)kill((pid_t)fwd_pid, sig);
+}
+
+/* The outer process: the first TERM/HUP is passed on, the next one (or
+ * the alarm) asks the entering child to kill the whole sandbox. */
+static void
+fwd_term(int sig)
+{
+	if (fwd_pid == 0)
+		return;
+	if (sig != SIGALRM && fwd_terms++ == 0) {
+		(void)kill((pid_t)fwd_pid, sig);
+		alarm(LNC_STOP_GRACE_S);
+	} else
+		(void)kill((pid_t)fwd_pid, SIG_KILL_ALL);
+}
+
+static void
+on_kill_all(int sig)
+{
+	(void)sig;
+	kill_all = 1;
 }
 
 /* Exit status as a shell reports it. */
@@ -48,15 +79,38 @@ status_code(int st)
 }
 
 /*
- * Wait for <pid>, forwarding SIGTERM and SIGHUP to it, or with <session>
- * to its whole process group, SIGINT and SIGQUIT too, as a terminal would
- * (else those are ignored, as system(3) does: the terminal sends them to
- * our whole foreground group anyway).
+ * In the entering child (its children are in the sandbox's PID
+ * namespace): a child of ours there sends SIGKILL to -1, which inside a
+ * PID namespace is every process of it but its init and the sender.
+ */
+static void
+sandbox_kill_all(void)
+{
+	pid_t	pid;
+
+	if ((pid = fork()) == 0) {
+		(void)kill(-1, SIGKILL);
+		_exit(0);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+			;
+}
+
+/*
+ * Wait for <pid>. The outer process (!session) forwards SIGTERM and SIGHUP
+ * to it and escalates (fwd_term), ignores SIGINT and SIGQUIT as system(3)
+ * does (the terminal sends them to our whole foreground group anyway).
+ * The entering child (<session>) forwards TERM, HUP, INT and QUIT to the
+ * workload's process group, as a terminal would, and on SIG_KILL_ALL
+ * kills the sandbox's processes.
  */
 static int
 wait_forwarding(pid_t pid, int session)
 {
-	struct sigaction	ign, fwd, o_int, o_quit, o_term, o_hup;
+	struct sigaction	ign, fwd, term, ka, o_int, o_quit, o_term;
+	struct sigaction	o_hup, o_alrm, o_ka;
+	sigset_t		ka_set;
 	int			st;
 	pid_t			r;
 
@@ -65,17 +119,37 @@ wait_forwarding(pid_t pid, int session)
 	memset(&fwd, 0, sizeof(fwd));
 	fwd.sa_handler = fwd_signal;
 	sigemptyset(&fwd.sa_mask);
+	term = fwd;
+	term.sa_handler = session ? fwd_signal : fwd_term;
+	ka = fwd;
+	ka.sa_handler = on_kill_all;
 	fwd_pid = session ? -pid : pid;
+	fwd_terms = 0;
 	sigaction(SIGINT, session ? &fwd : &ign, &o_int);
 	sigaction(SIGQUIT, session ? &fwd : &ign, &o_quit);
-	sigaction(SIGTERM, &fwd, &o_term);
-	sigaction(SIGHUP, &fwd, &o_hup);
-	while ((r = waitpid(pid, &st, 0)) == -1 && errno == EINTR)
-		;
+	sigaction(SIGTERM, &term, &o_term);
+	sigaction(SIGHUP, &term, &o_hup);
+	sigaction(SIGALRM, &term, &o_alrm);
+	sigaction(SIG_KILL_ALL, session ? &ka : &ign, &o_ka);
+	/* blocked by launcher_enter_exec() until the handler is set */
+	sigemptyset(&ka_set);
+	sigaddset(&ka_set, SIG_KILL_ALL);
+	sigprocmask(SIG_UNBLOCK, &ka_set, NULL);
+	for (;;) {
+		if ((r = waitpid(pid, &st, 0)) != -1 || errno != EINTR)
+			break;
+		if (session && kill_all) {
+			kill_all = 0;
+			sandbox_kill_all();
+		}
+	}
+	alarm(0);
 	sigaction(SIGINT, &o_int, NULL);
 	sigaction(SIGQUIT, &o_quit, NULL);
 	sigaction(SIGTERM, &o_term, NULL);
 	sigaction(SIGHUP, &o_hup, NULL);
+	sigaction(SIGALRM, &o_alrm, NULL);
+	sigaction(SIG_KILL_ALL, &o_ka, NULL);
 	fwd_pid = 0;
 	return r == -1 ? -1 : st;
 }
@@ -159,6 +233,12 @@ run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[])
 	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		goto fail;
+	/* no new namespaces, mounts, keyrings, bpf ... (lnc_seccomp.c) */
+	if (lnc_seccomp_apply() == -1) {
+		fprintf(stderr, "airlock: seccomp filter: %s\n",
+		    strerror(errno));
+		_exit(126);
+	}
 	/* only 0, 1 and 2 cross into the sandbox */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	err = exec_path(argv, envp);
@@ -331,9 +411,10 @@ int
 launcher_enter_exec(pid_t init_pid, uid_t uid, gid_t gid,
     char *const argv[], char *const envp[])
 {
-	pid_t	pid;
-	int	st, ep[2];
-	char	b;
+	sigset_t ka_set, o_mask;
+	pid_t	 pid;
+	int	 st, ep[2];
+	char	 b;
 
 	if (argv == NULL || argv[0] == NULL || init_pid <= 1) {
 		log_warnx("launcher_enter_exec: nothing to run");
@@ -346,8 +427,13 @@ launcher_enter_exec(pid_t init_pid, uid_t uid, gid_t gid,
 	}
 	fflush(stdout);
 	fflush(stderr);
+	/* the child unblocks it once its handler is in place */
+	sigemptyset(&ka_set);
+	sigaddset(&ka_set, SIG_KILL_ALL);
+	sigprocmask(SIG_BLOCK, &ka_set, &o_mask);
 	if ((pid = fork()) == -1) {
 		log_warn("launcher_enter_exec: fork");
+		sigprocmask(SIG_SETMASK, &o_mask, NULL);
 		close(ep[0]);
 		close(ep[1]);
 		return -1;
@@ -358,6 +444,7 @@ launcher_enter_exec(pid_t init_pid, uid_t uid, gid_t gid,
 	}
 	close(ep[1]);
 	st = wait_forwarding(pid, 0);
+	sigprocmask(SIG_SETMASK, &o_mask, NULL);
 	if (st == -1)
 		log_warn("launcher_enter_exec: waitpid");
 	if (read(ep[0], &b, 1) == 1)

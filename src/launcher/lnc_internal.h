@@ -174,6 +174,10 @@ void	lnc_child_fail(struct lnc_child *, int err, const char *, ...)
 /* In the new init: build the private root and pivot into it. */
 void	lnc_root_setup(struct lnc_child *);
 
+/* The workload's seccomp filter (lnc_seccomp.c): 0, or -1 with errno.
+ * Call with NO_NEW_PRIVS set, just before execve. */
+int	lnc_seccomp_apply(void);
+
 /* The launcher's main: never returns. */
 void	lnc_main(int sock, const struct launcher_opts *)
 	    __attribute__((noreturn));
