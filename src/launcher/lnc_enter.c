@@ -322,6 +322,27 @@ cg_procs_fd(pid_t init_pid)
 	return open(dst, O_WRONLY | O_CLOEXEC);
 }
 
+/* The parent of <pid> (the launcher, for an init), or -1. */
+static pid_t
+init_parent(pid_t pid)
+{
+	char	path[64], buf[512], *p;
+	int	fd, n, ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p, ") %*c %d",
+	    &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
 static void __attribute__((noreturn))
 enter_fail(int errfd)
 {
@@ -342,6 +363,7 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 		{ "pid", CLONE_NEWPID }, { "mnt", CLONE_NEWNS },
 	};
 	char	path[64], comm[32];
+	struct lnc_join	join;
 	int	fds[6], i, fd, st, cgfd;
 	size_t	n;
 	pid_t	pid;
@@ -373,6 +395,7 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 		}
 	}
 	cgfd = cg_procs_fd(init_pid);
+	lnc_limits_open(init_pid, init_parent(init_pid), &join);
 	/* the cgroup namespace last, by the workload, after joining */
 	for (i = 1; i < 6; i++) {
 		if (setns(fds[i], ns[i].type) == -1) {
@@ -390,6 +413,11 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 		if (cgfd != -1 && write(cgfd, "0", 1) != 1) {
 			fprintf(stderr, "airlock: joining the sandbox's "
 			    "cgroup: %s\n", strerror(errno));
+			_exit(126);
+		}
+		if (lnc_limits_join(&join) == -1) {
+			fprintf(stderr, "airlock: joining the sandbox's "
+			    "limits: %s\n", strerror(errno));
 			_exit(126);
 		}
 		if (setns(fds[0], CLONE_NEWCGROUP) == -1) {

@@ -489,6 +489,8 @@ lnc_sbx_free(struct lnc *l, struct lnc_sbx *s)
 		close(s->s_pidfd);
 	l->l_used[s->s_index] = 0;
 	free(s->s_cgroup);
+	free(s->s_cg1[0]);
+	free(s->s_cg1[1]);
 	free(s);
 }
 
@@ -595,6 +597,11 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	s->s_pid = pid;
 	close(sv[1]);
 	sv[1] = -1;
+	/* no cgroup v2: v1 controllers or rlimits, before anything runs */
+	if (lnc_limits_attach(l, s, pid, &what) == -1) {
+		err = errno ? errno : EIO;
+		goto fail;
+	}
 	if (cgfd != -1) {
 		close(cgfd);
 		cgfd = -1;
@@ -666,6 +673,7 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	if (veth)
 		lnc_gone_add(l, s->s_ifname);
 	cg_remove(s);
+	lnc_limits_remove(s);
 	lnc_sbx_free(l, s);
 	free(c);
 	return err ? err : EIO;
@@ -714,6 +722,7 @@ lnc_sbx_destroy(struct lnc *l, struct lnc_sbx *s)
 	else {
 		lnc_pid_kill(s);
 		cg_remove(s);
+		lnc_limits_remove(s);
 	}
 	lnc_gone_add(l, s->s_ifname);
 	TAILQ_REMOVE(&l->l_sbxs, s, s_entry);

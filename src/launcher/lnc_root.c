@@ -321,6 +321,38 @@ mask_one(struct lnc_child *c, const char *p)
 }
 
 /*
+ * The directories of host path <dir> ("/etc/a/b") in the /etc overlay's
+ * upper layer, each with the mode and owner of the host's: an upper
+ * directory's attributes are what the sandbox sees.
+ */
+static int
+upper_dirs_like_lower(const char *dir)
+{
+	char		 up[PATH_MAX], low[PATH_MAX];
+	struct stat	 sb;
+	const char	*p;
+
+	for (p = dir + 5; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		snprintf(up, sizeof(up), "/gen%.*s", (int)(p - dir), dir);
+		snprintf(low, sizeof(low), "/oldroot%.*s", (int)(p - dir),
+		    dir);
+		if (lstat(up, &sb) == -1) {
+			if (lstat(low, &sb) == -1)
+				sb.st_mode = 0755, sb.st_uid = 0,
+				    sb.st_gid = 0;
+			if (mkdir(up, 0700) == -1 || chown(up, sb.st_uid,
+			    sb.st_gid) == -1 || chmod(up, sb.st_mode &
+			    07777) == -1)
+				return -1;
+		}
+		if (*p == '\0')
+			return 0;
+	}
+}
+
+/*
  * Masks under /etc, host tools: hidden by the /etc overlay itself, so no
  * mount names them in /proc/self/mountinfo (issue 24, point 3). A file or
  * a directory without generated files becomes a whiteout (absent inside);
@@ -350,11 +382,10 @@ etc_masks_whiteout(struct lnc_child *c)
 		}
 		if (lstat(up, &sb) == 0)
 			continue;	/* a generated file: ours wins */
-		snprintf(dir, sizeof(dir), "%s", up);
-		if ((slash = strrchr(dir, '/')) != NULL) {
+		snprintf(dir, sizeof(dir), "%s", p);
+		if ((slash = strrchr(dir, '/')) != NULL)
 			*slash = '\0';
-			CHECK(c, mkdirs(dir, 0755), "mask %s: mkdir", p);
-		}
+		CHECK(c, upper_dirs_like_lower(dir), "mask %s: mkdir", p);
 		CHECK(c, mknod(up, S_IFCHR | 0, makedev(0, 0)),
 		    "mask %s: whiteout", p);
 	}
