@@ -1,7 +1,8 @@
 # contain-lib.sh: the gateway-mode setup the containment tests (460-469,
 # issue 24) share, sourced after lib.sh. Sets CT_NUM (the test's number)
 # first; optional CT_LAUNCHER_EXTRA (more YAML lines under launcher:, two
-# spaces indented) and CT_POOL. Own address range 10.<CT_NUM-220>.0.0/16,
+# spaces indented), CT_RULES_EXTRA (more rules of policy default) and
+# CT_POOL. Own address range 10.<CT_NUM-220>.0.0/16,
 # interface prefix t<CT_NUM>-, nft table airlock_t<CT_NUM>; a secret file
 # under /etc (so the /etc masks are exercised) removed at exit.
 # After ct_start: ctl, AIRLOCK_PID, TLS_PORT, SECRET, CT_ETC, CT_NET.
@@ -68,6 +69,7 @@ policies:
   - name: default
     rules:
       - {host: "api.test", ports: [$TLS_PORT], secrets: [k]}
+${CT_RULES_EXTRA:-}
 YAML
 	"$AIRLOCKD" -c "$T/airlock.yaml" >>"$T/airlockd.out" \
 	    2>>"$T/airlockd.log" &
