@@ -191,6 +191,25 @@ int		 launcher_resume(struct launcher *, const char *id,
 		    char *why, size_t);
 
 /*
+ * The escape canary (issue 24, point 7): run the fixed containment checks
+ * inside netns sandbox <id> (lnc_probe.c). <res> gets one letter per
+ * check of launcher_probe_checks[] ('P' pass, 'F' fail), a space and the
+ * failures' details. 0, or -1 with errno (ENOENT unknown id, ENOTSUP a
+ * VM) and the reason in <res>. Blocks the launcher for up to a few
+ * seconds.
+ */
+#define LNC_PROBE_TCP_GW	0	/* TCP to a canary on the gateway */
+#define LNC_PROBE_UDP_GW	1	/* UDP (a DNS query) to it */
+#define LNC_PROBE_TCP_LO	2	/* TCP to a canary on host loopback */
+#define LNC_PROBE_UNSHARE	3	/* unshare(CLONE_NEWUSER) */
+#define LNC_PROBE_RAW		4	/* raw IP and AF_PACKET sockets */
+#define LNC_PROBE_PATHS		5	/* config, state, secrets, sockets */
+#define LNC_PROBE_N		6
+extern const char *const launcher_probe_checks[LNC_PROBE_N + 1];
+int		 launcher_probe(struct launcher *, const char *id, char *res,
+		    size_t);
+
+/*
  * Kill it: its processes, mounts and cgroup are gone when this returns,
  * its veth goes with its netns moments later (the kernel's batched
  * cleanup; the launcher deletes it past 5 s), and its address is given

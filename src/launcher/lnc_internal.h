@@ -205,6 +205,10 @@ struct lnc_join {
 void	lnc_limits_open(pid_t init_pid, pid_t launcher_pid, struct lnc_join *);
 int	lnc_limits_join(const struct lnc_join *);
 
+/* The escape canary (lnc_probe.c): 0 with the result in <res>, or an
+ * errno value with the reason there. */
+int	lnc_probe(struct lnc *, struct lnc_sbx *, char *res, size_t);
+
 /* The workload's seccomp filter (lnc_seccomp.c): 0, or -1 with errno.
  * Call with NO_NEW_PRIVS set, just before execve. */
 int	lnc_seccomp_apply(void);

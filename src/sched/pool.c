@@ -167,6 +167,18 @@ pool_pause(struct sbx *s, int if_idle, char *why, size_t whysz)
 }
 
 int
+pool_probe(struct sbx *s, char *res, size_t ressz)
+{
+	if ((s->sb_flags & SBX_F_VM) || pool_launcher == NULL) {
+		snprintf(res, ressz, "sandbox %s is not a netns sandbox of "
+		    "this gateway's launcher", s->sb_id);
+		errno = ENOTSUP;
+		return -1;
+	}
+	return launcher_probe(pool_launcher, s->sb_id, res, ressz);
+}
+
+int
 pool_resume(struct sbx *s, char *why, size_t whysz)
 {
 	if (!(s->sb_flags & SBX_F_VM) || pool_launcher == NULL) {
