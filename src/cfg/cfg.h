@@ -228,6 +228,8 @@ struct cfg {
 	uint64_t		  c_launcher_dns_per_min; /* new names per
 							     minute under a
 							     wildcard; 30 */
+	uint64_t		  c_launcher_canary_ms;	/* periodic escape
+							   canary; 0 = off */
 	int			  c_launcher_set;	/* a launcher section:
 							   keep warm pools */
 	int			  c_launcher_backend;	/* CFG_BACKEND_* */

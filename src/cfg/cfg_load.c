@@ -2034,6 +2034,7 @@ static const struct cfg_key cfg_launcher_keys[] = {
 	{ "user", 0, cfg_k_launcher_user, 0, 0, 0 },
 	{ "limits", 0, cfg_k_launcher_limits, 0, 0, 0 },
 	{ "dns", 0, cfg_k_launcher_dns, 0, 0, 0 },
+	{ "canary", 0, cfg_set_duration, LCH(c_launcher_canary_ms), 1000, 0 },
 	{ "qemu", 0, cfg_k_launcher_qemu, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
