@@ -286,6 +286,8 @@ sandbox_launched(const struct cfg *cfg, const struct sbx *s, json_object *o)
 	snprintf(user, sizeof(user), "%u:%u", cfg->c_launcher_uid,
 	    cfg->c_launcher_gid);
 	json_object_object_add(o, "user", json_object_new_string(user));
+	json_object_object_add(o, "io_uring",
+	    json_object_new_boolean(cfg->c_launcher_io_uring));
 	if (s->sb_flags & SBX_F_VM)
 		json_object_object_add(o, "ctl_socket",
 		    json_object_new_string(s->sb_ctl));

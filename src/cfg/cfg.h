@@ -230,6 +230,8 @@ struct cfg {
 							     wildcard; 30 */
 	uint64_t		  c_launcher_canary_ms;	/* periodic escape
 							   canary; 0 = off */
+	int			  c_launcher_io_uring;	/* 0: seccomp denies
+							   io_uring */
 	int			  c_launcher_set;	/* a launcher section:
 							   keep warm pools */
 	int			  c_launcher_backend;	/* CFG_BACKEND_* */

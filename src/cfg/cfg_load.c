@@ -2035,6 +2035,7 @@ static const struct cfg_key cfg_launcher_keys[] = {
 	{ "limits", 0, cfg_k_launcher_limits, 0, 0, 0 },
 	{ "dns", 0, cfg_k_launcher_dns, 0, 0, 0 },
 	{ "canary", 0, cfg_set_duration, LCH(c_launcher_canary_ms), 1000, 0 },
+	{ "io_uring", 0, cfg_set_bool, LCH(c_launcher_io_uring), 0, 0 },
 	{ "qemu", 0, cfg_k_launcher_qemu, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };

@@ -921,8 +921,10 @@ run_launched(struct json_object *r, struct json_object *env, char **argv)
 	if (sock != NULL)
 		rc = ctl_vm_exec(sock, argv, envp);
 	else
-		rc = launcher_enter_exec((pid_t)pid, (uid_t)uid, (gid_t)gid,
-		    argv, envp);
+		rc = launcher_enter_exec_flags((pid_t)pid, (uid_t)uid,
+		    (gid_t)gid, argv, envp,
+		    json_object_object_get_ex(r, "io_uring", &v) &&
+		    json_object_get_boolean(v) ? LNC_EXEC_IO_URING : 0);
 	for (i = 0; i < n; i++)
 		free(envp[i]);
 	free(envp);

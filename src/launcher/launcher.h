@@ -242,5 +242,11 @@ pid_t		 launcher_pid(const struct launcher *);
  */
 int		 launcher_enter_exec(pid_t init_pid, uid_t, gid_t,
 		    char *const argv[], char *const envp[]);
+/* The same with <flags>: LNC_EXEC_IO_URING keeps io_uring out of the
+ * workload's seccomp filter (launcher.io_uring). The filter, a second
+ * SIGTERM and the grace period: see docs/threat-model.md. */
+#define LNC_EXEC_IO_URING	0x1
+int		 launcher_enter_exec_flags(pid_t init_pid, uid_t, gid_t,
+		    char *const argv[], char *const envp[], int flags);
 
 #endif

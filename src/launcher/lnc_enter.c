@@ -199,7 +199,8 @@ exec_path(char *const argv[], char *const envp[])
 
 /* The workload process: drop everything, exec. Never returns. */
 static void __attribute__((noreturn))
-run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[])
+run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[],
+    int flags)
 {
 	struct __user_cap_header_struct	hdr;
 	struct __user_cap_data_struct	data[2];
@@ -234,7 +235,7 @@ run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[])
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		goto fail;
 	/* no new namespaces, mounts, keyrings, bpf ... (lnc_seccomp.c) */
-	if (lnc_seccomp_apply() == -1) {
+	if (lnc_seccomp_apply((flags & LNC_EXEC_IO_URING) != 0) == -1) {
 		fprintf(stderr, "airlock: seccomp filter: %s\n",
 		    strerror(errno));
 		_exit(126);
@@ -352,7 +353,7 @@ enter_fail(int errfd)
 
 static void __attribute__((noreturn))
 enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
-    char *const argv[], char *const envp[])
+    char *const argv[], char *const envp[], int flags)
 {
 	static const struct {
 		const char	*name;
@@ -425,7 +426,7 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 			    "cgroup namespace: %s\n", strerror(errno));
 			_exit(126);
 		}
-		run_workload(uid, gid, argv, envp);
+		run_workload(uid, gid, argv, envp, flags);
 	}
 	/* we are root inside the sandbox's mount namespace: hold nothing */
 	close_range(3, ~0U, 0);
@@ -438,6 +439,13 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 int
 launcher_enter_exec(pid_t init_pid, uid_t uid, gid_t gid,
     char *const argv[], char *const envp[])
+{
+	return launcher_enter_exec_flags(init_pid, uid, gid, argv, envp, 0);
+}
+
+int
+launcher_enter_exec_flags(pid_t init_pid, uid_t uid, gid_t gid,
+    char *const argv[], char *const envp[], int flags)
 {
 	sigset_t ka_set, o_mask;
 	pid_t	 pid;
@@ -468,7 +476,7 @@ launcher_enter_exec(pid_t init_pid, uid_t uid, gid_t gid,
 	}
 	if (pid == 0) {
 		close(ep[0]);
-		enter_child(ep[1], init_pid, uid, gid, argv, envp);
+		enter_child(ep[1], init_pid, uid, gid, argv, envp, flags);
 	}
 	close(ep[1]);
 	st = wait_forwarding(pid, 0);

@@ -210,8 +210,9 @@ int	lnc_limits_join(const struct lnc_join *);
 int	lnc_probe(struct lnc *, struct lnc_sbx *, char *res, size_t);
 
 /* The workload's seccomp filter (lnc_seccomp.c): 0, or -1 with errno.
- * Call with NO_NEW_PRIVS set, just before execve. */
-int	lnc_seccomp_apply(void);
+ * Call with NO_NEW_PRIVS set, just before execve. io_uring stays allowed
+ * with <allow_io_uring> (launcher.io_uring). */
+int	lnc_seccomp_apply(int allow_io_uring);
 
 /* The launcher's main: never returns. */
 void	lnc_main(int sock, const struct launcher_opts *)

@@ -176,7 +176,7 @@ drop_to_workload(struct lnc *l)
 	if (syscall(SYS_capset, &hdr, data) == -1 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		return -1;
-	return lnc_seccomp_apply();
+	return lnc_seccomp_apply(0);
 }
 
 static void __attribute__((noreturn))

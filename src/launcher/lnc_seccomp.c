@@ -60,10 +60,13 @@ static const char *const denied[] = {
 	"iopl", "ioperm", "vm86", "vm86old",
 	/* reading and writing another process's memory */
 	"process_vm_readv", "process_vm_writev", "kcmp",
-	/* io_uring: its own path around this filter and a frequent source
-	   of kernel bugs (Docker denies it since 2023) */
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
 	NULL,
+};
+
+/* io_uring: its own path around this filter and a frequent source of
+   kernel bugs (Docker denies it since 2023); launcher.io_uring allows it */
+static const char *const io_uring[] = {
+	"io_uring_setup", "io_uring_enter", "io_uring_register", NULL,
 };
 
 static int
@@ -80,7 +83,7 @@ deny(scmp_filter_ctx ctx, const char *name, int err, unsigned argc,
 }
 
 static int
-rules_add(scmp_filter_ctx ctx)
+rules_add(scmp_filter_ctx ctx, int allow_io_uring)
 {
 	struct scmp_arg_cmp	a;
 	size_t			i;
@@ -88,6 +91,9 @@ rules_add(scmp_filter_ctx ctx)
 
 	for (i = 0; denied[i] != NULL; i++)
 		if ((r = deny(ctx, denied[i], EPERM, 0, NULL)) < 0)
+			return r;
+	for (i = 0; !allow_io_uring && io_uring[i] != NULL; i++)
+		if ((r = deny(ctx, io_uring[i], EPERM, 0, NULL)) < 0)
 			return r;
 	/* clone and unshare with any namespace flag (one rule per bit: a
 	   rule's comparisons are ANDed, rules are ORed) */
@@ -117,7 +123,7 @@ rules_add(scmp_filter_ctx ctx)
 }
 
 int
-lnc_seccomp_apply(void)
+lnc_seccomp_apply(int allow_io_uring)
 {
 	scmp_filter_ctx	ctx;
 	int		r;
@@ -130,7 +136,7 @@ lnc_seccomp_apply(void)
 	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
 	    SCMP_ACT_KILL_PROCESS)) < 0 ||
 	    (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1)) < 0 ||
-	    (r = rules_add(ctx)) < 0 || (r = seccomp_load(ctx)) < 0) {
+	    (r = rules_add(ctx, allow_io_uring)) < 0 || (r = seccomp_load(ctx)) < 0) {
 		seccomp_release(ctx);
 		errno = -r;
 		return -1;

@@ -107,9 +107,11 @@ for p in "$T" "$CT_ETC" "$bindir" "airlockd" "airlock.yaml" "$SECRET"; do
 		fail "/proc inside names $p: $(grep -F -- "$p" "$T/proc.out" | head -3)"
 	fi
 done
-# the masked file is gone, not merely empty, and its directory too
-ctl run -- sh -c "ls -d '$CT_ETC' 2>&1; cat '$CT_ETC/key' 2>&1" >"$T/mask.out" 2>&1
-grep -q "No such file" "$T/mask.out" || fail "the secret's directory is visible: $(cat "$T/mask.out")"
+# the masked file is gone, not merely empty (its directory is
+# traversable: 0711)
+ctl run -- sh -c "cat '$CT_ETC/key' 2>&1; test -e '$CT_ETC/key' && echo PRESENT" >"$T/mask.out" 2>&1
+grep -q "No such file" "$T/mask.out" || fail "the secret's file is visible: $(cat "$T/mask.out")"
+grep -q PRESENT "$T/mask.out" && fail "the secret's file exists inside"
 grep -qF -- "$SECRET" "$T/mask.out" && fail "the secret is readable"
 ok "/proc inside: init's cmdline is its own; no cmdline, environ or mountinfo names the config, state, secret file or binary"
 finish

@@ -9,11 +9,27 @@
 # accepted) and the UDP check fails: reported in the JSON, by airlockctl's
 # exit status, in airlock_canary_failures_total, in the audit (proto
 # canary, decision deny) and in the log at error level. Own range
-# 10.244.0.0/16, prefix t464-, table airlock_t464.
+# 10.244.0.0/16, prefix t464-, table airlock_t464. Also launcher.io_uring.
 . "$top_srcdir/tests/integration/lib.sh"
 CT_NUM=464
+# (and launcher.io_uring: the filter leaves io_uring alone; 460 checks the
+# default, EPERM)
+CT_LAUNCHER_EXTRA='  io_uring: true'
 . "$top_srcdir/tests/integration/contain-lib.sh"
 ct_start
+
+ctl run -- python3 -c '
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(425, 1, 0)
+for l in open("/proc/self/status"):
+    if l.startswith("Seccomp:"):
+        print(l.strip())
+print("io_uring_setup", errno.errorcode.get(ctypes.get_errno(), "?") if r < 0 else "ok")
+' >"$T/uring.out" 2>&1 || fail "io_uring probe: $(cat "$T/uring.out")"
+grep -q '^Seccomp:.*2$' "$T/uring.out" || fail "no filter: $(cat "$T/uring.out")"
+grep -q '^io_uring_setup EPERM$' "$T/uring.out" && fail "io_uring refused with launcher.io_uring: true"
+ok "launcher.io_uring: true: io_uring_setup reaches the kernel ($(grep io_uring_setup "$T/uring.out")), the rest of the filter stays"
 SOCK=$T/state/admin.sock
 
 metric()

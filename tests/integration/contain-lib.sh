@@ -39,7 +39,8 @@ ct_start()
 	AIRLOCK_PORT=$(free_port)
 	TPORT=$(free_port)
 	DPORT=$(free_port)
-	mkdir -p "$CT_ETC" && chmod 0700 "$CT_ETC"
+	# 0711: the workload could reach the file if it were there
+	mkdir -p "$CT_ETC" && chmod 0711 "$CT_ETC"
 	printf '%s' "$SECRET" >"$CT_ETC/key" && chmod 0600 "$CT_ETC/key"
 	cat >"$T/airlock.yaml" <<YAML
 listen:
