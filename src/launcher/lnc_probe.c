@@ -144,11 +144,11 @@ path_hidden(const char *p, char *why, size_t whysz)
 				n++;
 		closedir(d);
 		if (n > 0)
-			snprintf(why, whysz, "%s lists %d entries", p, n);
+			snprintf(why, whysz, "%.100s lists %d entries", p, n);
 		return n == 0;
 	}
 	if (S_ISSOCK(sb.st_mode)) {
-		snprintf(why, whysz, "%s is a socket", p);
+		snprintf(why, whysz, "%.120s is a socket", p);
 		return 0;
 	}
 	if ((fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1)
@@ -156,7 +156,7 @@ path_hidden(const char *p, char *why, size_t whysz)
 	n = (int)read(fd, &b, 1);
 	close(fd);
 	if (n > 0)
-		snprintf(why, whysz, "%s is readable", p);
+		snprintf(why, whysz, "%.120s is readable", p);
 	return n <= 0;
 }
 
