@@ -200,7 +200,7 @@ exec_path(char *const argv[], char *const envp[])
 /* The workload process: drop everything, exec. Never returns. */
 static void __attribute__((noreturn))
 run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[],
-    int flags)
+    int flags, const struct lnc_join *join)
 {
 	struct __user_cap_header_struct	hdr;
 	struct __user_cap_data_struct	data[2];
@@ -240,6 +240,9 @@ run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[],
 		    strerror(errno));
 		_exit(126);
 	}
+	/* the fallback rlimits last: nothing of ours allocates after them */
+	if (lnc_limits_rlimits(join) == -1)
+		goto fail;
 	/* only 0, 1 and 2 cross into the sandbox */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	err = exec_path(argv, envp);
@@ -426,7 +429,7 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 			    "cgroup namespace: %s\n", strerror(errno));
 			_exit(126);
 		}
-		run_workload(uid, gid, argv, envp, flags);
+		run_workload(uid, gid, argv, envp, flags, &join);
 	}
 	/* we are root inside the sandbox's mount namespace: hold nothing */
 	close_range(3, ~0U, 0);

@@ -185,16 +185,19 @@ void	lnc_root_setup(struct lnc_child *);
 /*
  * Limits without cgroup v2 (lnc_limits.c). _detect after the v2 check:
  * v1 pids and memory where mounted, else rlimits; logs which. _attach puts
- * a new init (<pid>) into its v1 cgroups or gives it the fallback rlimits
- * (0, or -1 with errno and *what); _remove after the init is gone; _fini
+ * a new init (<pid>) into its v1 cgroups (0, or -1 with errno and *what); _remove after the init is gone; _fini
  * at exit. launcher_enter_exec(): _open before entering the namespaces
- * (fds of the init's v1 cgroup.procs, -1 each when none), _join in the
- * workload's process: join them, take the init's lower rlimits.
+ * (fds of the init's v1 cgroup.procs, -1 each when none, and the init's
+ * rlimits), _join in the workload's process: join them; _rlimits: take
+ * the init's lower rlimits.
  */
 void	lnc_limits_detect(struct lnc *);
 void	lnc_limits_fini(struct lnc *);
 int	lnc_limits_attach(struct lnc *, struct lnc_sbx *, pid_t,
 	    const char **what);
+/* The fallback rlimits on a built init (before, its own setup could hit
+ * RLIMIT_AS). 0, or -1 with errno and *what. */
+int	lnc_limits_rlimits_set(struct lnc *, pid_t, const char **what);
 void	lnc_limits_remove(struct lnc_sbx *);
 #define LNC_RL_N	3	/* NPROC, AS, FSIZE */
 struct lnc_join {
@@ -204,6 +207,8 @@ struct lnc_join {
 };
 void	lnc_limits_open(pid_t init_pid, pid_t launcher_pid, struct lnc_join *);
 int	lnc_limits_join(const struct lnc_join *);
+/* Just before execve: the init's rlimits that are lower than ours. */
+int	lnc_limits_rlimits(const struct lnc_join *);
 
 /* The escape canary (lnc_probe.c): 0 with the result in <res>, or an
  * errno value with the reason there. */

@@ -3,9 +3,10 @@
  * lnc_host.c's; here: the cgroup v1 pids and memory controllers where
  * they are mounted (a directory <lo_cgroup>/<id> in each hierarchy),
  * else RLIMIT_NPROC, RLIMIT_AS and RLIMIT_FSIZE as a fallback. The
- * launcher puts the sandbox's init into its v1 cgroups, or sets the
- * fallback rlimits on the init; launcher_enter_exec() makes the workload
- * join the same cgroups, or copies the init's rlimits (lnc_limits_join).
+ * launcher puts the sandbox's init into its v1 cgroups, or (once it is
+ * built) sets the fallback rlimits on the init; launcher_enter_exec()
+ * makes the workload join the same cgroups and copies the init's rlimits
+ * just before its execve (lnc_limits_join, lnc_limits_rlimits).
  * The log says once which mechanism each limit uses.
  */
 #include "config.h"
@@ -117,10 +118,11 @@ write_u64(const char *dir, const char *file, uint64_t v)
 	return lnc_write_file(path, val);
 }
 
-/* The init's fallback rlimits (no effect on the init itself: root, and
- * it allocates nothing more); launcher_enter_exec() copies them. */
-static int
-rlimits_set(struct lnc *l, pid_t pid, const char **what)
+/* The init's fallback rlimits, once it is built (no effect on it then:
+ * root, and it allocates nothing more); launcher_enter_exec() copies
+ * them. */
+int
+lnc_limits_rlimits_set(struct lnc *l, pid_t pid, const char **what)
 {
 	struct rlimit	rl;
 
@@ -169,7 +171,7 @@ lnc_limits_attach(struct lnc *l, struct lnc_sbx *s, pid_t pid,
 		if (write_u64(path, "cgroup.procs", (uint64_t)pid) == -1)
 			return -1;
 	}
-	return rlimits_set(l, pid, what);
+	return 0;
 }
 
 void
@@ -254,12 +256,20 @@ lnc_limits_open(pid_t init_pid, pid_t launcher_pid, struct lnc_join *j)
 int
 lnc_limits_join(const struct lnc_join *j)
 {
-	struct rlimit	own;
-	int		i;
+	int	i;
 
 	for (i = 0; i < LNC_CG1_N; i++)
 		if (j->j_fds[i] != -1 && write(j->j_fds[i], "0", 1) != 1)
 			return -1;
+	return 0;
+}
+
+int
+lnc_limits_rlimits(const struct lnc_join *j)
+{
+	struct rlimit	own;
+	int		i;
+
 	/* take any of the init's rlimits lower than ours, never raise */
 	for (i = 0; i < LNC_RL_N; i++) {
 		if (!j->j_have[i] || getrlimit(rl_res[i], &own) == -1)

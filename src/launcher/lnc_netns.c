@@ -630,6 +630,10 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	if ((n = sync_recv(sv[0], &st, sizeof(st))) != sizeof(st) ||
 	    st.st_errno != 0)
 		goto child_failed;
+	if (!l->l_cg2 && lnc_limits_rlimits_set(l, pid, &what) == -1) {
+		err = errno ? errno : EIO;
+		goto fail;
+	}
 	close(sv[0]);
 	free(c);
 
