@@ -114,4 +114,5 @@ grep -q "No such file" "$T/mask.out" || fail "the secret's file is visible: $(ca
 grep -q PRESENT "$T/mask.out" && fail "the secret's file exists inside"
 grep -qF -- "$SECRET" "$T/mask.out" && fail "the secret is readable"
 ok "/proc inside: init's cmdline is its own; no cmdline, environ or mountinfo names the config, state, secret file or binary"
+ct_stop
 finish

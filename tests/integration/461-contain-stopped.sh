@@ -95,4 +95,5 @@ status_within 20; st=$ST
 [ "$st" = 7 ] || fail "a workload that handles SIGTERM: status $st, want 7"
 pkill -xf "sleep 4${CT_NUM}3" 2>/dev/null
 ok "a workload that handles SIGTERM exits with its own status"
+ct_stop
 finish

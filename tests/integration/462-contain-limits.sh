@@ -106,4 +106,5 @@ cat "$T/mem.out"
 grep -q '^allocated$' "$T/mem.out" && fail "256 MiB allocated under a ${MEM_MIB} MiB limit"
 [ $st -ne 0 ] || grep -q MemoryError "$T/mem.out" || fail "allocation: $(cat "$T/mem.out")"
 ok "memory: 256 MiB not allocatable under ${MEM_MIB} MiB (status $st)"
+ct_stop
 finish

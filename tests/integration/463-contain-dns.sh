@@ -101,7 +101,7 @@ awk '$2 == 0 {print $3, $1}' "$T/a.out" "$T/b.out" "$T/c.out" | sort -u | awk '{
 ok "A's addresses unchanged after B and C, no address shared by two names"
 
 # audit: each new wildcard name, the refusals with their reasons
-kill -TERM "$AIRLOCK_PID"; wait_exit "$AIRLOCK_PID" 30; AIRLOCK_PID=
+ct_stop
 "$PYTHON" - <<'PY' || fail "audit"
 import json, os
 recs = [json.loads(l) for l in open(os.environ["T"] + "/audit.jsonl")]

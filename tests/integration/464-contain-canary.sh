@@ -82,7 +82,7 @@ ok "rule restored: all checks pass again"
 
 # a bad id, an unknown sandbox
 ctl sandbox probe nosuch >"$T/p4.out" 2>&1 && fail "probe of an unknown sandbox succeeded"
-kill -TERM "$AIRLOCK_PID"; wait_exit "$AIRLOCK_PID" 30; AIRLOCK_PID=
+ct_stop
 "$PYTHON" - "$id" <<'PY' || fail "audit"
 import json, os, sys
 recs = [json.loads(l) for l in open(os.environ["T"] + "/audit.jsonl")]

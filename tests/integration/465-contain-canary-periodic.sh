@@ -29,7 +29,7 @@ n=$(curl -sS --unix-socket "$T/state/admin.sock" \
 [ "${n:-0}" -ge 1 ] || fail "airlock_canary_failures_total: $n"
 ok "loosened rule: reported by the periodic canary (log, $n failure(s) counted)"
 
-kill -TERM "$AIRLOCK_PID"; wait_exit "$AIRLOCK_PID" 30; AIRLOCK_PID=
+ct_stop
 "$PYTHON" - <<'PY' || fail "audit"
 import json, os
 recs = [json.loads(l) for l in open(os.environ["T"] + "/audit.jsonl")]

@@ -5,7 +5,8 @@
 # CT_POOL. Own address range 10.<CT_NUM-220>.0.0/16,
 # interface prefix t<CT_NUM>-, nft table airlock_t<CT_NUM>; a secret file
 # under /etc (so the /etc masks are exercised) removed at exit.
-# After ct_start: ctl, AIRLOCK_PID, TLS_PORT, SECRET, CT_ETC, CT_NET.
+# After ct_start: ctl, ct_stop, AIRLOCK_PID, TLS_PORT, SECRET, CT_ETC,
+# CT_NET.
 
 [ "$(id -u)" = 0 ] || fail "needs root (namespaces, nftables); CI runs as root"
 command -v nft >/dev/null 2>&1 || fail "nft not installed (scripts/install-deps.sh --test)"
@@ -81,6 +82,16 @@ YAML
 }
 
 ctl() { "$AIRLOCKCTL" -c "$T/airlock.yaml" "$@"; }
+
+# ct_stop: SIGTERM, a clean exit within 30 s, no sanitizer report.
+ct_stop()
+{
+	kill -TERM "$AIRLOCK_PID"
+	wait_exit "$AIRLOCK_PID" 30
+	AIRLOCK_PID=
+	[ "$WAIT_STATUS" -eq 0 ] || fail "airlockd exited with status $WAIT_STATUS"
+	check_sanitizers
+}
 
 # How many sandboxes are claimed (state "launched") right now.
 ct_launched()
