@@ -507,7 +507,7 @@ ctl_cmd_sandbox_probe(struct ctl *c, struct ctl_args *a)
 	const char		*name, *detail;
 	char			*path;
 	size_t			 i, n;
-	int			 rc, failures = 0;
+	int			 rc, failures = 0, pass, skipped;
 
 	path = sandbox_path(a->a_pos[0], "/probe");
 	rc = call(c, "POST", path, NULL, CTL_LONG_TIMEOUT_MS, &r);
@@ -530,8 +530,11 @@ ctl_cmd_sandbox_probe(struct ctl *c, struct ctl_args *a)
 			if ((name = jstr(ch, "name")) == NULL ||
 			    !json_object_object_get_ex(ch, "pass", &v))
 				continue;
-			printf("%-20s %s\n", name,
-			    json_object_get_boolean(v) ? "pass" : "FAIL");
+			pass = json_object_get_boolean(v);
+			skipped = json_object_object_get_ex(ch, "skipped", &v) &&
+			    json_object_get_boolean(v);
+			printf("%-20s %s%s\n", name, pass ? "pass" : "FAIL",
+			    skipped ? " (skipped)" : "");
 		}
 		if ((detail = jstr(r.r_json, "detail")) != NULL &&
 		    *detail != '\0')

@@ -193,7 +193,8 @@ int		 launcher_resume(struct launcher *, const char *id,
 /*
  * The escape canary (issue 24, point 7): run the fixed containment checks
  * inside netns sandbox <id> (lnc_probe.c). <res> gets one letter per
- * check of launcher_probe_checks[] ('P' pass, 'F' fail), a space and the
+ * check of launcher_probe_checks[] ('P' pass, 'F' fail, 'S' skipped: no
+ * other netns sandbox to put a canary in), a space and the
  * failures' details. 0, or -1 with errno (ENOENT unknown id, ENOTSUP a
  * VM) and the reason in <res>. Blocks the launcher for up to a few
  * seconds.
@@ -204,7 +205,9 @@ int		 launcher_resume(struct launcher *, const char *id,
 #define LNC_PROBE_UNSHARE	3	/* unshare(CLONE_NEWUSER) */
 #define LNC_PROBE_RAW		4	/* raw IP and AF_PACKET sockets */
 #define LNC_PROBE_PATHS		5	/* config, state, secrets, sockets */
-#define LNC_PROBE_N		6
+#define LNC_PROBE_TCP_OTHER	6	/* TCP to a canary in another sandbox */
+#define LNC_PROBE_UDP_OTHER	7	/* UDP to it */
+#define LNC_PROBE_N		8
 extern const char *const launcher_probe_checks[LNC_PROBE_N + 1];
 int		 launcher_probe(struct launcher *, const char *id, char *res,
 		    size_t);

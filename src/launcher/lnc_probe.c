@@ -5,11 +5,11 @@
  * drops to the workload user under the workload's seccomp filter and
  * tries what must fail; network attempts are judged by the canaries the
  * launcher listens on in the host's namespace (the gateway address and
- * the host's loopback, on ports outside the transparent and DNS ones):
- * anything arriving there escaped.
+ * the host's loopback, on ports outside the transparent and DNS ones) and
+ * in another sandbox's (on its address): anything arriving there escaped.
  *
  * The answer is one letter per check (launcher_probe_checks[]): 'P' pass,
- * 'F' fail, then a space and the failures' details.
+ * 'F' fail, 'S' skipped, then a space and the failures' details.
  */
 #include "config.h"
 
@@ -42,12 +42,17 @@
 
 const char *const launcher_probe_checks[LNC_PROBE_N + 1] = {
 	"tcp_gateway_canary", "udp_gateway_canary", "tcp_host_loopback",
-	"unshare", "raw_socket", "host_paths", NULL,
+	"unshare", "raw_socket", "host_paths", "tcp_other_sandbox",
+	"udp_other_sandbox", NULL,
 };
 
 struct canary {
 	int		 k_tcp_gw, k_udp_gw, k_tcp_lo;
 	uint16_t	 k_port_tcp_gw, k_port_udp_gw, k_port_tcp_lo;
+	/* in another sandbox's netns, on its address; -1 when none */
+	int		 k_tcp_other, k_udp_other;
+	uint16_t	 k_port_tcp_other, k_port_udp_other;
+	in_addr_t	 k_other;
 };
 
 static int
@@ -209,6 +214,11 @@ probe_child(struct lnc *l, struct lnc_sbx *s, const struct canary *k,
 	try_send(SOCK_STREAM, l->l_gw, k->k_port_tcp_gw);
 	try_send(SOCK_DGRAM, l->l_gw, k->k_port_udp_gw);
 	try_send(SOCK_STREAM, htonl(INADDR_LOOPBACK), k->k_port_tcp_lo);
+	if (k->k_tcp_other != -1) {
+		try_send(SOCK_STREAM, k->k_other, k->k_port_tcp_other);
+		try_send(SOCK_DGRAM, k->k_other, k->k_port_udp_other);
+	} else
+		res[LNC_PROBE_TCP_OTHER] = res[LNC_PROBE_UDP_OTHER] = 'S';
 	if (unshare(CLONE_NEWUSER) == 0)
 		res[LNC_PROBE_UNSHARE] = 'F';
 	if ((fd = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)) != -1 ||
@@ -227,6 +237,55 @@ probe_child(struct lnc *l, struct lnc_sbx *s, const struct canary *k,
 
 /* ---- the launcher -------------------------------------------------- */
 
+/*
+ * Canaries in another live netns sandbox than <s>: a socket belongs to
+ * the netns it was made in, so we step into that sandbox's netns, make
+ * them on its address, and step back. Leaves both -1 when there is none
+ * or a step fails (the checks are then skipped).
+ */
+static void
+canary_other(struct lnc *l, struct lnc_sbx *s, struct canary *k)
+{
+	struct lnc_sbx	*o;
+	char		 path[64];
+	int		 self, theirs;
+
+	k->k_tcp_other = k->k_udp_other = -1;
+	TAILQ_FOREACH(o, &l->l_sbxs, s_entry)
+		if (o != s && !o->s_vm && !o->s_dead && o->s_pid > 0)
+			break;
+	if (o == NULL)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)o->s_pid);
+	if ((self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) == -1)
+		return;
+	if ((theirs = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		close(self);
+		return;
+	}
+	if (setns(theirs, CLONE_NEWNET) == 0) {
+		k->k_other = o->s_addr;
+		k->k_tcp_other = canary_sock(SOCK_STREAM, o->s_addr,
+		    &k->k_port_tcp_other);
+		k->k_udp_other = canary_sock(SOCK_DGRAM, o->s_addr,
+		    &k->k_port_udp_other);
+		/* the launcher must never stay in a sandbox's netns */
+		if (setns(self, CLONE_NEWNET) == -1) {
+			log_warn("launcher: back to the host's netns");
+			_exit(1);	/* the gateway sees EOF */
+		}
+	}
+	close(theirs);
+	close(self);
+	if (k->k_tcp_other == -1 || k->k_udp_other == -1) {
+		if (k->k_tcp_other != -1)
+			close(k->k_tcp_other);
+		if (k->k_udp_other != -1)
+			close(k->k_udp_other);
+		k->k_tcp_other = k->k_udp_other = -1;
+	}
+}
+
 static void
 canary_close(struct canary *k)
 {
@@ -236,6 +295,10 @@ canary_close(struct canary *k)
 		close(k->k_udp_gw);
 	if (k->k_tcp_lo != -1)
 		close(k->k_tcp_lo);
+	if (k->k_tcp_other != -1)
+		close(k->k_tcp_other);
+	if (k->k_udp_other != -1)
+		close(k->k_udp_other);
 }
 
 int
@@ -261,6 +324,7 @@ lnc_probe(struct lnc *l, struct lnc_sbx *s, char *res, size_t ressz)
 		    l->l_o.lo_masks[i]) > 0)
 			nmasks++;
 	memset(&k, 0, sizeof(k));
+	canary_other(l, s, &k);
 	k.k_tcp_gw = canary_sock(SOCK_STREAM, l->l_gw, &k.k_port_tcp_gw);
 	k.k_udp_gw = canary_sock(SOCK_DGRAM, l->l_gw, &k.k_port_udp_gw);
 	k.k_tcp_lo = canary_sock(SOCK_STREAM, htonl(INADDR_LOOPBACK),
@@ -307,6 +371,10 @@ lnc_probe(struct lnc *l, struct lnc_sbx *s, char *res, size_t ressz)
 		buf[LNC_PROBE_UDP_GW] = 'F';
 	if (canary_hit(k.k_tcp_lo, 1))
 		buf[LNC_PROBE_TCP_LO] = 'F';
+	if (k.k_tcp_other != -1 && canary_hit(k.k_tcp_other, 1))
+		buf[LNC_PROBE_TCP_OTHER] = 'F';
+	if (k.k_udp_other != -1 && canary_hit(k.k_udp_other, 0))
+		buf[LNC_PROBE_UDP_OTHER] = 'F';
 	canary_close(&k);
 	snprintf(res, ressz, "%.*s %s", LNC_PROBE_N, buf, buf + LNC_PROBE_N);
 	return 0;

@@ -64,13 +64,16 @@ canary_probe(struct sbx *s, json_object **out, char *why, size_t whysz)
 	checks = json_object_new_array();
 	reason[0] = '\0';
 	for (i = 0; i < LNC_PROBE_N; i++) {
-		int pass = res[i] == 'P';
+		int pass = res[i] == 'P' || res[i] == 'S';
 
 		c = json_object_new_object();
 		json_object_object_add(c, "name",
 		    json_object_new_string(launcher_probe_checks[i]));
 		json_object_object_add(c, "pass",
 		    json_object_new_boolean(pass));
+		if (res[i] == 'S')
+			json_object_object_add(c, "skipped",
+			    json_object_new_boolean(1));
 		json_object_array_add(checks, c);
 		if (pass)
 			continue;

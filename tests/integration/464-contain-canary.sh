@@ -3,8 +3,9 @@
 # (POST /v1/sandboxes/ID/probe) runs the fixed containment checks inside a
 # netns sandbox: TCP and UDP (a DNS query) to canaries the launcher
 # listens on at the gateway address outside the transparent and DNS
-# ports, TCP to one on the host's loopback, unshare, raw sockets, the
-# masked host paths (config dir, state_dir, secret file). All pass; then
+# ports, TCP to one on the host's loopback, TCP and UDP to canaries in
+# another sandbox (on its address), unshare, raw sockets, the masked host
+# paths (config dir, state_dir, secret file). All pass; then
 # the test loosens the sandbox's nft rules on purpose (UDP to the gateway
 # accepted) and the UDP check fails: reported in the JSON, by airlockctl's
 # exit status, in airlock_canary_failures_total, in the audit (proto
@@ -15,6 +16,8 @@ CT_NUM=464
 # (and launcher.io_uring: the filter leaves io_uring alone; 460 checks the
 # default, EPERM)
 CT_LAUNCHER_EXTRA='  io_uring: true'
+# two warm sandboxes: the probe puts canaries in the other one too
+CT_POOL='{warm: 2, max: 4}'
 . "$top_srcdir/tests/integration/contain-lib.sh"
 ct_start
 
@@ -39,22 +42,22 @@ metric()
 	    http://airlock/metrics | awk -v m="$1" '$1 == m {print $2}'
 }
 
-# a sandbox of the pool
+# a sandbox of the pool, once there are two
 i=0
 until id=$(ctl --json sandbox list | "$PYTHON" -c '
 import json, sys
 s = [x["id"] for x in json.load(sys.stdin)["sandboxes"] if x["state"] in ("warm", "launched")]
-print(s[0]) if s else sys.exit(1)') 2>/dev/null; do
+print(s[0]) if len(s) >= 2 else sys.exit(1)') 2>/dev/null; do
 	i=$((i + 1)); [ $i -le 100 ] || fail "no warm sandbox"; sleep 0.2
 done
 
 ctl sandbox probe "$id" >"$T/p1.out" 2>&1 || fail "probe of a sound sandbox failed: $(cat "$T/p1.out")"
 cat "$T/p1.out"
-for c in tcp_gateway_canary udp_gateway_canary tcp_host_loopback unshare raw_socket host_paths; do
+for c in tcp_gateway_canary udp_gateway_canary tcp_host_loopback unshare raw_socket host_paths tcp_other_sandbox udp_other_sandbox; do
 	grep -q "^$c  *pass$" "$T/p1.out" || fail "check $c: $(cat "$T/p1.out")"
 done
 [ "$(metric airlock_canary_failures_total)" = 0 ] || fail "failures counted for a sound sandbox"
-ok "probe: all six containment checks pass; airlock_canary_failures_total 0"
+ok "probe: all eight containment checks pass (canaries in another sandbox too); airlock_canary_failures_total 0"
 
 # loosen the rules on purpose: UDP from sandboxes to the gateway accepted
 nft insert rule inet airlock_t464 from_sandbox meta l4proto udp accept ||
