@@ -1989,6 +1989,23 @@ cfg_k_launcher_limits(struct cfg_parse *cp, const struct cfg_key *k,
 		    cp->cp_cfg);
 }
 
+/* launcher.dns: per-sandbox name bounds (issue 24, points 5 and 6) */
+static const struct cfg_key cfg_ldns_keys[] = {
+	{ "max_names", 0, cfg_set_count64, LCH(c_launcher_dns_max_names), 1,
+	    0 },
+	{ "new_names_per_minute", 0, cfg_set_count64,
+	    LCH(c_launcher_dns_per_min), 1, 0 },
+	{ NULL, 0, NULL, 0, 0, 0 },
+};
+
+static void
+cfg_k_launcher_dns(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	if (cfg_want_map(cp, v, "\"dns\"") == 0)
+		cfg_walk_map(cp, v, "launcher dns", cfg_ldns_keys, cp->cp_cfg);
+}
+
 /* launcher.qemu: kernel, initrd (files), binary (a program) */
 static void
 cfg_k_qemu_path(struct cfg_parse *cp, const struct cfg_key *k,
@@ -2068,6 +2085,9 @@ static const struct cfg_key cfg_launcher_keys[] = {
 	{ "gateway_user", 0, cfg_k_launcher_user, 0, 0, 0 },
 	{ "user", 0, cfg_k_launcher_user, 0, 0, 0 },
 	{ "limits", 0, cfg_k_launcher_limits, 0, 0, 0 },
+	{ "dns", 0, cfg_k_launcher_dns, 0, 0, 0 },
+	{ "canary", 0, cfg_set_duration, LCH(c_launcher_canary_ms), 1000, 0 },
+	{ "io_uring", 0, cfg_set_bool, LCH(c_launcher_io_uring), 0, 0 },
 	{ "qemu", 0, cfg_k_launcher_qemu, 0, 0, 0 },
 	{ NULL, 0, NULL, 0, 0, 0 },
 };
@@ -2255,6 +2275,8 @@ cfg_new(char *file, char *dir)
 	c->c_gateway_gid = 65533;
 	c->c_launcher_memory = 512ULL * 1024 * 1024;
 	c->c_launcher_pids = 256;
+	c->c_launcher_dns_max_names = 4096;
+	c->c_launcher_dns_per_min = 30;
 	c->c_qemu_memory = 256ULL << 20;
 	c->c_qemu_vcpus = 1;
 	c->c_qemu_boot_ms = 60000;
