@@ -89,6 +89,8 @@ cfg_new(char *file, char *dir)
 	c->c_gateway_gid = 65533;
 	c->c_launcher_memory = 512ULL * 1024 * 1024;
 	c->c_launcher_pids = 256;
+	c->c_launcher_dns_max_names = 4096;
+	c->c_launcher_dns_per_min = 30;
 	c->c_qemu_memory = 256ULL << 20;
 	c->c_qemu_vcpus = 1;
 	c->c_qemu_boot_ms = 60000;

@@ -151,6 +151,14 @@ static const struct cfg_key cfg_llimits_keys[] = {
 	CFG_END,
 };
 
+/* launcher.dns: per-sandbox name bounds (issue 24, points 5 and 6) */
+static const struct cfg_key cfg_ldns_keys[] = {
+	CFG_COUNT64("max_names", 0, LCH(c_launcher_dns_max_names), 1, 0),
+	CFG_COUNT64("new_names_per_minute", 0, LCH(c_launcher_dns_per_min),
+	    1, 0),
+	CFG_END,
+};
+
 /* launcher.qemu: kernel, initrd (files), binary (a program) */
 static void
 cfg_k_qemu_path(struct cfg_parse *cp, const struct cfg_key *k,
@@ -228,6 +236,9 @@ static const struct cfg_key cfg_launcher_keys[] = {
 	CFG_ANY("user", CFG_K_RESTART, cfg_k_launcher_user, 0),
 	CFG_NEST("limits", CFG_K_RESTART, cfg_llimits_keys,
 	    "launcher limits", 0),
+	CFG_NEST("dns", 0, cfg_ldns_keys, "launcher dns", 0),
+	CFG_DURATION("canary", 0, LCH(c_launcher_canary_ms), 1000, 0),
+	CFG_BOOL("io_uring", 0, LCH(c_launcher_io_uring)),
 	CFG_MAP("qemu", CFG_K_RESTART, cfg_k_launcher_qemu),
 	CFG_END,
 };

@@ -133,6 +133,16 @@ static const struct err_case err_cases[] = {
 	    "\"user\" must be \"UID:GID\" (numbers)" },
 	{ "launcher:\n  limits: {memory: 1KiB}\n", "t.yaml:2:20: ",
 	    "\"memory\" must be at least 1048576 bytes" },
+	/* issue 24 */
+	{ "launcher:\n  dns: {max_names: 0}\n", "t.yaml:2:20: ",
+	    "\"max_names\" must be at least 1, not \"0\"" },
+	{ "launcher:\n  dns: {new_names_per_minute: -1}\n", "t.yaml:2:31: ",
+	    "\"new_names_per_minute\"" },
+	{ "launcher:\n  dns: {max_name: 5}\n", "t.yaml:2:9: ",
+	    "unknown key \"max_name\" in launcher dns" },
+	{ "launcher:\n  io_uring: maybe\n", "t.yaml:2:13: ",
+	    "\"io_uring\" must be true or false" },
+	{ "launcher:\n  canary: soon\n", "t.yaml:2:11: ", "\"canary\"" },
 	{ "launcher:\n  backend: qemu\n  qemu: {kernel: /etc/hostname, "
 	    "initrd: /etc/hostname}\n", "t.yaml:2:12: ",
 	    "launcher backend \"qemu\" needs listen.transparent and "
