@@ -71,6 +71,7 @@ _pkg_cleanup()
 		wait "$AIRLOCK_PID" 2>/dev/null
 	fi
 	if [ -n "$pkg_installed" ]; then
+		rm -f /etc/airlock/test-470.yaml
 		# the user did not exist before this test: its processes are ours
 		pkill -KILL -u _airlock 2>/dev/null && sleep 0.5
 		dpkg_retry "$T/dpkg-cleanup.log" --purge airlock ||
