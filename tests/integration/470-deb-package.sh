@@ -15,6 +15,9 @@
 . "$top_srcdir/tests/integration/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (dpkg -i into this machine)"
+# dpkg needs root's sbin directories (ldconfig, start-stop-daemon)
+PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+export PATH
 command -v dpkg-buildpackage >/dev/null 2>&1 ||
     skip "dpkg-buildpackage not found (Debian: dpkg-dev; scripts/install-deps.sh --test)"
 command -v dh >/dev/null 2>&1 ||
