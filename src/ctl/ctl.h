@@ -95,6 +95,7 @@ int	ctl_cmd_sandbox_list(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_show(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_delete(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_ca(struct ctl *, struct ctl_args *);
+int	ctl_cmd_sandbox_probe(struct ctl *, struct ctl_args *);
 int	ctl_cmd_usage(struct ctl *, struct ctl_args *);
 int	ctl_cmd_usage_reset(struct ctl *, struct ctl_args *);
 int	ctl_cmd_run(struct ctl *, struct ctl_args *);

@@ -23,6 +23,8 @@ void	met_request(int allowed, enum aud_reason why,
 uint64_t met_requests_total(void);
 /* A reload attempt and its outcome (SIGHUP or POST /v1/reload). */
 void	met_reload(int ok);
+/* One failed containment check of the escape canary (sched/canary.c). */
+void	met_canary_failure(void);
 /* Append the whole exposition to <out>. */
 void	met_render(struct evbuffer *out);
 
