@@ -422,15 +422,14 @@ write_request_head(struct conn *c)
 	struct sec_req	*sr = c->c_x->x_sec.s_req;
 	/* built aside: a TLS bufferevent drains its output as we add */
 	struct evbuffer	*out = c->c_worker->w_scratch;
-	const char	*name, *v, *path, *query;
+	const char	*name, *v, *path, *query, *signer;
 	struct bufferevent *sock;
-	char		 host[300], num[21], *subst;
-	size_t		 nlen, vlen, slen, hlen, was;
+	char		 host[300], num[21];
+	size_t		 nlen, vlen, hlen, was;
 	int		 i, v6 = strchr(c->c_x->x_host, ':') != NULL;
 
-	path = sr != NULL && sr->sr_path != NULL ? sr->sr_path : c->c_x->x_path;
-	query = sr != NULL && sr->sr_query != NULL ? sr->sr_query :
-	    c->c_x->x_query;
+	path = sec_req_path(sr, c->c_x->x_path);
+	query = sec_req_query(sr, c->c_x->x_query);
 	/* [v6]:port, the port only when not the scheme's (no snprintf:
 	   every request comes here) */
 	hlen = util_copy_str(host, v6 ? "[" : "", sizeof(host));
@@ -441,12 +440,12 @@ write_request_head(struct conn *c)
 		util_u64_dec((uint64_t)c->c_x->x_port, num + 1);
 		hlen += util_copy_str(host + hlen, num, sizeof(host) - hlen);
 	}
-	if (sr != NULL && sr->sr_sigv4 != 0 && !c->c_x->x_sec.s_signed) {
+	if ((signer = sec_req_sigv4_name(sr, c->c_cfg)) != NULL &&
+	    !c->c_x->x_sec.s_signed) {
 		if (sec_req_sign(sr, c->c_cfg, c->c_x->x_method, host, path,
 		    query != NULL && query[0] != '\0' ? query : NULL, m,
 		    c->c_r.r_body) == -1)
-			log_warnx("SigV4 signing failed (secret %s)",
-			    c->c_cfg->c_secrets[sr->sr_sigv4 - 1].sc_name);
+			log_warnx("SigV4 signing failed (secret %s)", signer);
 		c->c_x->x_sec.s_signed = 1;
 	}
 	evbuffer_add(out, c->c_x->x_method, strlen(c->c_x->x_method));
@@ -476,20 +475,10 @@ write_request_head(struct conn *c)
 		util_trim_ows(&v, &vlen);
 		evbuffer_add(out, name, nlen);
 		evbuffer_add(out, ": ", 2);
-		if (sr != NULL && sr->sr_subst != NULL) {
-			/* placeholders become the real value, bound hosts only */
-			subst = sec_scan_string(sr->sr_subst, v, vlen, &slen,
-			    NULL);
-			evbuffer_add(out, subst, slen);
-			OPENSSL_cleanse(subst, slen);
-			free(subst);
-		} else
-			evbuffer_add(out, v, vlen);
+		sec_req_value_out(sr, v, vlen, out);
 		evbuffer_add(out, "\r\n", 2);
 	}
-	if (sr != NULL)
-		evbuffer_add(out, evbuffer_pullup(sr->sr_add, -1),
-		    evbuffer_get_length(sr->sr_add));
+	sec_req_fields_out(sr, out);
 	conn_pipe_req_fields(c, out);
 	if (c->c_r.r_upgrade)
 		evbuffer_add_printf(out,

@@ -202,10 +202,9 @@ conn_audit(struct conn *c)
 	r.ar_decision = x->x_allowed ? "allow" : "deny";
 	r.ar_reason = x->x_reason[0] ? x->x_reason : NULL;
 	r.ar_rule = x->x_rule[0] ? x->x_rule : NULL;
-	if (x->x_sec.s_req != NULL) {
-		r.ar_secrets = x->x_sec.s_req->sr_names;
-		r.ar_nsecrets = x->x_sec.s_req->sr_nnames;
-	}
+	if (x->x_sec.s_req != NULL)
+		r.ar_secrets = sec_req_names(x->x_sec.s_req,
+		    &r.ar_nsecrets);
 	r.ar_bytes_in = (int64_t)x->x_bytes_in;
 	r.ar_bytes_out = (int64_t)x->x_bytes_out;
 	dur_us = util_now_us() - x->x_start_us;

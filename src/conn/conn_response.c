@@ -51,14 +51,15 @@ conn_response_body_cb(void *arg, const char *p, size_t len)
 	struct conn	*c = arg;
 	struct evbuffer	*scanned = c->c_worker->w_scratch2;
 	const struct sec_req *sr = c->c_x->x_sec.s_req;
+	struct sec_scan	*reflect;
 	size_t		 n;
 
 	/* past a bytes cap: the feed loop cuts the response */
 	len = conn_budget_allow(c, 0, len);
 	conn_pipe_resp_body(c, p, len);
-	if (sr != NULL && sr->sr_reflect != NULL) {
+	if ((reflect = sec_req_reflector(sr)) != NULL) {
 		/* a secret went out: it must not come back */
-		sec_scan_feed(sr->sr_reflect, p, len, scanned);
+		sec_scan_feed(reflect, p, len, scanned);
 		n = evbuffer_get_length(scanned);
 		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(
 		    scanned, (ssize_t)n), n, c->c_r.r_rechunk,
@@ -76,10 +77,11 @@ conn_response_body_end(struct conn *c)
 {
 	struct evbuffer	*scanned = c->c_worker->w_scratch2;
 	const struct sec_req *sr = c->c_x->x_sec.s_req;
+	struct sec_scan	*reflect;
 	size_t		 n;
 
-	if (sr != NULL && sr->sr_reflect != NULL) {
-		sec_scan_finish(sr->sr_reflect, scanned);
+	if ((reflect = sec_req_reflector(sr)) != NULL) {
+		sec_scan_finish(reflect, scanned);
 		n = evbuffer_get_length(scanned);
 		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(
 		    scanned, (ssize_t)n), n, c->c_r.r_rechunk,
@@ -104,8 +106,7 @@ write_response_head(struct conn *c, int interim)
 	size_t		 nlen, vlen, before = evbuffer_get_length(out);
 	int		 i, http10 = c->c_req.hm_minor == 0;
 	int		 upgrade = m->hm_status == 101;
-	struct sec_scan	*reflect = c->c_x->x_sec.s_req != NULL ?
-			    c->c_x->x_sec.s_req->sr_reflect : NULL;
+	struct sec_scan	*reflect = sec_req_reflector(c->c_x->x_sec.s_req);
 	enum http_framing framing = m->hm_framing;
 
 	/* redaction changes the length: the body is re-framed */

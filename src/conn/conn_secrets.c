@@ -26,19 +26,20 @@ void
 conn_sec_head_out(struct conn *c, struct evbuffer *head, struct evbuffer *out)
 {
 	const struct sec_req	*sr = c->c_x->x_sec.s_req;
+	struct sec_scan		*reflect;
 	char			*raw, *clean;
 	size_t			 n = evbuffer_get_length(head), clen;
 
 	if (n == 0)
 		return;
 	raw = (char *)evbuffer_pullup(head, (ssize_t)n);
-	if (sr == NULL || sr->sr_reflect == NULL) {
+	if ((reflect = sec_req_reflector(sr)) == NULL) {
 		evbuffer_add(out, raw, n);
 		evbuffer_drain(head, n);
 		return;
 	}
 	/* a reflected secret never reaches the sandbox */
-	clean = sec_scan_string(sr->sr_reflect, raw, n, &clen, NULL);
+	clean = sec_scan_string(reflect, raw, n, &clen, NULL);
 	OPENSSL_cleanse(raw, n);
 	evbuffer_drain(head, n);
 	evbuffer_add(out, clean, clen);

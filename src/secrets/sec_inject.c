@@ -20,7 +20,7 @@
 #include "http/http_msg.h"
 #include "policy/pol.h"
 #include "secrets/sec.h"
-#include "secrets/sec_inject.h"
+#include "secrets/sec_req.h"
 #include "util/util.h"
 
 static int
@@ -656,4 +656,63 @@ sec_req_sign(struct sec_req *sr, const struct cfg *cfg, const char *method,
 	OPENSSL_cleanse(val, v->sv_len);
 	free(val);
 	return rc;
+}
+
+const char *
+sec_req_path(const struct sec_req *sr, const char *dflt)
+{
+	return sr != NULL && sr->sr_path != NULL ? sr->sr_path : dflt;
+}
+
+const char *
+sec_req_query(const struct sec_req *sr, const char *dflt)
+{
+	return sr != NULL && sr->sr_query != NULL ? sr->sr_query : dflt;
+}
+
+const char *
+sec_req_sigv4_name(const struct sec_req *sr, const struct cfg *cfg)
+{
+	if (sr == NULL || sr->sr_sigv4 == 0)
+		return NULL;
+	return cfg->c_secrets[sr->sr_sigv4 - 1].sc_name;
+}
+
+void
+sec_req_value_out(const struct sec_req *sr, const char *v, size_t vlen,
+    struct evbuffer *out)
+{
+	char	*subst;
+	size_t	 slen;
+
+	if (sr == NULL || sr->sr_subst == NULL) {
+		evbuffer_add(out, v, vlen);
+		return;
+	}
+	/* placeholders become the real value, bound hosts only */
+	subst = sec_scan_string(sr->sr_subst, v, vlen, &slen, NULL);
+	evbuffer_add(out, subst, slen);
+	OPENSSL_cleanse(subst, slen);
+	free(subst);
+}
+
+void
+sec_req_fields_out(const struct sec_req *sr, struct evbuffer *out)
+{
+	if (sr != NULL)
+		evbuffer_add(out, evbuffer_pullup(sr->sr_add, -1),
+		    evbuffer_get_length(sr->sr_add));
+}
+
+struct sec_scan *
+sec_req_reflector(const struct sec_req *sr)
+{
+	return sr != NULL ? sr->sr_reflect : NULL;
+}
+
+const char *const *
+sec_req_names(const struct sec_req *sr, size_t *n)
+{
+	*n = sr != NULL ? sr->sr_nnames : 0;
+	return sr != NULL ? sr->sr_names : NULL;
 }

@@ -21,29 +21,8 @@ struct sec_val;
 
 #define SEC_REQ_MAX	8	/* secrets one request can involve */
 
-struct sec_req {
-	struct sec_scan	*sr_subst;	/* placeholder -> value, or NULL */
-	struct sec_scan	*sr_subst_path;	/* placeholder -> encoded value */
-	struct sec_scan	*sr_reflect;	/* value/encodings -> redacted */
-	struct sec_val	*sr_vals[SEC_REQ_MAX];	/* refs held */
-	size_t		 sr_nvals;
-	const char	*sr_names[SEC_REQ_MAX];	/* attached, for the audit */
-	size_t		 sr_nnames;
-	const char	*sr_drop[SEC_REQ_MAX + 16];	/* header names replaced
-							   or removed */
-	size_t		 sr_ndrop;
-	struct evbuffer	*sr_add;	/* header lines we add */
-	char		*sr_query;	/* rewritten query, or NULL */
-	char		*sr_path;	/* path with placeholders replaced, or
-					   NULL */
-	int		 sr_sigv4;	/* index+1 of the SigV4 secret */
-	struct sec_val	*sr_sigv4_val;	/* its value (one of sr_vals) */
-	int		 sr_need_body;	/* SigV4 wants the body's SHA-256 */
-	int		 sr_carries;	/* a value goes out with the request
-					   (else the scanner only guards
-					   against stored values) */
-	size_t		 sr_min_run;	/* cfg reflect_min_run */
-};
+/* What one request involves; opaque outside secrets/ (sec_req.h). */
+struct sec_req;
 
 enum sec_verdict {
 	SEC_OK = 0,
@@ -75,6 +54,23 @@ struct sec_facts {
 enum sec_verdict sec_req_prepare(const struct sec_facts *,
 	    struct sec_req **out, char *reason, size_t reasonsz);
 void	sec_req_free(struct sec_req *);
+
+/* The accessors the connection uses (all take NULL: no secrets). */
+/* The path and query going upstream: placeholders replaced, else <dflt>. */
+const char *sec_req_path(const struct sec_req *, const char *dflt);
+const char *sec_req_query(const struct sec_req *, const char *dflt);
+/* Does SigV4 sign this request? Its secret's name, or NULL. */
+const char *sec_req_sigv4_name(const struct sec_req *, const struct cfg *);
+/* The header value <v> towards the upstream, placeholders replaced by
+ * values of bound secrets, appended to <out> (the copy wiped). */
+void	sec_req_value_out(const struct sec_req *, const char *v, size_t vlen,
+	    struct evbuffer *out);
+/* The header lines the secrets add, appended to <out>. */
+void	sec_req_fields_out(const struct sec_req *, struct evbuffer *out);
+/* The scanner redacting reflected values from the response, or NULL. */
+struct sec_scan *sec_req_reflector(const struct sec_req *);
+/* The names of the secrets attached, for the audit (borrowed). */
+const char *const *sec_req_names(const struct sec_req *, size_t *n);
 
 /*
  * The response scanner for the secrets <idx>[0..n) with values <vals>:

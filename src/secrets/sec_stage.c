@@ -16,7 +16,7 @@
 #include "pipe/stage.h"
 #include "pipe/xchg.h"
 #include "secrets/sec.h"
-#include "secrets/sec_inject.h"
+#include "secrets/sec_req.h"
 #include "util/util.h"
 
 /* Does any field <name> of <m> hold <token> (case-insensitive)? */

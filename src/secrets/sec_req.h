@@ -1,0 +1,34 @@
+/*
+ * Inside secrets/ only: what one request involves (sec_inject.h keeps it
+ * opaque for the connection, which goes through its accessors).
+ */
+#ifndef AIRLOCK_SEC_REQ_H
+#define AIRLOCK_SEC_REQ_H
+
+#include "secrets/sec_inject.h"
+
+struct sec_req {
+	struct sec_scan	*sr_subst;	/* placeholder -> value, or NULL */
+	struct sec_scan	*sr_subst_path;	/* placeholder -> encoded value */
+	struct sec_scan	*sr_reflect;	/* value/encodings -> redacted */
+	struct sec_val	*sr_vals[SEC_REQ_MAX];	/* refs held */
+	size_t		 sr_nvals;
+	const char	*sr_names[SEC_REQ_MAX];	/* attached, for the audit */
+	size_t		 sr_nnames;
+	const char	*sr_drop[SEC_REQ_MAX + 16];	/* header names replaced
+							   or removed */
+	size_t		 sr_ndrop;
+	struct evbuffer	*sr_add;	/* header lines we add */
+	char		*sr_query;	/* rewritten query, or NULL */
+	char		*sr_path;	/* path with placeholders replaced, or
+					   NULL */
+	int		 sr_sigv4;	/* index+1 of the SigV4 secret */
+	struct sec_val	*sr_sigv4_val;	/* its value (one of sr_vals) */
+	int		 sr_need_body;	/* SigV4 wants the body's SHA-256 */
+	int		 sr_carries;	/* a value goes out with the request
+					   (else the scanner only guards
+					   against stored values) */
+	size_t		 sr_min_run;	/* cfg reflect_min_run */
+};
+
+#endif
