@@ -1221,18 +1221,20 @@ cfg_k_rule_meter(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_rule	*r = arg;
 	const char	*s;
 
-	if ((s = cfg_scalar(cp, v, "\"meter\"", "openai, anthropic or none")) ==
-	    NULL)
+	if ((s = cfg_scalar(cp, v, "\"meter\"",
+	    "openai, anthropic, gemini or none")) == NULL)
 		return;
 	if (strcmp(s, "openai") == 0)
 		r->r_meter = CFG_METER_OPENAI;
 	else if (strcmp(s, "anthropic") == 0)
 		r->r_meter = CFG_METER_ANTHROPIC;
+	else if (strcmp(s, "gemini") == 0)
+		r->r_meter = CFG_METER_GEMINI;
 	else if (strcmp(s, "none") == 0)
 		r->r_meter = CFG_METER_NONE;
 	else
-		cfg_err(cp, v, "\"meter\" must be openai, anthropic or none, "
-		    "not \"%s\"", s);
+		cfg_err(cp, v, "\"meter\" must be openai, anthropic, gemini or "
+		    "none, not \"%s\"", s);
 }
 
 /* async_usd: what one asynchronous job (batch, fine-tuning, run,

@@ -568,16 +568,11 @@ END_TEST
 
 /* ---- recorded fixtures ---------------------------------------------- */
 
-struct fixture {
-	char			*path;
-	char			*name;
-	enum meter_dialect	 dialect;
-	int			 sse;
-	struct usage		 want;
-};
+#define fixture unit_llm_fixture
 
 static struct fixture	*fixtures;
 static size_t		 nfixtures;
+static size_t		 fixtures_cap;
 
 static char *
 pathf(const char *fmt, ...)
@@ -643,6 +638,17 @@ expect_usage(struct fixture *f, json_object *eu)
 	memset(&f->want, 0, sizeof(f->want));
 	if (eu == NULL || !json_object_is_type(eu, json_type_object))
 		return;
+	if (f->dialect == METER_GEMINI) {
+		/* prompt (cached included) + tool-use prompt; candidates +
+		   thoughts */
+		f->want.u_input = jcount(eu, "promptTokenCount", &any) +
+		    jcount(eu, "toolUsePromptTokenCount", NULL);
+		f->want.u_cached = jcount(eu, "cachedContentTokenCount", NULL);
+		f->want.u_output = jcount(eu, "candidatesTokenCount", &any) +
+		    jcount(eu, "thoughtsTokenCount", &any);
+		f->want.u_found = any;
+		return;
+	}
 	if (f->dialect == METER_OPENAI) {
 		f->want.u_input = jcount(eu, "prompt_tokens", &any) +
 		    jcount(eu, "input_tokens", &any);
@@ -679,44 +685,38 @@ expect_usage(struct fixture *f, json_object *eu)
 	f->want.u_output = out;
 }
 
-static void
-load_fixtures(void)
+/* Add the fixtures of <base>/MANIFEST.json; 0, or -1 if there is none. */
+static int
+load_manifest(const char *base)
 {
 	json_object	*man, *e, *v;
-	const char	*top, *file, *prov;
-	char		*base = NULL, *mpath;
+	const char	*file, *prov;
+	char		*mpath;
 	size_t		 i, n;
 
-	if ((top = getenv("top_srcdir")) != NULL)
-		base = pathf("%s/../shared/testdata/llm", top);
-	mpath = base != NULL ? pathf("%s/MANIFEST.json", base) : NULL;
-	if (!is_file(mpath)) {
-		free(base);
-		free(mpath);
-		base = pathf("/work/shared/testdata/llm");
-		mpath = pathf("%s/MANIFEST.json", base);
-	}
+	mpath = pathf("%s/MANIFEST.json", base);
 	if (!is_file(mpath) ||
 	    (man = json_object_from_file(mpath)) == NULL) {
-		fprintf(stderr, "meter: %s not found: recorded LLM fixtures "
-		    "skipped (embedded cases still run)\n",
-		    mpath != NULL ? mpath : "MANIFEST.json");
-		free(base);
 		free(mpath);
-		return;
+		return -1;
 	}
 	free(mpath);
 	if (!json_object_is_type(man, json_type_array)) {
-		fprintf(stderr, "meter: MANIFEST.json is not an array\n");
+		fprintf(stderr, "meter: %s/MANIFEST.json is not an array\n",
+		    base);
 		json_object_put(man);
-		free(base);
-		return;
+		return -1;
 	}
 	n = json_object_array_length(man);
-	fixtures = calloc(n == 0 ? 1 : n, sizeof(*fixtures));
-	for (i = 0; fixtures != NULL && i < n; i++) {
+	fixtures = realloc(fixtures, (fixtures_cap + n + 1) *
+	    sizeof(*fixtures));
+	if (fixtures == NULL)
+		abort();	/* not in a test yet: no ck_assert */
+	fixtures_cap += n + 1;
+	for (i = 0; i < n; i++) {
 		struct fixture	*f = &fixtures[nfixtures];
 
+		memset(f, 0, sizeof(*f));
 		e = json_object_array_get_idx(man, i);
 		if (!json_object_object_get_ex(e, "file", &v) ||
 		    (file = json_object_get_string(v)) == NULL ||
@@ -727,6 +727,8 @@ load_fixtures(void)
 			f->dialect = METER_OPENAI;
 		else if (strcmp(prov, "anthropic") == 0)
 			f->dialect = METER_ANTHROPIC;
+		else if (strcmp(prov, "gemini") == 0)
+			f->dialect = METER_GEMINI;
 		else
 			continue;
 		f->sse = json_object_object_get_ex(e, "stream", &v) &&
@@ -739,11 +741,45 @@ load_fixtures(void)
 		nfixtures++;
 	}
 	json_object_put(man);
+	return 0;
+}
+
+/*
+ * The recorded fixtures of ../shared/testdata/llm when present, and the
+ * in-tree ones of tests/data/llm (Gemini) always.
+ */
+static void
+load_fixtures(void)
+{
+	const char	*top = getenv("top_srcdir");
+	char		*base;
+
+	if (top == NULL)
+		top = ".";
+	base = pathf("%s/../shared/testdata/llm", top);
+	if (load_manifest(base) == -1 &&
+	    load_manifest("/work/shared/testdata/llm") == -1)
+		fprintf(stderr, "meter: ../shared/testdata/llm not found: "
+		    "recorded LLM fixtures skipped (embedded cases and "
+		    "tests/data/llm still run)\n");
+	free(base);
+	base = pathf("%s/tests/data/llm", top);
+	if (load_manifest(base) == -1)
+		fprintf(stderr, "meter: %s/MANIFEST.json not found\n", base);
 	free(base);
 }
 
-static char *
-slurp(const char *path, size_t *lenp)
+const struct unit_llm_fixture *
+unit_llm_fixtures(size_t *n)
+{
+	if (fixtures == NULL)
+		load_fixtures();
+	*n = nfixtures;
+	return fixtures;
+}
+
+char *
+unit_slurp(const char *path, size_t *lenp)
 {
 	FILE	*fp;
 	char	*b = NULL;
@@ -774,11 +810,12 @@ START_TEST(test_fixture)
 	char			*body;
 	size_t			 len;
 
-	body = slurp(f->path, &len);
+	body = unit_slurp(f->path, &len);
 	ck_assert_msg(body != NULL, "%s: cannot read", f->path);
 	check_splits(f->name, f->dialect, f->sse, body, len, &f->want, &got);
 	/* The MANIFEST has no model: check the family at least. */
-	pfx = f->dialect == METER_OPENAI ? "gpt-" : "claude-";
+	pfx = f->dialect == METER_OPENAI ? "gpt-" : f->dialect ==
+	    METER_GEMINI ? "gemini-" : "claude-";
 	if (got.u_found)
 		ck_assert_msg(strncmp(got.u_model, pfx, strlen(pfx)) == 0,
 		    "%s: model \"%s\"", f->name, got.u_model);
@@ -1043,8 +1080,7 @@ suite_meter(void)
 	tcase_add_test(tc, test_response_shapes);
 	suite_add_tcase(s, tc);
 
-	if (fixtures == NULL)
-		load_fixtures();
+	(void)unit_llm_fixtures(&nfixtures);
 	if (nfixtures == 0)
 		return s;
 	tc = tcase_create("fixtures");
