@@ -134,6 +134,94 @@ struct meter_case {
 };
 
 static const struct meter_case cases[] = {
+	/* OpenAI-compatible servers (meter: openai): usage in the last
+	   chunk whether or not include_usage was honoured */
+	{ "vLLM continuous usage stats", METER_OPENAI, 1,
+	    "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\","
+	    "\"model\":\"Qwen/Qwen2.5-7B-Instruct\",\"choices\":[{\"index\":0,"
+	    "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":{"
+	    "\"prompt_tokens\":21,\"total_tokens\":21,\"completion_tokens\":0}}"
+	    "\n\ndata: {\"id\":\"chatcmpl-1\",\"model\":\"Qwen/Qwen2.5-7B-"
+	    "Instruct\",\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+	    "\"Hi\"}}],\"usage\":{\"prompt_tokens\":21,\"total_tokens\":22,"
+	    "\"completion_tokens\":1}}\n\ndata: {\"id\":\"chatcmpl-1\","
+	    "\"model\":\"Qwen/Qwen2.5-7B-Instruct\",\"choices\":[],\"usage\":{"
+	    "\"prompt_tokens\":21,\"total_tokens\":30,\"completion_tokens\":9}}"
+	    "\n\ndata: [DONE]\n\n",
+	    "Qwen/Qwen2.5-7B-Instruct", 1, 21, 0, 0, 9 },
+	{ "llama.cpp server final chunk with timings", METER_OPENAI, 1,
+	    "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
+	    "{\"content\":\"Hello\"}}],\"created\":1730000000,\"id\":\"chatcmpl-"
+	    "x\",\"model\":\"gpt-3.5-turbo\",\"system_fingerprint\":\"b4000-"
+	    "abc\",\"object\":\"chat.completion.chunk\"}\n\n"
+	    "data: {\"choices\":[{\"finish_reason\":\"stop\",\"index\":0,"
+	    "\"delta\":{}}],\"created\":1730000000,\"id\":\"chatcmpl-x\","
+	    "\"model\":\"gpt-3.5-turbo\",\"object\":\"chat.completion.chunk\","
+	    "\"usage\":{\"completion_tokens\":12,\"prompt_tokens\":35,"
+	    "\"total_tokens\":47,\"prompt_tokens_details\":{\"cached_tokens\":"
+	    "32}},\"timings\":{\"prompt_n\":3,\"prompt_ms\":20.1,"
+	    "\"predicted_n\":12,\"predicted_ms\":130.5}}\n\ndata: [DONE]\n\n",
+	    "gpt-3.5-turbo", 1, 35, 32, 0, 12 },
+	{ "OpenRouter comments, cost and details", METER_OPENAI, 1,
+	    ": OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\n"
+	    "data: {\"id\":\"gen-1\",\"provider\":\"Anthropic\",\"model\":"
+	    "\"anthropic/claude-3.5-sonnet\",\"object\":\"chat.completion.chunk"
+	    "\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+	    "\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n"
+	    "data: {\"id\":\"gen-1\",\"provider\":\"Anthropic\",\"model\":"
+	    "\"anthropic/claude-3.5-sonnet\",\"object\":\"chat.completion.chunk"
+	    "\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},"
+	    "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":14,"
+	    "\"completion_tokens\":5,\"total_tokens\":19,\"cost\":0.000117,"
+	    "\"is_byok\":false,\"prompt_tokens_details\":{\"cached_tokens\":0},"
+	    "\"completion_tokens_details\":{\"reasoning_tokens\":0}}}\n\n"
+	    "data: [DONE]\n\n",
+	    "anthropic/claude-3.5-sonnet", 1, 14, 0, 0, 5 },
+	{ "Together usage with the last choice", METER_OPENAI, 1,
+	    "data: {\"id\":\"8a\",\"object\":\"chat.completion.chunk\","
+	    "\"created\":1,\"model\":\"meta-llama/Llama-3.3-70B-Instruct-Turbo"
+	    "\",\"choices\":[{\"index\":0,\"text\":\"Hi\",\"logprobs\":null,"
+	    "\"finish_reason\":null,\"delta\":{\"token_id\":13347,\"role\":"
+	    "\"assistant\",\"content\":\"Hi\"}}],\"usage\":null}\n\n"
+	    "data: {\"id\":\"8a\",\"object\":\"chat.completion.chunk\","
+	    "\"created\":1,\"model\":\"meta-llama/Llama-3.3-70B-Instruct-Turbo"
+	    "\",\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":"
+	    "\"eos\",\"delta\":{\"content\":\"\"}}],\"usage\":{"
+	    "\"prompt_tokens\":40,\"completion_tokens\":2,\"total_tokens\":42,"
+	    "\"cached_tokens\":0}}\n\ndata: [DONE]\n\n",
+	    "meta-llama/Llama-3.3-70B-Instruct-Turbo", 1, 40, 0, 0, 2 },
+	{ "OpenAI-compatible server without usage", METER_OPENAI, 1,
+	    "data: {\"model\":\"local\",\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+	    "", 0, 0, 0, 0, 0 },
+	/* Gemini */
+	{ "gemini json", METER_GEMINI, 0,
+	    "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"x\"}]}}],"
+	    "\"usageMetadata\":{\"promptTokenCount\":100,"
+	    "\"candidatesTokenCount\":20,\"cachedContentTokenCount\":64,"
+	    "\"thoughtsTokenCount\":30,\"toolUsePromptTokenCount\":5,"
+	    "\"totalTokenCount\":155},\"modelVersion\":\"gemini-2.5-pro\"}",
+	    "gemini-2.5-pro", 1, 105, 64, 0, 50 },
+	{ "gemini array, brackets in strings", METER_GEMINI, 0,
+	    " [ {\"candidates\":[{\"content\":{\"parts\":[{\"text\":"
+	    "\"[{\\\"}]\\\\\"}]}}],\"usageMetadata\":{\"promptTokenCount\":3}},"
+	    "\n{\"usageMetadata\":{\"promptTokenCount\":3,"
+	    "\"candidatesTokenCount\":4},\"modelVersion\":\"gemini-x\"} ] ",
+	    "gemini-x", 1, 3, 0, 0, 4 },
+	{ "gemini array not of objects", METER_GEMINI, 0,
+	    "[1,{\"usageMetadata\":{\"promptTokenCount\":3}}]",
+	    "", 0, 0, 0, 0, 0 },
+	{ "gemini sse, last chunk wins", METER_GEMINI, 1,
+	    "data: {\"usageMetadata\":{\"promptTokenCount\":9,"
+	    "\"totalTokenCount\":9},\"modelVersion\":\"gemini-2.0-flash\"}\r\n"
+	    "\r\ndata: {\"usageMetadata\":{\"promptTokenCount\":9,"
+	    "\"candidatesTokenCount\":2,\"totalTokenCount\":11},"
+	    "\"modelVersion\":\"gemini-2.0-flash\"}\r\n\r\n",
+	    "gemini-2.0-flash", 1, 9, 0, 0, 2 },
+	{ "gemini error", METER_GEMINI, 0,
+	    "{\"error\":{\"code\":429,\"message\":\"Resource has been "
+	    "exhausted\",\"status\":\"RESOURCE_EXHAUSTED\"}}",
+	    "", 0, 0, 0, 0, 0 },
 	{ "openai stream, final usage chunk", METER_OPENAI, 1,
 	    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\","
 	    "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":"
@@ -1052,6 +1140,45 @@ START_TEST(test_response_shapes)
 }
 END_TEST
 
+/* Gemini's request fields and the model in its path. */
+START_TEST(test_req_scan_gemini)
+{
+	struct req_facts	rf;
+	char			model[128];
+	const char		*b;
+
+	b = "{\"contents\":[],\"generationConfig\":{\"maxOutputTokens\":256,"
+	    "\"candidateCount\":4}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), 0);
+	ck_assert_uint_eq(rf.rf_max_out, 256);
+	ck_assert_uint_eq(rf.rf_choices, 4);
+	ck_assert_int_eq(rf.rf_rewrite, 0);
+	b = "{\"generation_config\":{\"max_output_tokens\":99,"
+	    "\"candidate_count\":2}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), 0);
+	ck_assert_uint_eq(rf.rf_max_out, 99);
+	ck_assert_uint_eq(rf.rf_choices, 2);
+	b = "{\"generationConfig\":{\"maxOutputTokens\":1},"
+	    "\"generation_config\":{\"max_output_tokens\":99}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), -1);
+	b = "{\"generationConfig\":{\"candidateCount\":\"8\"}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), -1);
+	b = "{\"generationConfig\":{\"maxOutputTokens\":1,"
+	    "\"maxOutputTokens\":900}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), -1);
+	req_path_model("/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+	    model, sizeof(model));
+	ck_assert_str_eq(model, "gemini-2.5-flash");
+	req_path_model("/v1/projects/p/locations/l/publishers/google/models/"
+	    "gemini-2.0-flash-001:generateContent", model, sizeof(model));
+	ck_assert_str_eq(model, "gemini-2.0-flash-001");
+	req_path_model("/v1/chat/completions", model, sizeof(model));
+	ck_assert_str_eq(model, "");
+	ck_assert_int_eq(req_async_path("POST",
+	    "/v1beta/models/gemini-2.0-flash:batchGenerateContent"), 1);
+}
+END_TEST
+
 Suite *
 suite_meter(void)
 {
@@ -1077,6 +1204,7 @@ suite_meter(void)
 	tcase_add_test(tc, test_req_scan_refused);
 	tcase_add_test(tc, test_req_scan_rewrite);
 	tcase_add_test(tc, test_req_scan_shapes);
+	tcase_add_test(tc, test_req_scan_gemini);
 	tcase_add_test(tc, test_response_shapes);
 	suite_add_tcase(s, tc);
 
