@@ -174,6 +174,37 @@ enum bud_verdict bud_admit(const char *sandbox, const struct cfg_caps *caps,
 void	bud_add_bytes(const char *sandbox, uint64_t in, uint64_t out);
 /* Settle a reservation to the metered cost. */
 void	bud_settle(const char *sandbox, uint64_t reserved, uint64_t cost);
+/*
+ * Settle as bud_settle() and add the request to the sandbox's breakdown
+ * by model and UTC day (usage_tab.c): <u> what the meter found (NULL or
+ * not found: only the request and its cost count), <model> the model to
+ * file it under ("" = "unknown"). Also counted in /metrics.
+ */
+void	bud_settle_usage(const char *sandbox, uint64_t reserved,
+	    uint64_t cost, const struct usage *u, const char *model);
+
+/* One row of the breakdown: a model, a UTC day, or both. */
+struct bud_use_row {
+	uint64_t	ur_day;		/* days since 1970-01-01 UTC */
+	char		ur_model[128];
+	uint64_t	ur_requests;
+	uint64_t	ur_cost;	/* µUSD */
+	uint64_t	ur_input;	/* every prompt token */
+	uint64_t	ur_cached;
+	uint64_t	ur_cache_write;
+	uint64_t	ur_output;
+};
+
+enum bud_by {
+	BUD_BY_MODEL = 0,
+	BUD_BY_DAY,
+};
+
+/* The breakdown of <sandbox>, summed by model (sorted by name) or by day
+ * (oldest first), into a malloc'ed array (free()). 0, or -1 if the
+ * sandbox is unknown. */
+int	bud_usage_by(const char *sandbox, enum bud_by, struct bud_use_row **,
+	    size_t *n);
 /* Current counters (admin API, tests); 0 or -1 if unknown sandbox. */
 int	bud_get(const char *sandbox, const struct cfg_caps *caps,
 	    struct bud_counters *out);

@@ -503,7 +503,11 @@ conn_budget_end(struct conn *c, struct aud_rec *r, struct usage *u)
 		cost = c->c_r.r_reserved;
 	if (c->c_r.r_async)
 		r->ar_cost_micro = (int64_t)cost;
-	bud_settle(c->c_sbx->sb_id, c->c_r.r_reserved, cost);
+	/* metered: filed by model and day, counted in /metrics */
+	bud_settle_usage(c->c_sbx->sb_id, c->c_r.r_reserved, cost, u,
+	    c->c_r.r_meter != NULL ? u->u_model : c->c_r.r_async ||
+	    (c->c_r.r_rule_p != NULL && c->c_r.r_rule_p->r_meter !=
+	    CFG_METER_NONE) ? c->c_r.r_model : NULL);
 	if (c->c_r.r_bud == NULL)
 		c->c_r.r_bud = bud_handle(c->c_sbx->sb_id);
 	(void)bud_charge(c->c_r.r_bud, NULL, c->c_r.r_bytes_in -

@@ -35,6 +35,7 @@ Suite	*suite_sec_trip(void);
 Suite	*suite_meter(void);
 Suite	*suite_decode(void);
 Suite	*suite_bud(void);
+Suite	*suite_bud_use(void);
 Suite	*suite_geo(void);
 /* test_geo.c: writes a small .mmdb with tests/integration/mkmmdb.pl. */
 int	 unit_mkmmdb(const char *out);
