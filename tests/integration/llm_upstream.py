@@ -31,6 +31,7 @@ GET .../models answers a model list. The fixture can be chosen with "X-Fixture: 
 
 "X-Synth: openai" (or "responses", "anthropic") makes an answer up instead:
 a chat completion (or Responses API result, Anthropic message) whose usage is "X-Synth-Usage: P,C[,R[,W]]"
+("X-Synth-Usage: none": a chat completion without usage)
 (prompt, completion, cached/cache-read, cache-write tokens) or, without it,
 P = the request body's length in bytes and C = its max_tokens (or
 max_completion_tokens / max_output_tokens, else 0): exactly the worst case
@@ -352,7 +353,8 @@ def synth(kind, req, body, usage_hdr):
     """(content type, body bytes) for X-Synth."""
     model = req.get("model") if isinstance(req.get("model"), str) else ""
     stream = req.get("stream") is True
-    if usage_hdr:
+    no_usage = (usage_hdr or "").strip().lower() == "none"
+    if usage_hdr and not no_usage:
         nums = [int(x) for x in usage_hdr.split(",")]
     else:
         nums = [len(body), _max_out(req)]
@@ -401,12 +403,14 @@ def synth(kind, req, body, usage_hdr):
              "total_tokens": p + c,
              "prompt_tokens_details": {"cached_tokens": cached}}
     if not stream:
-        return "application/json", json.dumps({
-            "id": "chatcmpl-synth", "object": "chat.completion",
-            "model": model, "choices": [{
-                "index": 0, "message": {"role": "assistant",
-                                        "content": "ok"},
-                "finish_reason": "stop"}], "usage": usage}).encode()
+        o = {"id": "chatcmpl-synth", "object": "chat.completion",
+             "model": model, "choices": [{
+                 "index": 0, "message": {"role": "assistant",
+                                         "content": "ok"},
+                 "finish_reason": "stop"}], "usage": usage}
+        if no_usage:
+            del o["usage"]
+        return "application/json", json.dumps(o).encode()
     chunks = [{"id": "chatcmpl-synth", "object": "chat.completion.chunk",
                "model": model, "choices": [{
                    "index": 0, "delta": {"role": "assistant",
