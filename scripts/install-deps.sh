@@ -6,7 +6,8 @@
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       libssl-dev libevent-dev libyaml-dev libmaxminddb-dev libjson-c-dev
-      libyajl-dev zlib1g-dev libbrotli-dev check node-llhttp libhiredis-dev openssl ca-certificates nftables
+      libyajl-dev libseccomp-dev zlib1g-dev libbrotli-dev
+      check node-llhttp libhiredis-dev openssl ca-certificates nftables
       busybox-static cpio kmod xz-utils curl"
 # without its recommends (GUI, firmware for other machines: some 170
 # packages): microvm boots the kernel directly with qboot (qemu-system-data)
@@ -16,6 +17,10 @@ TEST_PKGS="curl python3 python3-websocket procps iproute2 nftables squid tinypro
            bind9-dnsutils clang libclang-rt-14-dev"
 # real clients of 405/406 (run with the system python, /usr/bin/python3)
 TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
+# 470-deb-package builds the Debian package (dpkg-buildpackage, debhelper),
+# installs it and rotates its audit log; devscripts without its
+# recommends (mail and web tooling)
+DEB_PKGS="dpkg-dev debhelper devscripts fakeroot adduser logrotate"
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS $TEST_PKGS"
 fi
@@ -54,6 +59,10 @@ apt_install() {
 apt_install -- $PKGS
 # shellcheck disable=SC2086
 apt_install --no-install-recommends -- $QEMU_PKGS
+if [ "${1:-}" = "--test" ]; then
+	# shellcheck disable=SC2086
+	apt_install --no-install-recommends -- $DEB_PKGS
+fi
 # squid and tinyproxy come with services we do not want running: the
 # benchmark starts its own instances on its own ports.
 for s in squid tinyproxy; do

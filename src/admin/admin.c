@@ -97,7 +97,7 @@ admin_token_load(const struct cfg *cfg, char **out, size_t *outlen)
 		return 0;
 	}
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
-		if (fstat(fd, &st) == -1 || (st.st_mode & 077) != 0) {
+		if (fstat(fd, &st) == -1 || !util_file_private(&st)) {
 			log_warnx("admin token %s: readable by group or "
 			    "others; chmod 600 it", path);
 			close(fd);

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "conn/worker.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
+#include "sched/canary.h"
 #include "sched/pool.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -284,6 +286,8 @@ sandbox_launched(const struct cfg *cfg, const struct sbx *s, json_object *o)
 	snprintf(user, sizeof(user), "%u:%u", cfg->c_launcher_uid,
 	    cfg->c_launcher_gid);
 	json_object_object_add(o, "user", json_object_new_string(user));
+	json_object_object_add(o, "io_uring",
+	    json_object_new_boolean(cfg->c_launcher_io_uring));
 	if (s->sb_flags & SBX_F_VM)
 		json_object_object_add(o, "ctl_socket",
 		    json_object_new_string(s->sb_ctl));
@@ -455,6 +459,22 @@ route_sandbox_vm(const struct admin_req *q, struct admin_resp *r,
 		return;
 	}
 	admin_json(r, 200, sandbox_summary(s));
+}
+
+/* POST …/probe: the escape canary (sched/canary.c). */
+static void
+route_sandbox_probe(const struct admin_req *q, struct admin_resp *r,
+    struct sbx *s)
+{
+	json_object	*o;
+	char		 why[200];
+
+	if (canary_probe(s, &o, why, sizeof(why)) == -1) {
+		admin_error(r, errno == ENOTSUP ? 409 : 500, errno == ENOTSUP ?
+		    "conflict" : "internal_error", why);
+		return;
+	}
+	admin_json(r, 200, o);
 }
 
 static void
@@ -912,6 +932,10 @@ admin_route(const struct admin_req *q, struct admin_resp *r)
 	    m == HTTP_POST)
 		route_sandbox_vm(q, r, s, IS(3, "pause"));
 	else if (n == 4 && (IS(3, "pause") || IS(3, "resume")))
+		method_not_allowed(r, "POST");
+	else if (n == 4 && IS(3, "probe") && m == HTTP_POST)
+		route_sandbox_probe(q, r, s);
+	else if (n == 4 && IS(3, "probe"))
 		method_not_allowed(r, "POST");
 	else
 		admin_error(r, 404, "not_found", "no such route");

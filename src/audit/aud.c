@@ -98,31 +98,6 @@ aud_test_set_hold_max(size_t bytes)
 	aud_hold_max = bytes != 0 ? bytes : AUD_HOLD_MAX;
 }
 
-static void
-hex_encode(const unsigned char *in, size_t len, char *out)
-{
-	static const char	hex[] = "0123456789abcdef";
-	size_t			i;
-
-	for (i = 0; i < len; i++) {
-		out[2 * i] = hex[in[i] >> 4];
-		out[2 * i + 1] = hex[in[i] & 15];
-	}
-	out[2 * len] = '\0';
-}
-
-static int
-is_hex(const char *s, size_t len)
-{
-	size_t	i;
-
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 static const char *
 aud_name(void)
 {
@@ -174,7 +149,7 @@ aud_open_tail(int wfd, off_t size)
 	if (aud.chain && !aud.prev_known && len > 0) {
 		end = buf + len - tail;
 		if (len >= tail && memcmp(end, "\"hash\":\"", 8) == 0 &&
-		    is_hex(end + 8, AUD_HEX) &&
+		    util_is_lower_hex(end + 8, AUD_HEX) &&
 		    memcmp(end + 8 + AUD_HEX, "\"}\n", 3) == 0)
 			memcpy(aud.prev, end + 8, AUD_HEX);
 		else
@@ -395,7 +370,7 @@ aud_append(const char *text)
 		n += snprintf(p + n, aud.ocap - aud.olen - (size_t)n,
 		    "%s\"prev\":\"%s\"}", len > 2 ? "," : "", aud.prev);
 		SHA256((unsigned char *)p, (size_t)n, digest);
-		hex_encode(digest, sizeof(digest), hash);
+		util_hex_encode(digest, sizeof(digest), hash);
 		n--;
 		n += snprintf(p + n, aud.ocap - aud.olen - (size_t)n,
 		    ",\"hash\":\"%s\"}\n", hash);

@@ -32,24 +32,13 @@
 #include <openssl/evp.h>
 
 #include "audit/aud.h"
+#include "util/util.h"
 
 #define HEXLEN	64
 
 /* ,"hash":"H"} and "prev":"P" as the writer puts them */
 #define HASH_TAIL_LEN	(9 + HEXLEN + 2)
 #define PREV_MEMBER_LEN	(8 + HEXLEN + 1)
-
-static int
-is_lower_hex(const char *s, size_t len)
-{
-	size_t	i;
-
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
 
 static void
 why(struct aud_verify *v, const char *fmt, ...)
@@ -89,7 +78,7 @@ hex_member(json_object *o, const char *key, struct aud_verify *v)
 	}
 	s = json_object_get_string(m);
 	if (json_object_get_string_len(m) != HEXLEN ||
-	    !is_lower_hex(s, HEXLEN)) {
+	    !util_is_lower_hex(s, HEXLEN)) {
 		why(v, "%s is not 64 lowercase hex digits (line altered)", key);
 		return NULL;
 	}

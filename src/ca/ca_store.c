@@ -165,7 +165,7 @@ ca_read_file(const char *path, int secret, size_t *lenp)
 		close(fd);
 		return NULL;
 	}
-	if (secret && (st.st_mode & 077) != 0) {
+	if (secret && !util_file_private(&st)) {
 		log_warnx("%s: readable by group or others (mode %04o), "
 		    "refused; chmod 600 it or delete the sandbox's CA", path,
 		    (unsigned)(st.st_mode & 07777));

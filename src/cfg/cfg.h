@@ -258,6 +258,15 @@ struct cfg {
 	uint32_t		  c_launcher_gid;	/* 65534 */
 	uint64_t		  c_launcher_memory;	/* bytes; 512MiB */
 	uint64_t		  c_launcher_pids;	/* 256 */
+	uint64_t		  c_launcher_dns_max_names; /* per sandbox;
+							       4096 */
+	uint64_t		  c_launcher_dns_per_min; /* new names per
+							     minute under a
+							     wildcard; 30 */
+	uint64_t		  c_launcher_canary_ms;	/* periodic escape
+							   canary; 0 = off */
+	int			  c_launcher_io_uring;	/* 0: seccomp denies
+							   io_uring */
 	int			  c_launcher_set;	/* a launcher section:
 							   keep warm pools */
 	int			  c_launcher_backend;	/* CFG_BACKEND_* */

@@ -26,8 +26,7 @@ cfg_k_listen_address(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_listen_item	*li = arg;
 	const char		*s, *why;
 
-	if ((s = cfg_scalar(cp, v, "\"address\"", "\"IP:PORT\"")) == NULL)
-		return;
+	s = cfg_str(v);
 	if ((why = cfg_parse_hostport(s, 0, &li->li_addr)) != NULL)
 		cfg_err(cp, v, "bad listen address \"%s\": %s", s, why);
 }
@@ -39,15 +38,16 @@ cfg_k_listen_default(struct cfg_parse *cp, const struct cfg_key *k,
 	struct cfg_listen_item	*li = arg;
 	const char		*s;
 
-	if ((s = cfg_scalar(cp, v, "\"default_sandbox\"", "a sandbox id")) !=
-	    NULL)
-		li->li_default = xstrdup(s);
+	s = cfg_str(v);
+	li->li_default = xstrdup(s);
 }
 
 static const struct cfg_key cfg_listen_item_keys[] = {
-	{ "address", CFG_K_REQUIRED, cfg_k_listen_address, 0, 0, 0 },
-	{ "default_sandbox", 0, cfg_k_listen_default, 0, 0, 0 },
-	{ NULL, 0, NULL, 0, 0, 0 },
+	CFG_SCALAR("address", CFG_K_REQUIRED, cfg_k_listen_address, 0,
+	    "\"IP:PORT\""),
+	CFG_SCALAR("default_sandbox", 0, cfg_k_listen_default, 0,
+	    "a sandbox id"),
+	CFG_END,
 };
 
 /* Per-listener arrays for <n> listeners (idempotent). */

@@ -589,13 +589,13 @@ cfg_name_ok(const char *s)
 	return 1;
 }
 
-/* An RFC 9110 token (tchar), as methods must be. */
-int
-cfg_method_ok(const char *s)
+/* An RFC 9110 token (tchar) of 1 to <max> characters. */
+static int
+cfg_token_ok(const char *s, size_t max)
 {
 	size_t	i;
 
-	if (*s == '\0' || strlen(s) > 32)
+	if (*s == '\0' || strlen(s) > max)
 		return 0;
 	for (i = 0; s[i] != '\0'; i++)
 		if (!isalnum((unsigned char)s[i]) &&
@@ -604,19 +604,18 @@ cfg_method_ok(const char *s)
 	return 1;
 }
 
-/* A header name: an RFC 9110 token of reasonable length. */
+/* A method: a token, as RFC 9110 says. */
+int
+cfg_method_ok(const char *s)
+{
+	return cfg_token_ok(s, 32);
+}
+
+/* A header name: a token of reasonable length. */
 int
 cfg_header_name_ok(const char *s)
 {
-	size_t	i;
-
-	if (*s == '\0' || strlen(s) > 64)
-		return 0;
-	for (i = 0; s[i] != '\0'; i++)
-		if (!isalnum((unsigned char)s[i]) &&
-		    strchr("!#$%&'*+-.^_`|~", s[i]) == NULL)
-			return 0;
-	return 1;
+	return cfg_token_ok(s, 64);
 }
 
 /* An environment variable name a shell can set: [A-Z_][A-Z0-9_]*. */
@@ -705,32 +704,12 @@ static int
 cfg_read_secret_file(const char *path, char *buf, size_t max, size_t *len,
     char *why, size_t whysz)
 {
-	struct stat	st;
 	ssize_t		r;
 	int		fd;
 
 	*len = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) ==
-	    -1 || fstat(fd, &st) == -1) {
-		snprintf(why, whysz, "cannot read file \"%s\": %s", path,
-		    strerror(errno));
-		if (fd != -1)
-			close(fd);
+	if ((fd = util_open_secret(path, why, whysz)) == -1)
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(why, whysz, "file \"%s\" is not a regular file",
-		    path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_mode & 077) {
-		snprintf(why, whysz, "file \"%s\" is readable by group or "
-		    "others (mode %04o): chmod 600 it", path,
-		    (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -1;
-	}
 	while (*len < max) {
 		r = read(fd, buf + *len, max - *len);
 		if (r == -1 && errno == EINTR)
@@ -905,4 +884,26 @@ cfg_source_read(struct cfg_parse *cp, const yaml_node_t *n, const char *what,
 	}
 	OPENSSL_cleanse(buf, sizeof(buf));
 	return rc;
+}
+
+void
+cfg_namev_add(struct cfg_namev *nv, const char *name, const yaml_node_t *n)
+{
+	if (nv->nv_n == nv->nv_cap) {
+		nv->nv_cap = nv->nv_cap == 0 ? 8 : nv->nv_cap * 2;
+		nv->nv_v = xrealloc(nv->nv_v, nv->nv_cap * sizeof(*nv->nv_v));
+	}
+	nv->nv_v[nv->nv_n].n_name = name;
+	nv->nv_v[nv->nv_n].n_node = n;
+	nv->nv_n++;
+}
+
+void
+cfg_name_check(struct cfg_parse *cp, const yaml_node_t *v, const char *s,
+    const char *what)
+{
+	if (!cfg_name_ok(s))
+		cfg_err(cp, v, "bad %s \"%s\": use letters, digits, \".\", "
+		    "\"_\" and \"-\" (at most %d, starting with a letter or "
+		    "digit)", what, s, CFG_MAX_NAME);
 }

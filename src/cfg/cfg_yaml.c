@@ -11,7 +11,8 @@
 
 #include <yaml.h>
 
-#include "cfg/cfg_internal.h"
+#include "cfg/cfg_walk.h"
+#include "util/log.h"
 
 #define CFG_MAX_KEYS	32		/* entries in one keyword table */
 
@@ -291,6 +292,59 @@ cfg_map_key(struct cfg_parse *cp, yaml_node_t *map, const char *name,
 }
 
 /*
+ * The node-type flags of <k> against its value: the one place that says
+ * "\"<key>\" must be a mapping/a list/<want>". -1 after reporting.
+ */
+static int
+cfg_key_type_ok(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v)
+{
+	char	what[80];
+
+	switch (k->k_flags & CFG_T_MASK) {
+	case 0:
+		return 0;
+	case CFG_T_SCALAR:	/* the common case, without formatting */
+		if (v->type == YAML_SCALAR_NODE &&
+		    memchr(v->data.scalar.value, '\0', v->data.scalar.length) ==
+		    NULL)
+			return 0;
+		break;
+	case CFG_T_SEQ:
+		if (v->type == YAML_SEQUENCE_NODE)
+			return 0;
+		break;
+	case CFG_T_MAP:
+		if (v->type == YAML_MAPPING_NODE)
+			return 0;
+		break;
+	}
+	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
+	switch (k->k_flags & CFG_T_MASK) {
+	case CFG_T_SCALAR:
+		return cfg_scalar(cp, v, what, k->k_want) != NULL ? 0 : -1;
+	case CFG_T_SEQ:
+		return cfg_want_seq(cp, v, what);
+	case CFG_T_MAP:
+		return cfg_want_map(cp, v, what);
+	default:
+		fatalx("cfg key \"%s\": one node type at most", k->k_name);
+	}
+}
+
+/*
+ * The text of a scalar the walker has checked (CFG_T_SCALAR, so no NUL
+ * inside); a table row without the flag is a broken invariant.
+ */
+const char *
+cfg_str(const yaml_node_t *n)
+{
+	if (n->type != YAML_SCALAR_NODE)
+		fatalx("cfg_str: not a scalar (a key lacks CFG_T_SCALAR)");
+	return (const char *)n->data.scalar.value;
+}
+
+/*
  * Check every key of mapping <map> against <keys> and hand each value to
  * its setter with <arg>. <where> names the mapping in messages ("rule"),
  * NULL for the top level. Null values leave the default in place.
@@ -356,7 +410,15 @@ cfg_walk_map(struct cfg_parse *cp, yaml_node_t *map, const char *where,
 				cfg_err(cp, val, "\"%s\" needs a value", name);
 			continue;
 		}
-		k->k_fn(cp, k, val, arg);
+		if (k->k_flags & CFG_K_NOTE)
+			memcpy((char *)arg + k->k_note, &val, sizeof(val));
+		if (cfg_key_type_ok(cp, k, val) == -1)
+			continue;
+		if (k->k_fn != NULL)
+			k->k_fn(cp, k, val, arg);
+		else
+			cfg_walk_map(cp, val, k->k_in != NULL ? k->k_in :
+			    k->k_name, k->k_sub, (char *)arg + k->k_off);
 		if (cp->cp_toobig)
 			return;
 	}
@@ -373,12 +435,10 @@ cfg_set_duration(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s;
-	char		 what[64], max[32];
+	char		 max[32];
 	uint64_t	 ms;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "a duration")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (cfg_parse_duration(s, &ms) == -1) {
 		cfg_err(cp, v, "bad duration \"%s\" for \"%s\" (use e.g. "
 		    "500ms, 10s, 5m, 24h, 7d)", s, k->k_name);
@@ -402,11 +462,8 @@ cfg_get_size(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
     uint64_t max, uint64_t *out)
 {
 	const char	*s;
-	char		 what[64];
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "a size")) == NULL)
-		return -1;
+	s = cfg_str(v);
 	if (cfg_parse_size(s, out) == -1 || *out > max) {
 		cfg_err(cp, v, "bad size \"%s\" for \"%s\" (use e.g. 512, "
 		    "64KiB, 16MiB, 1GiB)", s, k->k_name);
@@ -455,13 +512,10 @@ cfg_get_count(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
     uint64_t max, uint64_t *out)
 {
 	const char	*s;
-	char		 what[64];
 	uint64_t	 n;
 	int		 bad;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "a number")) == NULL)
-		return -1;
+	s = cfg_str(v);
 	if (k->k_max != 0)
 		max = k->k_max;
 	if ((bad = (cfg_parse_uint(s, max, &n) == -1)) || n < k->k_min) {
@@ -514,13 +568,11 @@ cfg_set_percent(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	const char	*s;
-	char		 what[64], num[8];
+	char		 num[8];
 	uint64_t	 n;
 	size_t		 len, pct;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "a percentage")) == NULL)
-		return;
+	s = cfg_str(v);
 	len = strlen(s);
 	if (len > 0 && s[len - 1] == '%')
 		len--;
@@ -546,12 +598,9 @@ cfg_set_money(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
     void *arg)
 {
 	const char	*s, *why;
-	char		 what[64];
 	uint64_t	 micro;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "an amount of USD")) == NULL)
-		return;
+	s = cfg_str(v);
 	if ((why = cfg_parse_money(s, &micro)) != NULL) {
 		cfg_err(cp, v, "bad amount \"%s\" for \"%s\": %s", s,
 		    k->k_name, why);
@@ -565,12 +614,9 @@ cfg_set_bool(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
     void *arg)
 {
 	const char	*s;
-	char		 what[64];
 	int		 b;
 
-	snprintf(what, sizeof(what), "\"%s\"", k->k_name);
-	if ((s = cfg_scalar(cp, v, what, "true or false")) == NULL)
-		return;
+	s = cfg_str(v);
 	if (cfg_parse_bool(s, &b) == -1) {
 		cfg_err(cp, v, "\"%s\" must be true or false, not \"%s\"",
 		    k->k_name, s);

@@ -58,6 +58,8 @@ static const struct ctl_command ctl_commands[] = {
 	{ "sandbox", "delete", ctl_cmd_sandbox_delete, 0, 1, 1, 0,
 	    "sandbox delete ID" },
 	{ "sandbox", "ca", ctl_cmd_sandbox_ca, 0, 1, 1, 0, "sandbox ca ID" },
+	{ "sandbox", "probe", ctl_cmd_sandbox_probe, 0, 1, 1, 0,
+	    "sandbox probe ID" },
 	{ "usage", "reset", ctl_cmd_usage_reset, 0, 1, 1, 0,
 	    "usage reset ID" },
 	{ "usage", NULL, ctl_cmd_usage, CTL_O_BY, 1, 1, 0,
@@ -91,6 +93,8 @@ usage(FILE *f)
 "  sandbox delete ID                      delete it (token and CA stop"
 " working)\n"
 "  sandbox ca ID                          its CA certificate (PEM)\n"
+"  sandbox probe ID                       containment checks inside it\n"
+"                                         (escape canary; exit 1 on a failure)\n"
 "  usage ID                               counters and spend of a sandbox\n"
 "  usage ID --by model|day                its spend and tokens by model or\n"
 "                                         UTC day\n"

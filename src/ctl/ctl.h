@@ -96,6 +96,7 @@ int	ctl_cmd_sandbox_list(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_show(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_delete(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_ca(struct ctl *, struct ctl_args *);
+int	ctl_cmd_sandbox_probe(struct ctl *, struct ctl_args *);
 int	ctl_cmd_usage(struct ctl *, struct ctl_args *);
 /* ctl_usage.c: usage ID --by model|day, a table (or the JSON). */
 int	ctl_usage_by(struct ctl *, const char *id, const char *by);

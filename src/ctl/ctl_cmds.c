@@ -508,6 +508,55 @@ ctl_cmd_sandbox_show(struct ctl *c, struct ctl_args *a)
 	return rc;
 }
 
+/*
+ * sandbox probe ID: the escape canary (POST …/probe). One line per check,
+ * "pass" or "FAIL"; exit 1 when any failed.
+ */
+int
+ctl_cmd_sandbox_probe(struct ctl *c, struct ctl_args *a)
+{
+	struct json_object	*checks, *ch, *v;
+	struct ctl_resp		 r;
+	const char		*name, *detail;
+	char			*path;
+	size_t			 i, n;
+	int			 rc, failures = 0, pass, skipped;
+
+	path = sandbox_path(a->a_pos[0], "/probe");
+	rc = call(c, "POST", path, NULL, CTL_LONG_TIMEOUT_MS, &r);
+	free(path);
+	if (rc != CTL_OK)
+		return rc;
+	if (need_object(c, &r) == -1) {
+		ctl_resp_fini(&r);
+		return CTL_FAIL;
+	}
+	if (json_object_object_get_ex(r.r_json, "failures", &v))
+		failures = json_object_get_int(v);
+	if (c->c_json)
+		print_body(&r);
+	else if (json_object_object_get_ex(r.r_json, "checks", &checks) &&
+	    json_object_is_type(checks, json_type_array)) {
+		n = json_object_array_length(checks);
+		for (i = 0; i < n; i++) {
+			ch = json_object_array_get_idx(checks, i);
+			if ((name = jstr(ch, "name")) == NULL ||
+			    !json_object_object_get_ex(ch, "pass", &v))
+				continue;
+			pass = json_object_get_boolean(v);
+			skipped = json_object_object_get_ex(ch, "skipped", &v) &&
+			    json_object_get_boolean(v);
+			printf("%-20s %s%s\n", name, pass ? "pass" : "FAIL",
+			    skipped ? " (skipped)" : "");
+		}
+		if ((detail = jstr(r.r_json, "detail")) != NULL &&
+		    *detail != '\0')
+			printf("detail: %s\n", detail);
+	}
+	ctl_resp_fini(&r);
+	return failures ? CTL_FAIL : CTL_OK;
+}
+
 int
 ctl_cmd_sandbox_delete(struct ctl *c, struct ctl_args *a)
 {
@@ -890,8 +939,10 @@ run_launched(struct json_object *r, struct json_object *env, char **argv)
 	if (sock != NULL)
 		rc = ctl_vm_exec(sock, argv, envp);
 	else
-		rc = launcher_enter_exec((pid_t)pid, (uid_t)uid, (gid_t)gid,
-		    argv, envp);
+		rc = launcher_enter_exec_flags((pid_t)pid, (uid_t)uid,
+		    (gid_t)gid, argv, envp,
+		    json_object_object_get_ex(r, "io_uring", &v) &&
+		    json_object_get_boolean(v) ? LNC_EXEC_IO_URING : 0);
 	for (i = 0; i < n; i++)
 		free(envp[i]);
 	free(envp);

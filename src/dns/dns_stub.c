@@ -31,6 +31,7 @@
 #include "audit/aud.h"
 #include "cfg/cfg.h"
 #include "dns/dns_stub.h"
+#include "dns/dns_names.h"
 #include "dns/dns_synth.h"
 #include "dns/net_guard.h"
 #include "policy/pol.h"
@@ -65,6 +66,7 @@ struct dns_stub {
 	struct dns_stub_bucket	 st_unknown;	/* every unknown source */
 	char			 st_unknown_client[STUB_CLIENT_BUF];
 	struct dns_stub_stats	 st_stats;
+	struct dns_names	*st_names;	/* per sandbox (dns_names.h) */
 };
 
 /* Pure parts. */
@@ -402,6 +404,58 @@ stub_respond(struct evdns_server_request *req, int rcode)
 		evdns_server_request_drop(req);
 }
 
+/*
+ * The sandbox's own name set (issue 24, points 5 and 6): its address for
+ * <name>, held for as long as the sandbox lives; past launcher.dns's
+ * bounds REFUSED with the reason in <why>. A new name under a wildcard
+ * rule says so in <why> (its audit record). 0 with <syn>, or -1 with *v
+ * and <why> set.
+ */
+static int
+stub_admit(struct dns_stub *st, const struct sbx *s, const struct cfg *cfg,
+    int rix, const char *name, uint64_t now, struct net_addr *syn,
+    enum dns_stub_verdict *v, char *why, size_t whysz)
+{
+	const struct cfg_policy	*pol;
+	size_t			 max = DNS_NAMES_MAX_DEFAULT, n;
+	unsigned		 per_min = DNS_NAMES_PER_MIN_DEFAULT;
+	int			 wild = 0;
+
+	if (cfg != NULL) {
+		max = (size_t)cfg->c_launcher_dns_max_names;
+		per_min = (unsigned)cfg->c_launcher_dns_per_min;
+		pol = cfg_policy_find(cfg, s->sb_policy);
+		wild = pol != NULL && rix >= 0 && (size_t)rix < pol->p_nrules &&
+		    pol->p_rules[rix].r_host[0] == '*';
+	}
+	switch (dns_names_admit(st->st_names, s->sb_id, name, wild, max,
+	    per_min, now, syn, &n)) {
+	case DNS_NAMES_KNOWN:
+		return 0;
+	case DNS_NAMES_NEW:
+		if (wild)
+			snprintf(why, whysz, "new name under a wildcard rule "
+			    "(%zu names)", n);
+		return 0;
+	case DNS_NAMES_OVER_BOUND:
+		*v = DNS_STUB_REFUSED;
+		snprintf(why, whysz, "the sandbox has %zu names "
+		    "(launcher.dns.max_names)", n);
+		return -1;
+	case DNS_NAMES_OVER_RATE:
+		*v = DNS_STUB_REFUSED;
+		snprintf(why, whysz, "too many new names under a wildcard "
+		    "rule (launcher.dns.new_names_per_minute %u)", per_min);
+		return -1;
+	case DNS_NAMES_NO_ADDRESS:
+	default:
+		*v = DNS_STUB_SERVFAIL;
+		snprintf(why, whysz, "no synthetic address free (dns_pool "
+		    "exhausted by recent names)");
+		return -1;
+	}
+}
+
 static void
 stub_query(struct evdns_server_request *req, void *arg)
 {
@@ -499,22 +553,18 @@ stub_query(struct evdns_server_request *req, void *arg)
 		snprintf(rule, sizeof(rule), "%s#%d", s->sb_policy, rix);
 		sr.sr_rule = rule;
 	}
-	if (v == DNS_STUB_ANSWER) {
-		if (dns_synth_get(st->st_hooks.dh_synth, name, &syn) == -1) {
+	if (v == DNS_STUB_ANSWER &&
+	    stub_admit(st, s, cfg, rix, name, now, &syn, &v, why,
+	    sizeof(why)) == 0) {
+		memcpy(&in, syn.na_bytes, 4);
+		if (evdns_server_request_add_a_reply(req, q->name, 1, &in,
+		    DNS_STUB_TTL) == -1) {
 			v = DNS_STUB_SERVFAIL;
-			snprintf(why, sizeof(why), "no synthetic address free "
-			    "(dns_pool exhausted by recent names)");
+			snprintf(why, sizeof(why), "answer not built");
 		} else {
-			memcpy(&in, syn.na_bytes, 4);
-			if (evdns_server_request_add_a_reply(req, q->name, 1,
-			    &in, DNS_STUB_TTL) == -1) {
-				v = DNS_STUB_SERVFAIL;
-				snprintf(why, sizeof(why), "answer not built");
-			} else {
-				net_addr_format(&syn, ans, sizeof(ans));
-				sr.sr_answer = ans;
-				st->st_stats.ss_answered++;
-			}
+			net_addr_format(&syn, ans, sizeof(ans));
+			sr.sr_answer = ans;
+			st->st_stats.ss_answered++;
 		}
 	}
 	sr.sr_allow = v == DNS_STUB_ANSWER || v == DNS_STUB_NODATA;
@@ -531,6 +581,18 @@ stub_query(struct evdns_server_request *req, void *arg)
  * Every second: the summary of refusals that no later query wrote, and
  * the buckets of sandboxes quiet for a minute (full again by then).
  */
+static int
+stub_sbx_alive(const char *id)
+{
+	struct sbx	*s = sbx_find(id);
+	int		 alive;
+
+	alive = s != NULL && !__atomic_load_n(&s->sb_revoked,
+	    __ATOMIC_RELAXED);
+	sbx_unref(s);
+	return alive;
+}
+
 static void
 stub_sweep(evutil_socket_t fd, short what, void *arg)
 {
@@ -558,6 +620,8 @@ stub_sweep(evutil_socket_t fd, short what, void *arg)
 	    now - st->st_unknown.b_summary_ms >= DNS_STUB_SUMMARY_MS)
 		stub_summary(st, NULL, st->st_unknown_client, &st->st_unknown,
 		    now, 0, DNS_STUB_UNKNOWN_RATE, DNS_STUB_UNKNOWN_BURST);
+	/* deleted sandboxes give their names' addresses back */
+	dns_names_sweep(st->st_names, stub_sbx_alive);
 }
 
 /*
@@ -724,6 +788,7 @@ dns_stub_new(struct event_base *base, const char *listen_addr,
 	st->st_base = base;
 	st->st_hooks = *hooks;
 	st->st_port_num = port;
+	st->st_names = dns_names_new(hooks->dh_synth);
 	dns_stub_bucket_init(&st->st_unknown, util_now_ms(),
 	    DNS_STUB_UNKNOWN_BURST);
 	/* the port owns the socket from here: closing the port closes it */
@@ -731,6 +796,7 @@ dns_stub_new(struct event_base *base, const char *listen_addr,
 	    stub_query, st)) == NULL) {
 		log_warnx("dns stub: evdns server on %s failed", listen_addr);
 		close(fd);
+		dns_names_free(st->st_names);
 		free(st);
 		return NULL;
 	}
@@ -763,6 +829,7 @@ dns_stub_free(struct dns_stub *st)
 	}
 	stub_summary(st, NULL, st->st_unknown_client, &st->st_unknown, now, 0,
 	    DNS_STUB_UNKNOWN_RATE, DNS_STUB_UNKNOWN_BURST);
+	dns_names_free(st->st_names);
 	free(st);
 }
 

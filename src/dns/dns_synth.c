@@ -39,6 +39,9 @@ struct ds_entry {
 	uint64_t		 e_used_ms;	/* atomic: last answer/lookup */
 	int			 e_ref;		/* atomic: used since the
 						   clock last passed */
+	int			 e_holds;	/* atomic: live sandboxes
+						   holding it: never evicted
+						   while > 0 */
 	uint32_t		 e_off;		/* address - ds_first */
 	size_t			 e_len;
 	char			 e_name[];
@@ -201,6 +204,11 @@ ds_take_slot(struct dns_synth *ds, uint64_t now)
 			__atomic_store_n(&e->e_ref, 0, __ATOMIC_RELAXED);
 			continue;
 		}
+		/* a sandbox that resolved it may still use it */
+		if (__atomic_load_n(&e->e_holds, __ATOMIC_RELAXED) > 0) {
+			i++;
+			continue;
+		}
 		/* a worker's clock may be a little ahead of ours */
 		used = __atomic_load_n(&e->e_used_ms, __ATOMIC_RELAXED);
 		if (used > now || now - used < ds->ds_min_idle_ms) {
@@ -221,8 +229,9 @@ ds_take_slot(struct dns_synth *ds, uint64_t now)
 	return -1;
 }
 
-int
-dns_synth_get(struct dns_synth *ds, const char *name, struct net_addr *out)
+static int
+ds_get(struct dns_synth *ds, const char *name, struct net_addr *out,
+    int hold)
 {
 	struct ds_entry	*e;
 	uint64_t	 h, now;
@@ -238,6 +247,8 @@ dns_synth_get(struct dns_synth *ds, const char *name, struct net_addr *out)
 	pthread_rwlock_rdlock(&ds->ds_lock);
 	if ((e = ds_find(ds, name, len, h)) != NULL) {
 		ds_touch(e, now);
+		if (hold)
+			__atomic_add_fetch(&e->e_holds, 1, __ATOMIC_RELAXED);
 		ds_addr(ds, e->e_off, out);
 		pthread_rwlock_unlock(&ds->ds_lock);
 		return 0;
@@ -251,6 +262,8 @@ dns_synth_get(struct dns_synth *ds, const char *name, struct net_addr *out)
 	/* another thread may have made it in between */
 	if ((e = ds_find(ds, name, len, h)) != NULL) {
 		ds_touch(e, now);
+		if (hold)
+			__atomic_add_fetch(&e->e_holds, 1, __ATOMIC_RELAXED);
 		ds_addr(ds, e->e_off, out);
 		pthread_rwlock_unlock(&ds->ds_lock);
 		return 0;
@@ -263,6 +276,7 @@ dns_synth_get(struct dns_synth *ds, const char *name, struct net_addr *out)
 	e->e_hash = h;
 	e->e_used_ms = now;
 	e->e_ref = 0;
+	e->e_holds = hold;
 	e->e_off = (uint32_t)off;
 	e->e_len = len;
 	memcpy(e->e_name, name, len + 1);
@@ -274,6 +288,37 @@ dns_synth_get(struct dns_synth *ds, const char *name, struct net_addr *out)
 	ds_addr(ds, e->e_off, out);
 	pthread_rwlock_unlock(&ds->ds_lock);
 	return 0;
+}
+
+int
+dns_synth_get(struct dns_synth *ds, const char *name, struct net_addr *out)
+{
+	return ds_get(ds, name, out, 0);
+}
+
+int
+dns_synth_hold(struct dns_synth *ds, const char *name, struct net_addr *out)
+{
+	return ds_get(ds, name, out, 1);
+}
+
+void
+dns_synth_release(struct dns_synth *ds, const struct net_addr *addr)
+{
+	struct ds_entry	*e;
+	uint32_t	 be, a;
+
+	if (addr == NULL || addr->na_family != AF_INET)
+		return;
+	memcpy(&be, addr->na_bytes, 4);
+	a = ntohl(be);
+	if (a < ds->ds_first || a - ds->ds_first >= ds->ds_cap)
+		return;
+	pthread_rwlock_rdlock(&ds->ds_lock);
+	if ((e = ds->ds_byaddr[a - ds->ds_first]) != NULL &&
+	    __atomic_load_n(&e->e_holds, __ATOMIC_RELAXED) > 0)
+		__atomic_sub_fetch(&e->e_holds, 1, __ATOMIC_RELAXED);
+	pthread_rwlock_unlock(&ds->ds_lock);
 }
 
 int

@@ -68,6 +68,18 @@ void	dns_synth_free(struct dns_synth *);	/* NULL ok */
 int	dns_synth_get(struct dns_synth *, const char *name, struct net_addr *out);
 
 /*
+ * dns_synth_get() for a sandbox that keeps the answer (the DNS stub, per
+ * sandbox: dns_names.c): the mapping is also held, and a held mapping is
+ * never evicted, whatever its idle time, until every holder released it
+ * (issue 24, point 5: a sandbox filling the map cannot repoint another
+ * sandbox's cached address). Same returns.
+ */
+int	dns_synth_hold(struct dns_synth *, const char *name,
+	    struct net_addr *out);
+/* Give back one hold on the mapping of <addr> (from dns_synth_hold). */
+void	dns_synth_release(struct dns_synth *, const struct net_addr *addr);
+
+/*
  * The name <addr> stands for, copied into <name> (<namesz> at least
  * DNS_SYNTH_NAME_MAX + 1). Returns 1 when mapped, 0 when <addr> is outside
  * the pool or stands for no name, -1 when <namesz> is too small. Takes the

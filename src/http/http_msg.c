@@ -193,8 +193,8 @@ on_header_value(llhttp_t *p, const char *at, size_t len)
 	return 0;
 }
 
-static void
-hdr_value(const struct http_msg *m, int i, const char **v, size_t *len)
+void
+http_msg_value(const struct http_msg *m, int i, const char **v, size_t *len)
 {
 	*v = m->hm_buf + m->hm_hdrs[i].h_value;
 	*len = m->hm_hdrs[i].h_value_len;
@@ -251,7 +251,7 @@ request_head_check(struct http_msg *m, int nframing)
 	int		 i;
 
 	for (i = 0; (i = http_msg_find(m, "host", i)) != -1; i++) {
-		hdr_value(m, i, &v, &vlen);
+		http_msg_value(m, i, &v, &vlen);
 		if (memchr(v, '@', vlen) != NULL)
 			return msg_fail(m, 400, "userinfo in Host");
 	}
@@ -285,7 +285,7 @@ msg_check_head(struct http_msg *m)
 		return msg_fail(m, bad, "more than one Transfer-Encoding");
 	if (nte == 1) {
 		i = http_msg_find(m, "transfer-encoding", 0);
-		hdr_value(m, i, &v, &vlen);
+		http_msg_value(m, i, &v, &vlen);
 		if (!util_strncaseeq(v, vlen, "chunked"))
 			return msg_fail(m, req ? 501 : 502,
 			    "unsupported transfer coding");
@@ -798,7 +798,7 @@ http_msg_method_override(const struct http_msg *m, char *out, size_t outsz)
 
 	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		for (i = 0; (i = http_msg_find(m, names[k], i)) != -1; i++) {
-			hdr_value(m, i, &v, &vlen);
+			http_msg_value(m, i, &v, &vlen);
 			if (vlen == 0 || vlen >= outsz)
 				return -1;
 			for (j = 0; j < vlen; j++)

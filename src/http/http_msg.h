@@ -127,6 +127,9 @@ const char *http_msg_method(const struct http_msg *);
 /* First header named <name> (case-insensitive), or -1. */
 int	http_msg_find(const struct http_msg *, const char *name, int from);
 int	http_msg_count(const struct http_msg *, const char *name);
+/* The value of header <i> (from http_msg_find), OWS trimmed; borrowed. */
+void	http_msg_value(const struct http_msg *, int i, const char **v,
+	    size_t *len);
 /* Is <name> hop-by-hop, or listed in the message's Connection header? */
 int	http_msg_is_hop(const struct http_msg *, const char *name,
 	    size_t len);

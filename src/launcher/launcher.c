@@ -591,6 +591,32 @@ launcher_resume(struct launcher *lc, const char *id, char *why,
 	return vm_op(lc, LNC_M_RESUME, id, 0, why, whysz);
 }
 
+int
+launcher_probe(struct launcher *lc, const char *id, char *res, size_t ressz)
+{
+	struct lnc_m_vmop	m;
+	struct lnc_m_reply	r;
+
+	if (id == NULL || !lnc_id_valid(id)) {
+		snprintf(res, ressz, "bad sandbox id");
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&m, 0, sizeof(m));
+	m.mv_hdr.lh_type = LNC_M_PROBE;
+	snprintf(m.mv_id, sizeof(m.mv_id), "%s", id);
+	if (rpc(lc, &m.mv_hdr, sizeof(m), &r) == -1) {
+		snprintf(res, ressz, "launcher: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(res, ressz, "%s", r.mr_msg);
+	if (r.mr_hdr.lh_type != LNC_R_OK) {
+		errno = r.mr_errno;
+		return -1;
+	}
+	return 0;
+}
+
 void
 launcher_close(struct launcher *lc)
 {

@@ -191,6 +191,28 @@ int		 launcher_resume(struct launcher *, const char *id,
 		    char *why, size_t);
 
 /*
+ * The escape canary (issue 24, point 7): run the fixed containment checks
+ * inside netns sandbox <id> (lnc_probe.c). <res> gets one letter per
+ * check of launcher_probe_checks[] ('P' pass, 'F' fail, 'S' skipped: no
+ * other netns sandbox to put a canary in), a space and the
+ * failures' details. 0, or -1 with errno (ENOENT unknown id, ENOTSUP a
+ * VM) and the reason in <res>. Blocks the launcher for up to a few
+ * seconds.
+ */
+#define LNC_PROBE_TCP_GW	0	/* TCP to a canary on the gateway */
+#define LNC_PROBE_UDP_GW	1	/* UDP (a DNS query) to it */
+#define LNC_PROBE_TCP_LO	2	/* TCP to a canary on host loopback */
+#define LNC_PROBE_UNSHARE	3	/* unshare(CLONE_NEWUSER) */
+#define LNC_PROBE_RAW		4	/* raw IP and AF_PACKET sockets */
+#define LNC_PROBE_PATHS		5	/* config, state, secrets, sockets */
+#define LNC_PROBE_TCP_OTHER	6	/* TCP to a canary in another sandbox */
+#define LNC_PROBE_UDP_OTHER	7	/* UDP to it */
+#define LNC_PROBE_N		8
+extern const char *const launcher_probe_checks[LNC_PROBE_N + 1];
+int		 launcher_probe(struct launcher *, const char *id, char *res,
+		    size_t);
+
+/*
  * Kill it: its processes, mounts and cgroup are gone when this returns,
  * its veth goes with its netns moments later (the kernel's batched
  * cleanup; the launcher deletes it past 5 s), and its address is given
@@ -223,5 +245,11 @@ pid_t		 launcher_pid(const struct launcher *);
  */
 int		 launcher_enter_exec(pid_t init_pid, uid_t, gid_t,
 		    char *const argv[], char *const envp[]);
+/* The same with <flags>: LNC_EXEC_IO_URING keeps io_uring out of the
+ * workload's seccomp filter (launcher.io_uring). The filter, a second
+ * SIGTERM and the grace period: see docs/threat-model.md. */
+#define LNC_EXEC_IO_URING	0x1
+int		 launcher_enter_exec_flags(pid_t init_pid, uid_t, gid_t,
+		    char *const argv[], char *const envp[], int flags);
 
 #endif

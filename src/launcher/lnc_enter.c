@@ -27,13 +27,44 @@
 #include "launcher/lnc_internal.h"
 #include "util/log.h"
 
+/*
+ * A workload that stopped itself (SIGSTOP, a ptrace stop) never acts on
+ * SIGTERM: a second SIGTERM or SIGHUP, or the first one's grace period
+ * running out, kills every process of the sandbox with SIGKILL.
+ */
+#define LNC_STOP_GRACE_S	10
+#define SIG_KILL_ALL		SIGUSR1	/* outer -> entering child */
+
 static volatile sig_atomic_t	fwd_pid;	/* < 0: a process group */
+static volatile sig_atomic_t	fwd_terms;	/* SIGTERM/SIGHUP so far */
+static volatile sig_atomic_t	kill_all;	/* SIG_KILL_ALL received */
 
 static void
 fwd_signal(int sig)
 {
 	if (fwd_pid != 0)
 		(void)kill((pid_t)fwd_pid, sig);
+}
+
+/* The outer process: the first TERM/HUP is passed on, the next one (or
+ * the alarm) asks the entering child to kill the whole sandbox. */
+static void
+fwd_term(int sig)
+{
+	if (fwd_pid == 0)
+		return;
+	if (sig != SIGALRM && fwd_terms++ == 0) {
+		(void)kill((pid_t)fwd_pid, sig);
+		alarm(LNC_STOP_GRACE_S);
+	} else
+		(void)kill((pid_t)fwd_pid, SIG_KILL_ALL);
+}
+
+static void
+on_kill_all(int sig)
+{
+	(void)sig;
+	kill_all = 1;
 }
 
 /* Exit status as a shell reports it. */
@@ -48,15 +79,38 @@ status_code(int st)
 }
 
 /*
- * Wait for <pid>, forwarding SIGTERM and SIGHUP to it, or with <session>
- * to its whole process group, SIGINT and SIGQUIT too, as a terminal would
- * (else those are ignored, as system(3) does: the terminal sends them to
- * our whole foreground group anyway).
+ * In the entering child (its children are in the sandbox's PID
+ * namespace): a child of ours there sends SIGKILL to -1, which inside a
+ * PID namespace is every process of it but its init and the sender.
+ */
+static void
+sandbox_kill_all(void)
+{
+	pid_t	pid;
+
+	if ((pid = fork()) == 0) {
+		(void)kill(-1, SIGKILL);
+		_exit(0);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+			;
+}
+
+/*
+ * Wait for <pid>. The outer process (!session) forwards SIGTERM and SIGHUP
+ * to it and escalates (fwd_term), ignores SIGINT and SIGQUIT as system(3)
+ * does (the terminal sends them to our whole foreground group anyway).
+ * The entering child (<session>) forwards TERM, HUP, INT and QUIT to the
+ * workload's process group, as a terminal would, and on SIG_KILL_ALL
+ * kills the sandbox's processes.
  */
 static int
 wait_forwarding(pid_t pid, int session)
 {
-	struct sigaction	ign, fwd, o_int, o_quit, o_term, o_hup;
+	struct sigaction	ign, fwd, term, ka, o_int, o_quit, o_term;
+	struct sigaction	o_hup, o_alrm, o_ka;
+	sigset_t		ka_set;
 	int			st;
 	pid_t			r;
 
@@ -65,17 +119,37 @@ wait_forwarding(pid_t pid, int session)
 	memset(&fwd, 0, sizeof(fwd));
 	fwd.sa_handler = fwd_signal;
 	sigemptyset(&fwd.sa_mask);
+	term = fwd;
+	term.sa_handler = session ? fwd_signal : fwd_term;
+	ka = fwd;
+	ka.sa_handler = on_kill_all;
 	fwd_pid = session ? -pid : pid;
+	fwd_terms = 0;
 	sigaction(SIGINT, session ? &fwd : &ign, &o_int);
 	sigaction(SIGQUIT, session ? &fwd : &ign, &o_quit);
-	sigaction(SIGTERM, &fwd, &o_term);
-	sigaction(SIGHUP, &fwd, &o_hup);
-	while ((r = waitpid(pid, &st, 0)) == -1 && errno == EINTR)
-		;
+	sigaction(SIGTERM, &term, &o_term);
+	sigaction(SIGHUP, &term, &o_hup);
+	sigaction(SIGALRM, &term, &o_alrm);
+	sigaction(SIG_KILL_ALL, session ? &ka : &ign, &o_ka);
+	/* blocked by launcher_enter_exec() until the handler is set */
+	sigemptyset(&ka_set);
+	sigaddset(&ka_set, SIG_KILL_ALL);
+	sigprocmask(SIG_UNBLOCK, &ka_set, NULL);
+	for (;;) {
+		if ((r = waitpid(pid, &st, 0)) != -1 || errno != EINTR)
+			break;
+		if (session && kill_all) {
+			kill_all = 0;
+			sandbox_kill_all();
+		}
+	}
+	alarm(0);
 	sigaction(SIGINT, &o_int, NULL);
 	sigaction(SIGQUIT, &o_quit, NULL);
 	sigaction(SIGTERM, &o_term, NULL);
 	sigaction(SIGHUP, &o_hup, NULL);
+	sigaction(SIGALRM, &o_alrm, NULL);
+	sigaction(SIG_KILL_ALL, &o_ka, NULL);
 	fwd_pid = 0;
 	return r == -1 ? -1 : st;
 }
@@ -125,7 +199,8 @@ exec_path(char *const argv[], char *const envp[])
 
 /* The workload process: drop everything, exec. Never returns. */
 static void __attribute__((noreturn))
-run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[])
+run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[],
+    int flags, const struct lnc_join *join)
 {
 	struct __user_cap_header_struct	hdr;
 	struct __user_cap_data_struct	data[2];
@@ -158,6 +233,15 @@ run_workload(uid_t uid, gid_t gid, char *const argv[], char *const envp[])
 		goto fail;
 	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		goto fail;
+	/* no new namespaces, mounts, keyrings, bpf ... (lnc_seccomp.c) */
+	if (lnc_seccomp_apply((flags & LNC_EXEC_IO_URING) != 0) == -1) {
+		fprintf(stderr, "airlock: seccomp filter: %s\n",
+		    strerror(errno));
+		_exit(126);
+	}
+	/* the fallback rlimits last: nothing of ours allocates after them */
+	if (lnc_limits_rlimits(join) == -1)
 		goto fail;
 	/* only 0, 1 and 2 cross into the sandbox */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -242,6 +326,27 @@ cg_procs_fd(pid_t init_pid)
 	return open(dst, O_WRONLY | O_CLOEXEC);
 }
 
+/* The parent of <pid> (the launcher, for an init), or -1. */
+static pid_t
+init_parent(pid_t pid)
+{
+	char	path[64], buf[512], *p;
+	int	fd, n, ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p, ") %*c %d",
+	    &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
 static void __attribute__((noreturn))
 enter_fail(int errfd)
 {
@@ -251,7 +356,7 @@ enter_fail(int errfd)
 
 static void __attribute__((noreturn))
 enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
-    char *const argv[], char *const envp[])
+    char *const argv[], char *const envp[], int flags)
 {
 	static const struct {
 		const char	*name;
@@ -262,6 +367,7 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 		{ "pid", CLONE_NEWPID }, { "mnt", CLONE_NEWNS },
 	};
 	char	path[64], comm[32];
+	struct lnc_join	join;
 	int	fds[6], i, fd, st, cgfd;
 	size_t	n;
 	pid_t	pid;
@@ -293,6 +399,7 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 		}
 	}
 	cgfd = cg_procs_fd(init_pid);
+	lnc_limits_open(init_pid, init_parent(init_pid), &join);
 	/* the cgroup namespace last, by the workload, after joining */
 	for (i = 1; i < 6; i++) {
 		if (setns(fds[i], ns[i].type) == -1) {
@@ -312,12 +419,17 @@ enter_child(int errfd, pid_t init_pid, uid_t uid, gid_t gid,
 			    "cgroup: %s\n", strerror(errno));
 			_exit(126);
 		}
+		if (lnc_limits_join(&join) == -1) {
+			fprintf(stderr, "airlock: joining the sandbox's "
+			    "limits: %s\n", strerror(errno));
+			_exit(126);
+		}
 		if (setns(fds[0], CLONE_NEWCGROUP) == -1) {
 			fprintf(stderr, "airlock: entering the sandbox's "
 			    "cgroup namespace: %s\n", strerror(errno));
 			_exit(126);
 		}
-		run_workload(uid, gid, argv, envp);
+		run_workload(uid, gid, argv, envp, flags, &join);
 	}
 	/* we are root inside the sandbox's mount namespace: hold nothing */
 	close_range(3, ~0U, 0);
@@ -331,9 +443,17 @@ int
 launcher_enter_exec(pid_t init_pid, uid_t uid, gid_t gid,
     char *const argv[], char *const envp[])
 {
-	pid_t	pid;
-	int	st, ep[2];
-	char	b;
+	return launcher_enter_exec_flags(init_pid, uid, gid, argv, envp, 0);
+}
+
+int
+launcher_enter_exec_flags(pid_t init_pid, uid_t uid, gid_t gid,
+    char *const argv[], char *const envp[], int flags)
+{
+	sigset_t ka_set, o_mask;
+	pid_t	 pid;
+	int	 st, ep[2];
+	char	 b;
 
 	if (argv == NULL || argv[0] == NULL || init_pid <= 1) {
 		log_warnx("launcher_enter_exec: nothing to run");
@@ -346,18 +466,24 @@ launcher_enter_exec(pid_t init_pid, uid_t uid, gid_t gid,
 	}
 	fflush(stdout);
 	fflush(stderr);
+	/* the child unblocks it once its handler is in place */
+	sigemptyset(&ka_set);
+	sigaddset(&ka_set, SIG_KILL_ALL);
+	sigprocmask(SIG_BLOCK, &ka_set, &o_mask);
 	if ((pid = fork()) == -1) {
 		log_warn("launcher_enter_exec: fork");
+		sigprocmask(SIG_SETMASK, &o_mask, NULL);
 		close(ep[0]);
 		close(ep[1]);
 		return -1;
 	}
 	if (pid == 0) {
 		close(ep[0]);
-		enter_child(ep[1], init_pid, uid, gid, argv, envp);
+		enter_child(ep[1], init_pid, uid, gid, argv, envp, flags);
 	}
 	close(ep[1]);
 	st = wait_forwarding(pid, 0);
+	sigprocmask(SIG_SETMASK, &o_mask, NULL);
 	if (st == -1)
 		log_warn("launcher_enter_exec: waitpid");
 	if (read(ep[0], &b, 1) == 1)

@@ -345,8 +345,8 @@ lnc_cgroup_detect(struct lnc *l)
 		snprintf(parent, sizeof(parent), "/sys/fs/cgroup");
 	}
 	if (statfs(parent, &sf) == -1 || sf.f_type != CGROUP2_SUPER_MAGIC) {
-		log_info("launcher: %s is not cgroup v2; sandboxes run without "
-		    "a cgroup, memory and pids limits", parent);
+		log_info("launcher: %s is not cgroup v2", parent);
+		lnc_limits_detect(l);	/* v1 controllers or rlimits */
 		return;
 	}
 	if (mkdir(path, 0755) == -1 && errno != EEXIST) {
@@ -364,6 +364,7 @@ lnc_cgroup_detect(struct lnc *l)
 		    "sandboxes get a cgroup without limits", path);
 	l->l_cgparent = xstrdup(path);
 	l->l_cg2 = 1;
+	lnc_limits_detect(l);	/* logs the mechanism */
 }
 
 /* At exit: the parent cgroup made by lnc_cgroup_detect(). */
@@ -373,4 +374,5 @@ lnc_cgroup_remove(struct lnc *l)
 	if (l->l_cgparent != NULL && rmdir(l->l_cgparent) == -1 &&
 	    errno != ENOENT && errno != EBUSY)
 		log_warn("launcher: rmdir %s", l->l_cgparent);
+	lnc_limits_fini(l);
 }

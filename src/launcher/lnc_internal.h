@@ -10,10 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "launcher/launcher.h"
 #include "launcher/lnc_proto.h"
+
+/* cgroup v1 hierarchies used for limits (lnc_limits.c) */
+#define LNC_CG1_PIDS	0
+#define LNC_CG1_MEM	1
+#define LNC_CG1_N	2
 
 /* comm of every sandbox init */
 #define LNC_INIT_NAME	"airlock-init"
@@ -56,6 +62,7 @@ struct lnc_sbx {
 	int		 s_pidfd;
 	int		 s_dead;	/* init already reaped */
 	char		*s_cgroup;	/* cgroup v2 dir, or NULL */
+	char		*s_cg1[LNC_CG1_N];	/* cgroup v1 dirs, or NULL */
 	/* backend qemu: s_pid is qemu's */
 	int		 s_vm;
 	int		 s_qmp;		/* QMP, -1 until first needed */
@@ -89,6 +96,7 @@ struct lnc {
 	int		 l_cg2;		/* a cgroup v2 per sandbox */
 	int		 l_cg_limits;	/* memory, pids controllers */
 	char		*l_cgparent;	/* its parent dir, or NULL */
+	char		*l_cg1[LNC_CG1_N];	/* no v2: v1 parents, or NULL */
 	struct lnc_sbxq	 l_sbxs;
 	size_t		 l_nsbx;
 	struct lnc_goneq l_gone;
@@ -173,6 +181,43 @@ void	lnc_child_fail(struct lnc_child *, int err, const char *, ...)
 } while (0)
 /* In the new init: build the private root and pivot into it. */
 void	lnc_root_setup(struct lnc_child *);
+
+/*
+ * Limits without cgroup v2 (lnc_limits.c). _detect after the v2 check:
+ * v1 pids and memory where mounted, else rlimits; logs which. _attach puts
+ * a new init (<pid>) into its v1 cgroups (0, or -1 with errno and *what); _remove after the init is gone; _fini
+ * at exit. launcher_enter_exec(): _open before entering the namespaces
+ * (fds of the init's v1 cgroup.procs, -1 each when none, and the init's
+ * rlimits), _join in the workload's process: join them; _rlimits: take
+ * the init's lower rlimits.
+ */
+void	lnc_limits_detect(struct lnc *);
+void	lnc_limits_fini(struct lnc *);
+int	lnc_limits_attach(struct lnc *, struct lnc_sbx *, pid_t,
+	    const char **what);
+/* The fallback rlimits on a built init (before, its own setup could hit
+ * RLIMIT_AS). 0, or -1 with errno and *what. */
+int	lnc_limits_rlimits_set(struct lnc *, pid_t, const char **what);
+void	lnc_limits_remove(struct lnc_sbx *);
+#define LNC_RL_N	3	/* NPROC, AS, FSIZE */
+struct lnc_join {
+	int		j_fds[LNC_CG1_N];
+	struct rlimit	j_rl[LNC_RL_N];
+	int		j_have[LNC_RL_N];
+};
+void	lnc_limits_open(pid_t init_pid, pid_t launcher_pid, struct lnc_join *);
+int	lnc_limits_join(const struct lnc_join *);
+/* Just before execve: the init's rlimits that are lower than ours. */
+int	lnc_limits_rlimits(const struct lnc_join *);
+
+/* The escape canary (lnc_probe.c): 0 with the result in <res>, or an
+ * errno value with the reason there. */
+int	lnc_probe(struct lnc *, struct lnc_sbx *, char *res, size_t);
+
+/* The workload's seccomp filter (lnc_seccomp.c): 0, or -1 with errno.
+ * Call with NO_NEW_PRIVS set, just before execve. io_uring stays allowed
+ * with <allow_io_uring> (launcher.io_uring). */
+int	lnc_seccomp_apply(int allow_io_uring);
 
 /* The launcher's main: never returns. */
 void	lnc_main(int sock, const struct launcher_opts *)

@@ -42,8 +42,10 @@
 
 #include <arpa/inet.h>
 #include <linux/capability.h>
+#include <linux/prctl.h>
 #include <linux/rtnetlink.h>
 #include <linux/sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -193,6 +195,64 @@ child_init_loop(void)
 	}
 }
 
+/*
+ * The init is a fork of airlockd, not an exec: its /proc/1/cmdline and
+ * environ would be the gateway's (binary, config path). Point both at a
+ * page of ours: cmdline "airlock-init", environ empty (issue 24, point
+ * 3). PR_SET_MM_MAP replaces the whole memory map description at once
+ * and needs no capability (CAP_SYS_RESOURCE, which the per-field
+ * PR_SET_MM_ARG_START wants, may be missing from the bounding set); the
+ * other fields are our own, from /proc/self/stat. The page is anonymous:
+ * /proc reads cmdline only from anonymous memory.
+ */
+static int
+child_title_clear(void)
+{
+	static const char	 title[] = LNC_INIT_NAME;
+	struct prctl_mm_map	 m;
+	unsigned long long	 f[52];
+	char			 buf[1024], *p, *tok, *save;
+	char			*page;
+	ssize_t			 n;
+	int			 fd, i;
+
+	if ((fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || (buf[n] = '\0', p = strrchr(buf, ')')) == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* after "pid (comm)" the fields are numbered from 3 (proc(5)) */
+	memset(f, 0, sizeof(f));
+	for (i = 3, tok = strtok_r(p + 1, " ", &save); tok != NULL && i < 52;
+	    i++, tok = strtok_r(NULL, " ", &save))
+		f[i] = strtoull(tok, NULL, 10);
+	if (i < 52) {
+		errno = EINVAL;
+		return -1;
+	}
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return -1;
+	memcpy(page, title, sizeof(title));
+	memset(&m, 0, sizeof(m));
+	m.start_code = f[26];
+	m.end_code = f[27];
+	m.start_stack = f[28];
+	m.start_data = f[45];
+	m.end_data = f[46];
+	m.start_brk = f[47];
+	m.brk = (uint64_t)syscall(SYS_brk, 0);
+	m.arg_start = (uint64_t)(uintptr_t)page;
+	m.arg_end = m.arg_start + sizeof(title);
+	m.env_start = m.env_end = m.arg_end;
+	m.exe_fd = (uint32_t)-1;
+	return prctl(PR_SET_MM, PR_SET_MM_MAP, &m, sizeof(m), 0);
+}
+
 static void __attribute__((noreturn))
 child_main(struct lnc_child *c)
 {
@@ -227,6 +287,7 @@ child_main(struct lnc_child *c)
 	if (send(c->c_sync, "N", 1, MSG_NOSIGNAL) != 1)
 		_exit(1);
 
+	LNC_CHECK(c, child_title_clear(), "clear the command line");
 	LNC_CHECK(c, sethostname(c->c_id, strlen(c->c_id)), "sethostname");
 	lnc_root_setup(c);
 
@@ -428,6 +489,8 @@ lnc_sbx_free(struct lnc *l, struct lnc_sbx *s)
 		close(s->s_pidfd);
 	l->l_used[s->s_index] = 0;
 	free(s->s_cgroup);
+	free(s->s_cg1[0]);
+	free(s->s_cg1[1]);
 	free(s);
 }
 
@@ -534,6 +597,11 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	s->s_pid = pid;
 	close(sv[1]);
 	sv[1] = -1;
+	/* no cgroup v2: v1 controllers or rlimits, before anything runs */
+	if (lnc_limits_attach(l, s, pid, &what) == -1) {
+		err = errno ? errno : EIO;
+		goto fail;
+	}
 	if (cgfd != -1) {
 		close(cgfd);
 		cgfd = -1;
@@ -562,6 +630,10 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	if ((n = sync_recv(sv[0], &st, sizeof(st))) != sizeof(st) ||
 	    st.st_errno != 0)
 		goto child_failed;
+	if (!l->l_cg2 && lnc_limits_rlimits_set(l, pid, &what) == -1) {
+		err = errno ? errno : EIO;
+		goto fail;
+	}
 	close(sv[0]);
 	free(c);
 
@@ -605,6 +677,7 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	if (veth)
 		lnc_gone_add(l, s->s_ifname);
 	cg_remove(s);
+	lnc_limits_remove(s);
 	lnc_sbx_free(l, s);
 	free(c);
 	return err ? err : EIO;
@@ -653,6 +726,7 @@ lnc_sbx_destroy(struct lnc *l, struct lnc_sbx *s)
 	else {
 		lnc_pid_kill(s);
 		cg_remove(s);
+		lnc_limits_remove(s);
 	}
 	lnc_gone_add(l, s->s_ifname);
 	TAILQ_REMOVE(&l->l_sbxs, s, s_entry);

@@ -187,6 +187,25 @@ dispatch(struct lnc *l, const void *buf, size_t len)
 		reply(l, h, err, err ? why : NULL, NULL);
 		return;
 	}
+	case LNC_M_PROBE: {
+		const struct lnc_m_vmop *m = buf;
+		char	res[160];
+
+		if (len != sizeof(*m))
+			break;
+		if (memchr(m->mv_id, '\0', sizeof(m->mv_id)) == NULL ||
+		    !lnc_id_valid(m->mv_id)) {
+			reply(l, h, EINVAL, "bad sandbox id", NULL);
+			return;
+		}
+		if ((s = lnc_sbx_find(l, m->mv_id)) == NULL) {
+			reply(l, h, ENOENT, "no such sandbox", NULL);
+			return;
+		}
+		err = lnc_probe(l, s, res, sizeof(res));
+		reply(l, h, err, res, NULL);
+		return;
+	}
 	case LNC_M_DESTROY: {
 		const struct lnc_m_destroy *m = buf;
 

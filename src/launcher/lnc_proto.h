@@ -46,6 +46,7 @@ enum lnc_type {
 	LNC_M_TEARDOWN_HOST,
 	LNC_M_PAUSE,
 	LNC_M_RESUME,
+	LNC_M_PROBE,		/* struct lnc_m_vmop; mv_if_idle unused */
 	LNC_R_OK = 100,
 	LNC_R_ERR,
 };

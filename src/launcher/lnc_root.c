@@ -30,6 +30,8 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 
 #include "launcher/lnc_internal.h"
 
@@ -219,6 +221,44 @@ tmpfs(const char *dst, const char *mode, uint64_t size, unsigned long fl,
 }
 
 /*
+ * The sandbox's writable space, one budget (issue 24, point 2): the
+ * scratch tmpfs (size launcher.limits.memory) holds the overlay's upper
+ * layer and /rw/{tmp,shm,home}, bound on /tmp, /dev/shm and the home, so
+ * filling one leaves that much less for the others.
+ */
+/* A masked path under the host's /etc: "/etc/x...", not /etc itself. */
+static int
+under_etc(const char *p)
+{
+	return strncmp(p, "/etc/", 5) == 0 && p[5] != '\0';
+}
+
+static int
+bind_rw(const char *src, const char *dst, uint64_t attrs)
+{
+	struct mount_attr	ma;
+
+	if (mount(src, dst, NULL, MS_BIND, NULL) == -1)
+		return -1;
+	memset(&ma, 0, sizeof(ma));
+	ma.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | attrs;
+	return mount_setattr(AT_FDCWD, dst, 0, &ma, sizeof(ma));
+}
+
+static void
+rw_dirs(struct lnc_child *c)
+{
+	CHECK(c, mkdir("/rw", 0755), "mkdir /rw");
+	CHECK(c, mkdir("/rw/tmp", 01777), "mkdir /rw/tmp");
+	CHECK(c, chmod("/rw/tmp", 01777), "chmod /rw/tmp");
+	CHECK(c, mkdir("/rw/shm", 01777), "mkdir /rw/shm");
+	CHECK(c, chmod("/rw/shm", 01777), "chmod /rw/shm");
+	CHECK(c, mkdir("/rw/home", 0700), "mkdir /rw/home");
+	CHECK(c, chown("/rw/home", c->c_l->l_o.lo_uid, c->c_l->l_o.lo_gid),
+	    "chown /rw/home");
+}
+
+/*
  * Hide host path <p> (absolute, symlinks resolved) inside /newroot: an
  * empty read-only tmpfs over a directory, an empty file over anything
  * else. A generated file under a hidden directory is put back.
@@ -233,6 +273,8 @@ mask_one(struct lnc_child *c, const char *p)
 	size_t		 rlen, glen;
 	int		 i, regen = 0;
 
+	if (root == NULL && under_etc(p))
+		return;		/* hidden by the /etc overlay already */
 	if (root != NULL) {
 		/* only the rootfs tree is visible: mask inside it */
 		rlen = strlen(root);
@@ -278,6 +320,77 @@ mask_one(struct lnc_child *c, const char *p)
 	    MS_NODEV | MS_NOEXEC, NULL), "mask %s", p);
 }
 
+/*
+ * The directories of host path <dir> ("/etc/a/b") in the /etc overlay's
+ * upper layer, each with the mode and owner of the host's: an upper
+ * directory's attributes are what the sandbox sees.
+ */
+static int
+upper_dirs_like_lower(const char *dir)
+{
+	char		 up[PATH_MAX], low[PATH_MAX];
+	struct stat	 sb;
+	const char	*p;
+
+	for (p = dir + 5; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		snprintf(up, sizeof(up), "/gen%.*s", (int)(p - dir), dir);
+		snprintf(low, sizeof(low), "/oldroot%.*s", (int)(p - dir),
+		    dir);
+		if (lstat(up, &sb) == -1) {
+			if (lstat(low, &sb) == -1)
+				sb.st_mode = 0755, sb.st_uid = 0,
+				    sb.st_gid = 0;
+			if (mkdir(up, 0700) == -1 || chown(up, sb.st_uid,
+			    sb.st_gid) == -1 || chmod(up, sb.st_mode &
+			    07777) == -1)
+				return -1;
+		}
+		if (*p == '\0')
+			return 0;
+	}
+}
+
+/*
+ * Masks under /etc, host tools: hidden by the /etc overlay itself, so no
+ * mount names them in /proc/self/mountinfo (issue 24, point 3). A file or
+ * a directory without generated files becomes a whiteout (absent inside);
+ * a directory holding generated files (the config dir /etc/airlock, say)
+ * becomes opaque: only ours are seen. Runs before the overlay is mounted
+ * (its upper layer must not change under it).
+ */
+static void
+etc_masks_whiteout(struct lnc_child *c)
+{
+	char		 up[PATH_MAX], dir[PATH_MAX], *slash;
+	struct stat	 sb;
+	size_t		 i;
+
+	for (i = 0; i < c->c_nmasks; i++) {
+		const char *p = c->c_masks[i];
+
+		if (!under_etc(p))
+			continue;
+		if (snprintf(up, sizeof(up), "/gen%s", p) >= (int)sizeof(up))
+			lnc_child_fail(c, ENAMETOOLONG, "mask %s", p);
+		if (lstat(up, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+			/* has generated files: show only those */
+			CHECK(c, setxattr(up, "trusted.overlay.opaque", "y", 1,
+			    0), "mask %s: opaque", p);
+			continue;
+		}
+		if (lstat(up, &sb) == 0)
+			continue;	/* a generated file: ours wins */
+		snprintf(dir, sizeof(dir), "%s", p);
+		if ((slash = strrchr(dir, '/')) != NULL)
+			*slash = '\0';
+		CHECK(c, upper_dirs_like_lower(dir), "mask %s: mkdir", p);
+		CHECK(c, mknod(up, S_IFCHR | 0, makedev(0, 0)),
+		    "mask %s: whiteout", p);
+	}
+}
+
 /* Host tools: read-only /usr /bin /sbin /lib* (symlinks stay symlinks). */
 static void
 fs_host_tools(struct lnc_child *c, uint64_t size)
@@ -307,7 +420,9 @@ fs_host_tools(struct lnc_child *c, uint64_t size)
 			CHECK(c, bind_ro(src, dst, 1), "bind %s", src);
 		}
 	}
-	/* /etc: the host's, under an overlay that adds our files */
+	/* /etc: the host's, under an overlay that adds our files and
+	   hides the masked ones */
+	etc_masks_whiteout(c);
 	CHECK(c, mkdir("/newroot/etc", 0755), "mkdir /newroot/etc");
 	CHECK(c, mkdir("/work/etc", 0700), "mkdir /work/etc");
 	CHECK(c, mount("overlay", "/newroot/etc", "overlay",
@@ -322,16 +437,21 @@ fs_rootfs(struct lnc_child *c)
 {
 	char	opt[PATH_MAX + 64];
 
+	/* through a bind on the scratch (detached later): the overlay's
+	   options in mountinfo then name no host path */
+	snprintf(opt, sizeof(opt), "/oldroot%s", c->c_l->l_o.lo_rootfs);
+	CHECK(c, mkdir("/lower", 0755), "mkdir /lower");
+	CHECK(c, mount(opt, "/lower", NULL, MS_BIND | MS_REC, NULL),
+	    "bind %s", c->c_l->l_o.lo_rootfs);
 	snprintf(opt, sizeof(opt),
-	    "lowerdir=/oldroot%s,upperdir=/gen,workdir=/work/root",
-	    c->c_l->l_o.lo_rootfs);
+	    "lowerdir=/lower,upperdir=/gen,workdir=/work/root");
 	CHECK(c, mkdir("/work/root", 0700), "mkdir /work/root");
 	CHECK(c, mount("overlay", "/newroot", "overlay", MS_NOSUID | MS_NODEV,
 	    opt), "overlay %s", c->c_l->l_o.lo_rootfs);
 }
 
 static void
-fs_dev(struct lnc_child *c, uint64_t size)
+fs_dev(struct lnc_child *c)
 {
 	static const char *nodes[] = {
 		"null", "zero", "full", "random", "urandom", "tty", NULL,
@@ -366,8 +486,8 @@ fs_dev(struct lnc_child *c, uint64_t size)
 	    MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"),
 	    "devpts");
 	CHECK(c, mkdir("/newroot/dev/shm", 0755), "mkdir /dev/shm");
-	CHECK(c, tmpfs("/newroot/dev/shm", "1777", size, MS_NOSUID | MS_NODEV |
-	    MS_NOEXEC, 0, 0), "tmpfs /dev/shm");
+	CHECK(c, bind_rw("/rw/shm", "/newroot/dev/shm", MOUNT_ATTR_NOEXEC),
+	    "/dev/shm");
 	CHECK(c, mkdir("/newroot/dev/mqueue", 0755), "mkdir /dev/mqueue");
 	CHECK(c, mount("mqueue", "/newroot/dev/mqueue", "mqueue",
 	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL), "mqueue");
@@ -402,6 +522,7 @@ lnc_root_setup(struct lnc_child *c)
 	CHECK(c, mkdir("gen", 0755), "mkdir gen");
 	CHECK(c, syscall(SYS_pivot_root, ".", "oldroot"), "pivot_root");
 	CHECK(c, chdir("/"), "chdir /");
+	rw_dirs(c);
 	if ((fd = open("/empty", O_WRONLY | O_CREAT | O_CLOEXEC, 0)) == -1)
 		lnc_child_fail(c, errno, "/empty");
 	close(fd);
@@ -414,16 +535,14 @@ lnc_root_setup(struct lnc_child *c)
 	else
 		fs_rootfs(c);
 
-	fs_dev(c, size);
+	fs_dev(c);
 	CHECK(c, mkdirs("/newroot/proc", 0755), "mkdir /proc");
 	CHECK(c, mount("proc", "/newroot/proc", "proc",
 	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL), "mount /proc");
 	CHECK(c, mkdirs("/newroot/tmp", 0755), "mkdir /tmp");
-	CHECK(c, tmpfs("/newroot/tmp", "1777", size, MS_NOSUID | MS_NODEV, 0,
-	    0), "tmpfs /tmp");
+	CHECK(c, bind_rw("/rw/tmp", "/newroot/tmp", 0), "/tmp");
 	CHECK(c, mkdirs("/newroot" LNC_HOME, 0755), "mkdir " LNC_HOME);
-	CHECK(c, tmpfs("/newroot" LNC_HOME, "0700", size, MS_NOSUID | MS_NODEV,
-	    l->l_o.lo_uid, l->l_o.lo_gid), "tmpfs " LNC_HOME);
+	CHECK(c, bind_rw("/rw/home", "/newroot" LNC_HOME, 0), LNC_HOME);
 	if (l->l_o.lo_rootfs == NULL) {
 		CHECK(c, mkdir("/newroot/run", 0755), "mkdir /run");
 		CHECK(c, mkdir("/newroot/var", 0755), "mkdir /var");

@@ -100,6 +100,7 @@ static struct {
 	uint64_t	bytes_in;
 	uint64_t	bytes_out;
 	uint64_t	reloads[2];			/* error, ok */
+	uint64_t	canary_failures;
 } met;
 
 static uint64_t	met_start_s;
@@ -181,6 +182,12 @@ void
 met_reload(int ok)
 {
 	met_add(&met.reloads[ok ? 1 : 0], 1);
+}
+
+void
+met_canary_failure(void)
+{
+	met_add(&met.canary_failures, 1);
 }
 
 /* "# HELP" and "# TYPE" of one family. */
@@ -511,6 +518,12 @@ met_render(struct evbuffer *out)
 	    "%" PRIu64 "\n", met_load(&met.reloads[1]));
 	evbuffer_add_printf(out, "airlock_reloads_total{outcome=\"error\"} "
 	    "%" PRIu64 "\n", met_load(&met.reloads[0]));
+
+	met_family(out, "airlock_canary_failures_total", "counter",
+	    "Containment checks of the escape canary that failed (airlockctl "
+	    "sandbox probe).");
+	met_sample(out, "airlock_canary_failures_total",
+	    met_load(&met.canary_failures));
 
 	met_family(out, "airlock_build_info", "gauge",
 	    "Always 1; the version is in the label.");

@@ -33,6 +33,8 @@ void	met_reload(int ok);
 void	met_llm_usage(const char *sandbox, const char *model, uint64_t input,
 	    uint64_t cached, uint64_t cache_write, uint64_t output,
 	    uint64_t cost_micro);
+/* One failed containment check of the escape canary (sched/canary.c). */
+void	met_canary_failure(void);
 /* Append the whole exposition to <out>. */
 void	met_render(struct evbuffer *out);
 

@@ -209,7 +209,7 @@ sbx_load_file(const char *path)
 		log_warn("sandbox state %s", path);
 		return NULL;
 	}
-	if (fstat(fd, &st) == -1 || (st.st_mode & 077) != 0) {
+	if (fstat(fd, &st) == -1 || !util_file_private(&st)) {
 		log_warnx("sandbox state %s: readable by group or others; "
 		    "ignored", path);
 		close(fd);

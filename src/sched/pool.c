@@ -33,6 +33,7 @@
 #include "cfg/cfg.h"
 #include "conn/worker.h"
 #include "launcher/launcher.h"
+#include "sched/canary.h"
 #include "sched/pool.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -64,6 +65,7 @@ struct pool_pol {
 	/* after a failed build, refills wait (1 s doubling to 60 s) */
 	uint64_t	 pp_retry_ms;
 	uint64_t	 pp_backoff_ms;
+	uint64_t	 pp_canary_ms;	/* last periodic escape canary */
 	struct cfg	*pp_cfg;	/* reference for the thread */
 };
 
@@ -164,6 +166,18 @@ pool_pause(struct sbx *s, int if_idle, char *why, size_t whysz)
 		return -1;
 	sbx_add_flags(s, SBX_F_PAUSED);
 	return 0;
+}
+
+int
+pool_probe(struct sbx *s, char *res, size_t ressz)
+{
+	if ((s->sb_flags & SBX_F_VM) || pool_launcher == NULL) {
+		snprintf(res, ressz, "sandbox %s is not a netns sandbox of "
+		    "this gateway's launcher", s->sb_id);
+		errno = ENOTSUP;
+		return -1;
+	}
+	return launcher_probe(pool_launcher, s->sb_id, res, ressz);
 }
 
 int
@@ -352,11 +366,14 @@ lru_cmp(const void *a, const void *b)
  * idle_timeout or beyond max (least recently used first; never one with
  * open connections). VMs idle past idle_timeout are paused instead, and
  * a paused one is evicted when memory runs short (*pressure, cleared
- * once one went). Returns 1 when more refilling is due.
+ * once one went). With launcher.canary due, *canary (if still NULL) gets
+ * a reference to a warm sandbox to probe. Returns 1 when more refilling is
+ * due.
  */
 static int
 pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
-    struct sbx **list, size_t n, uint64_t now, int *pressure)
+    struct sbx **list, size_t n, uint64_t now, int *pressure,
+    struct sbx **canary)
 {
 	struct sbx	**warm, **launched;
 	size_t		  i, nwarm = 0, nl = 0, evicted = 0;
@@ -426,11 +443,36 @@ pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
 		    sbx_delete(warm[0]->sb_id) == SBX_OK)
 			nwarm--;
 	}
+	/* launcher.canary: one warm netns sandbox per policy, now and then
+	   (probed by pool_tick once the lock is released) */
+	if (cfg->c_launcher_canary_ms > 0 && canary != NULL && *canary ==
+	    NULL && nwarm > 0 && !(warm[0]->sb_flags & SBX_F_VM) &&
+	    now - pp->pp_canary_ms >= cfg->c_launcher_canary_ms) {
+		pp->pp_canary_ms = now;
+		*canary = sbx_ref(warm[0]);
+	}
 	pp->pp_warm = nwarm;
 	pp->pp_launched = nl;
 	free(warm);
 	free(launched);
 	return more;
+}
+
+/* The periodic escape canary on <s> (a reference, dropped here). */
+static void
+pool_canary(struct sbx *s)
+{
+	json_object	*o = NULL;
+	char		 why[200];
+
+	if (canary_probe(s, &o, why, sizeof(why)) == -1)
+		log_warnx("canary: sandbox %s: %s", s->sb_id, why);
+	else if (json_object_get_boolean(json_object_object_get(o,
+	    "passed")))
+		log_info("canary: sandbox %s: every containment check passes",
+		    s->sb_id);
+	json_object_put(o);
+	sbx_unref(s);
 }
 
 static void
@@ -442,6 +484,7 @@ pool_tick(evutil_socket_t fd, short what, void *arg)
 	uint64_t		  now = util_now_ms();
 	size_t			  i, n;
 	double			  inst;
+	struct sbx		 *canary = NULL;
 	int			  more = 0, evicted_any, pressure;
 
 	pthread_mutex_lock(&pool_mtx);
@@ -470,13 +513,16 @@ pool_tick(evutil_socket_t fd, short what, void *arg)
 
 		pp = pol_get(cfg->c_policies[i].p_name);
 		before = pp->pp_evicted;
-		more |= pool_policy_tick(cfg, pp, list, n, now, &pressure);
+		more |= pool_policy_tick(cfg, pp, list, n, now, &pressure,
+		    pool_launcher != NULL ? &canary : NULL);
 		evicted_any |= pp->pp_evicted != before;
 	}
 	pthread_mutex_unlock(&pool_mtx);
 	sbx_list_free(list, n);
 	if (evicted_any)
 		workers_revoke();
+	if (canary != NULL)
+		pool_canary(canary);
 	/* while the thread prepares, look again soon to see it finish */
 	pool_kick(more ? 50 : POOL_TICK_MS);
 }

@@ -70,6 +70,8 @@ void		 pool_set_launcher(struct launcher *);
  */
 int		 pool_pause(struct sbx *, int if_idle, char *why, size_t);
 int		 pool_resume(struct sbx *, char *why, size_t);
+/* launcher_probe() on a netns sandbox of ours (sched/canary.c). */
+int		 pool_probe(struct sbx *, char *res, size_t);
 /* Stop the timer and drop every warm sandbox. */
 void		 pool_stop(void);
 

@@ -397,19 +397,6 @@ chdr_add(struct chdr **hs, size_t *nh, size_t *cap, const char *name,
 	(*nh)++;
 }
 
-static void
-hex_encode(char *out, const unsigned char *d, size_t n)
-{
-	static const char	hex[] = "0123456789abcdef";
-	size_t			i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hex[d[i] >> 4];
-		out[2 * i + 1] = hex[d[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 static int
 hmac_sha256(const unsigned char *key, size_t klen, const char *msg,
     size_t mlen, unsigned char out[SHA256_DIGEST_LENGTH])
@@ -448,7 +435,7 @@ sign_sts(const struct sigv4_req *r, const char *date, const char *sts,
 	    hmac_sha256(k, sizeof(k), "aws4_request", 12, k2) == -1 ||
 	    hmac_sha256(k2, sizeof(k2), sts, strlen(sts), mac) == -1)
 		goto out;
-	hex_encode(sig, mac, sizeof(mac));
+	util_hex_encode(mac, sizeof(mac), sig);
 	rc = 0;
 out:
 	OPENSSL_cleanse(ksecret, slen + 4);
@@ -556,7 +543,7 @@ sigv4_sign(const struct sigv4_req *r, struct sigv4_out *o)
 	/* string to sign */
 	if (EVP_Digest(creq.b, creq.len, d, NULL, EVP_sha256(), NULL) != 1)
 		goto out;
-	hex_encode(hash, d, sizeof(d));
+	util_hex_encode(d, sizeof(d), hash);
 	sb_adds(&sts, SIGV4_ALGO "\n");
 	sb_adds(&sts, o->amz_date);
 	sb_addc(&sts, '\n');

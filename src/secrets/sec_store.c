@@ -244,31 +244,11 @@ static struct sec_val *
 sec_read_file(const char *path, char *why, size_t whysz)
 {
 	struct sec_val	*v;
-	struct stat	 st;
 	ssize_t		 r;
 	int		 fd;
 
-	/* O_NONBLOCK: a FIFO must not hang the load (refused below). */
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) ==
-	    -1 || fstat(fd, &st) == -1) {
-		snprintf(why, whysz, "cannot read file \"%s\": %s", path,
-		    strerror(errno));
-		if (fd != -1)
-			close(fd);
+	if ((fd = util_open_secret(path, why, whysz)) == -1)
 		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(why, whysz, "file \"%s\" is not a regular file", path);
-		close(fd);
-		return NULL;
-	}
-	if (st.st_mode & 077) {
-		snprintf(why, whysz, "file \"%s\" is readable by group or "
-		    "others (mode %04o): chmod 600 it", path,
-		    (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return NULL;
-	}
 	if ((v = sec_val_alloc(SEC_MAX_VALUE + 1)) == NULL) {
 		snprintf(why, whysz, "out of memory: %s", strerror(errno));
 		close(fd);

@@ -1,6 +1,9 @@
 #include "config.h"
 
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,4 +346,65 @@ util_unix_connect(const char *path)
 		return -1;
 	}
 	return fd;
+}
+
+int
+util_file_private(const struct stat *st)
+{
+	return (st->st_mode & 077) == 0;
+}
+
+int
+util_open_secret(const char *path, char *why, size_t whysz)
+{
+	struct stat	st;
+	int		fd;
+
+	/* O_NONBLOCK: a FIFO must not hang the load (refused below). */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) ==
+	    -1 || fstat(fd, &st) == -1) {
+		snprintf(why, whysz, "cannot read file \"%s\": %s", path,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, whysz, "file \"%s\" is not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if (!util_file_private(&st)) {
+		snprintf(why, whysz, "file \"%s\" is readable by group or "
+		    "others (mode %04o): chmod 600 it", path,
+		    (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void
+util_hex_encode(const unsigned char *in, size_t len, char *out)
+{
+	static const char	hex[] = "0123456789abcdef";
+	size_t			i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = hex[in[i] >> 4];
+		out[2 * i + 1] = hex[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+int
+util_is_lower_hex(const char *s, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
 }

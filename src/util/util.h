@@ -58,6 +58,23 @@ int	util_read_all(int fd, void *buf, size_t len);
 /* A blocking connection to the unix socket <path>; -1 with errno. */
 int	util_unix_connect(const char *path);
 
+/*
+ * A secret file's secrecy (relayd check_file_secrecy()): is the mode of
+ * <st> closed to group and others?
+ */
+struct stat;
+int	util_file_private(const struct stat *st);
+/*
+ * Open <path> read-only as a secret file: a regular file that neither
+ * group nor others can read (a FIFO does not hang the caller). The fd,
+ * or -1 with the reason, naming <path>, in <why>.
+ */
+int	util_open_secret(const char *path, char *why, size_t whysz);
+/* <len> bytes as lower-case hex, NUL-terminated (2 * len + 1 bytes). */
+void	util_hex_encode(const unsigned char *in, size_t len, char *out);
+/* Are the <len> bytes of <s> all lower-case hex digits? */
+int	util_is_lower_hex(const char *s, size_t len);
+
 /* Constant-time equality of two secrets of any length. */
 int	util_secret_eq(const char *a, size_t alen, const char *b, size_t blen);
 

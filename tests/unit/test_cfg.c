@@ -18,6 +18,7 @@
 
 #include "cfg/cfg.h"
 #include "cfg/cfg_internal.h"
+#include "cfg/cfg_planes.h"
 #include "dns/net_guard.h"
 #include "unit.h"
 
@@ -132,6 +133,16 @@ static const struct err_case err_cases[] = {
 	    "\"user\" must be \"UID:GID\" (numbers)" },
 	{ "launcher:\n  limits: {memory: 1KiB}\n", "t.yaml:2:20: ",
 	    "\"memory\" must be at least 1048576 bytes" },
+	/* issue 24 */
+	{ "launcher:\n  dns: {max_names: 0}\n", "t.yaml:2:20: ",
+	    "\"max_names\" must be at least 1, not \"0\"" },
+	{ "launcher:\n  dns: {new_names_per_minute: -1}\n", "t.yaml:2:31: ",
+	    "\"new_names_per_minute\"" },
+	{ "launcher:\n  dns: {max_name: 5}\n", "t.yaml:2:9: ",
+	    "unknown key \"max_name\" in launcher dns" },
+	{ "launcher:\n  io_uring: maybe\n", "t.yaml:2:13: ",
+	    "\"io_uring\" must be true or false" },
+	{ "launcher:\n  canary: soon\n", "t.yaml:2:11: ", "\"canary\"" },
 	{ "launcher:\n  backend: qemu\n  qemu: {kernel: /etc/hostname, "
 	    "initrd: /etc/hostname}\n", "t.yaml:2:12: ",
 	    "launcher backend \"qemu\" needs listen.transparent and "
@@ -682,6 +693,44 @@ static const struct err_case err_cases[] = {
 	{ "state_dir: \"a\\0b\"\n", "t.yaml:1:12: ",
 	    "\"state_dir\" contains a NUL character" },
 	{ "a: \xff\n", "t.yaml:1:4: ", "YAML syntax error: invalid" },
+	/* node types the walker checks from the table flags (issue 16) */
+	{ "listen: [1]\n", "t.yaml:1:9: ",
+	    "\"listen\" must be a mapping, not a list" },
+	{ "upstream: x\n", "t.yaml:1:11: ",
+	    "\"upstream\" must be a mapping, not a single value" },
+	{ "limits: x\n", "t.yaml:1:9: ",
+	    "\"limits\" must be a mapping, not a single value" },
+	{ "audit: [1]\n", "t.yaml:1:8: ",
+	    "\"audit\" must be a mapping, not a list" },
+	{ "admin: [1]\n", "t.yaml:1:8: ",
+	    "\"admin\" must be a mapping, not a list" },
+	{ "launcher: [1]\n", "t.yaml:1:11: ",
+	    "\"launcher\" must be a mapping, not a list" },
+	{ "launcher:\n  pool: x\n", "t.yaml:2:9: ",
+	    "\"pool\" must be a mapping, not a single value" },
+	{ "launcher:\n  qemu: [1]\n", "t.yaml:2:9: ",
+	    "\"qemu\" must be a mapping, not a list" },
+	{ "workers: {a: 1}\n", "t.yaml:1:10: ",
+	    "\"workers\" must be a number, not a mapping" },
+	{ "workers: \"a\\0b\"\n", "t.yaml:1:10: ",
+	    "\"workers\" contains a NUL character" },
+	{ "budget_store: [1]\n", "t.yaml:1:15: ",
+	    "\"budget_store\" must be \"file\", not a list" },
+	{ "listen:\n  admin: {a: 1}\n", "t.yaml:2:10: ",
+	    "\"admin\" must be \"unix:PATH\" or \"HOST:PORT\", not a "
+	    "mapping" },
+	{ "upstream:\n  hosts: [1]\n", "t.yaml:2:10: ",
+	    "\"hosts\" must be a mapping, not a list" },
+	{ "upstream:\n  deny_networks: x\n", "t.yaml:2:18: ",
+	    "\"deny_networks\" must be a list, not a single value" },
+	{ POL "        ports: {a: 1}\n", "t.yaml:5:16: ",
+	    "\"ports\" must be a list, not a mapping" },
+	{ "policies:\n  - name: p\n    geo:\n      deny_countries: x\n",
+	    "t.yaml:4:23: ", "\"deny_countries\" must be a list, not a "
+	    "single value" },
+	{ "secrets:\n  - name: s\n    source: env:X\n    placeholder: "
+	    "PLACEHOLDER1\n    hosts: {a: 1}\n", "t.yaml:5:12: ",
+	    "\"hosts\" must be a list, not a mapping" },
 };
 
 START_TEST(test_cfg_error_table)
@@ -700,6 +749,92 @@ START_TEST(test_cfg_error_table)
 	ck_assert_msg(strstr(out, ec->ec_msg) != NULL,
 	    "case %d: want \"%s\", got: %s", _i, ec->ec_msg, out);
 	free(out);
+}
+END_TEST
+
+/*
+ * A key whose value has the wrong type still counts as given (CFG_K_NOTE):
+ * the checks across keys of its mapping see it, as before the walker
+ * checked types.
+ */
+START_TEST(test_cfg_type_error_still_noted)
+{
+	char	*out;
+	int	 nerr;
+
+	ck_assert_ptr_null(load("secrets:\n  - name: s\n    source: env:X\n"
+	    "    hosts: [a.com]\n    inject:\n      value: [1]\n", &out,
+	    &nerr));
+	ck_assert_int_eq(nerr, 2);
+	ck_assert_str_eq(out, "t.yaml:6:14: \"value\" must be a template "
+	    "such as \"Bearer ${secret}\", not a list\n"
+	    "t.yaml:6:7: \"value\" needs \"header\", the name of the header "
+	    "to set\n");
+	free(out);
+}
+END_TEST
+
+/*
+ * The planes' tables as the walker needs them: one node type at most, a
+ * generic setter always on a scalar, a nested row with its table and no
+ * setter, a kept node with somewhere to keep it, names unique in a table
+ * and across the top level.
+ */
+static void
+check_table(const struct cfg_key *keys, const char *where)
+{
+	static cfg_key_fn	*generic[] = {
+		cfg_set_duration, cfg_set_size, cfg_set_size64, cfg_set_count,
+		cfg_set_count64, cfg_set_money, cfg_set_percent, cfg_set_bool,
+	};
+	const struct cfg_key	*k, *j;
+	int			 t;
+	size_t			 i, n = 0;
+
+	for (k = keys; k->k_name != NULL; k++, n++) {
+		t = k->k_flags & CFG_T_MASK;
+		ck_assert_msg(t == 0 || t == CFG_T_SCALAR || t == CFG_T_SEQ ||
+		    t == CFG_T_MAP, "%s.%s: two node types", where, k->k_name);
+		for (i = 0; i < sizeof(generic) / sizeof(generic[0]); i++)
+			if (k->k_fn == generic[i])
+				ck_assert_msg(t == CFG_T_SCALAR, "%s.%s: generic "
+				    "setter without CFG_T_SCALAR", where,
+				    k->k_name);
+		if (k->k_fn == NULL) {
+			ck_assert_msg(k->k_sub != NULL && t == CFG_T_MAP,
+			    "%s.%s: no setter and no table", where, k->k_name);
+			check_table(k->k_sub, k->k_name);
+		}
+		if (k->k_flags & CFG_K_NOTE)
+			ck_assert_msg(k->k_note != 0, "%s.%s: CFG_K_NOTE at 0",
+			    where, k->k_name);
+		for (j = keys; j < k; j++)
+			ck_assert_msg(strcmp(j->k_name, k->k_name) != 0,
+			    "%s.%s twice", where, k->k_name);
+	}
+	ck_assert_msg(n < 32, "%s: %zu keys", where, n);
+}
+
+START_TEST(test_cfg_tables_consistent)
+{
+	const struct cfg_key	*planes[] = {
+		cfg_core_keys, pol_cfg_keys, sbx_cfg_keys, aud_cfg_keys,
+		tls_cfg_keys, adm_cfg_keys, geo_cfg_keys, sec_cfg_keys,
+		bud_cfg_keys, lnc_cfg_keys,
+	};
+	const struct cfg_key	*k, *j;
+	size_t			 i, p;
+
+	for (i = 0; i < sizeof(planes) / sizeof(planes[0]); i++)
+		check_table(planes[i], "top");
+	check_table(bud_cfg_caps_keys, "caps");
+	for (i = 0; i < sizeof(planes) / sizeof(planes[0]); i++)
+		for (k = planes[i]; k->k_name != NULL; k++)
+			for (p = 0; p < i; p++)
+				for (j = planes[p]; j->k_name != NULL; j++)
+					ck_assert_msg(strcmp(j->k_name,
+					    k->k_name) != 0, "top-level \"%s\" "
+					    "in two planes", k->k_name);
 }
 END_TEST
 
@@ -2706,6 +2841,8 @@ suite_cfg(void)
 
 	s = suite_create("cfg");
 	tc = tcase_create("errors");
+	tcase_add_test(tc, test_cfg_type_error_still_noted);
+	tcase_add_test(tc, test_cfg_tables_consistent);
 	tcase_add_loop_test(tc, test_cfg_error_table, 0,
 	    (int)(sizeof(err_cases) / sizeof(err_cases[0])));
 	tcase_add_test(tc, test_cfg_bare_token_not_echoed);

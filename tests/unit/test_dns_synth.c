@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dns/dns_names.h"
 #include "dns/dns_synth.h"
 #include "dns/net_guard.h"
 #include "unit.h"
@@ -330,6 +331,75 @@ START_TEST(test_threads_unique)
 }
 END_TEST
 
+/*
+ * Issue 24, point 5: a mapping a sandbox holds is never given to another
+ * name, however full the map and idle the mapping; released, it is. And
+ * the per-sandbox sets (dns_names.c) on top: bound, rate, forgetting.
+ */
+START_TEST(test_hold)
+{
+	struct dns_synth	*ds = synth("192.0.2.8/29", 3, 0);
+	struct net_addr		 a;
+	char			 name[32];
+	int			 i;
+
+	ck_assert_int_eq(dns_synth_hold(ds, "mine.test", &a), 0);
+	ck_assert_str_eq(get(ds, "b.test"), "192.0.2.10");
+	ck_assert_str_eq(get(ds, "c.test"), "192.0.2.11");
+	/* full: others rotate through b's and c's addresses, never ours */
+	ck_assert_str_ne(get(ds, "d.test"), "192.0.2.9");
+	ck_assert_str_ne(get(ds, "e.test"), "192.0.2.9");
+	ck_assert_str_ne(get(ds, "f.test"), "192.0.2.9");
+	ck_assert_str_eq(lookup(ds, "192.0.2.9"), "mine.test");
+	/* released: it may go like any other */
+	dns_synth_release(ds, &a);
+	for (i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "later%d.test", i);
+		(void)get(ds, name);
+	}
+	ck_assert_str_ne(lookup(ds, "192.0.2.9"), "mine.test");
+	dns_synth_free(ds);
+}
+END_TEST
+
+START_TEST(test_names_per_sandbox)
+{
+	struct dns_synth	*ds = synth("192.0.2.0/24", 0, 0);
+	struct dns_names	*dn = dns_names_new(ds);
+	struct net_addr		 a, b;
+	size_t			 n;
+	uint64_t		 t = 1000000;
+
+	ck_assert_int_eq(dns_names_admit(dn, "s1", "x.test", 0, 2, 2, t, &a,
+	    &n), DNS_NAMES_NEW);
+	ck_assert_int_eq(dns_names_admit(dn, "s1", "x.test", 0, 2, 2, t, &b,
+	    &n), DNS_NAMES_KNOWN);
+	ck_assert(memcmp(&a, &b, sizeof(a)) == 0);
+	/* the wildcard rate: 2 a minute */
+	ck_assert_int_eq(dns_names_admit(dn, "s1", "w1.test", 1, 9, 2, t, &a,
+	    &n), DNS_NAMES_NEW);
+	ck_assert_int_eq(dns_names_admit(dn, "s1", "w2.test", 1, 9, 2, t, &a,
+	    &n), DNS_NAMES_NEW);
+	ck_assert_int_eq(dns_names_admit(dn, "s1", "w3.test", 1, 9, 2, t, &a,
+	    &n), DNS_NAMES_OVER_RATE);
+	/* 30 s later: one more */
+	ck_assert_int_eq(dns_names_admit(dn, "s1", "w3.test", 1, 9, 2,
+	    t + 30000, &a, &n), DNS_NAMES_NEW);
+	ck_assert_uint_eq(n, 4);
+	/* the bound */
+	ck_assert_int_eq(dns_names_admit(dn, "s1", "y.test", 0, 4, 2, t, &a,
+	    &n), DNS_NAMES_OVER_BOUND);
+	/* per sandbox */
+	ck_assert_int_eq(dns_names_admit(dn, "s2", "y.test", 0, 4, 2, t, &a,
+	    &n), DNS_NAMES_NEW);
+	ck_assert_uint_eq(dns_names_sandboxes(dn), 2);
+	dns_names_forget(dn, "s1");
+	ck_assert_uint_eq(dns_names_sandboxes(dn), 1);
+	dns_names_free(dn);
+	dns_synth_free(ds);
+}
+END_TEST
+
 Suite *
 suite_dns_synth(void)
 {
@@ -344,6 +414,8 @@ suite_dns_synth(void)
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_lru);
 	tcase_add_test(tc, test_min_idle);
+	tcase_add_test(tc, test_hold);
+	tcase_add_test(tc, test_names_per_sandbox);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");

@@ -268,7 +268,8 @@ START_TEST(test_http_hop_by_hop)
 	    "Connection: keep-alive, X-Secret-Hop\r\nX-Secret-Hop: 1\r\n"
 	    "X-End: 2\r\nKeep-Alive: 5\r\nTE: trailers\r\n\r\n";
 	struct http_msg	m;
-	size_t		used;
+	const char	*v;
+	size_t		used, vlen;
 
 	http_msg_init(&m, HTTP_REQUEST, 65536);
 	ck_assert_int_eq(http_msg_feed(&m, raw, sizeof(raw) - 1, &used),
@@ -283,6 +284,9 @@ START_TEST(test_http_hop_by_hop)
 	ck_assert(http_msg_connection_has(&m, "x-secret-hop"));
 	ck_assert_int_eq(http_msg_find(&m, "x-end", 0), 3);
 	ck_assert_int_eq(http_msg_count(&m, "host"), 1);
+	http_msg_value(&m, http_msg_find(&m, "connection", 0), &v, &vlen);
+	ck_assert_int_eq((int)vlen, 24);
+	ck_assert(memcmp(v, "keep-alive, X-Secret-Hop", vlen) == 0);
 	http_msg_fini(&m);
 }
 END_TEST

@@ -607,6 +607,7 @@ static const struct {
 	{ "airlock_audit_write_errors_total",	"counter" },
 	{ "airlock_audit_available",		"gauge" },
 	{ "airlock_reloads_total",		"counter" },
+	{ "airlock_canary_failures_total",	"counter" },
 	{ "airlock_build_info",			"gauge" },
 	{ "airlock_start_time_seconds",		"gauge" },
 };
