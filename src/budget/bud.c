@@ -728,30 +728,6 @@ parse_u64s(char **f, int n, uint64_t *v)
 	return 0;
 }
 
-/* A U line: add it to its sandbox's breakdown. */
-static int
-replay_use(char **f, int n)
-{
-	struct bud_use_row	r;
-	uint64_t		v[7];
-
-	if (n != 10 || parse_u64s(f + 2, 1, &v[0]) == -1 ||
-	    parse_u64s(f + 4, 6, &v[1]) == -1 || bud_unescape(f[1]) == -1 ||
-	    bud_unescape(f[3]) == -1 || strlen(f[3]) >= sizeof(r.ur_model))
-		return -1;
-	memset(&r, 0, sizeof(r));
-	r.ur_day = v[0];
-	util_copy_str(r.ur_model, f[3], sizeof(r.ur_model));
-	r.ur_requests = v[1];
-	r.ur_cost = v[2];
-	r.ur_input = v[3];
-	r.ur_cached = v[4];
-	r.ur_cache_write = v[5];
-	r.ur_output = v[6];
-	bud_use_add(bud_find(f[1], 1), &r);
-	return 0;
-}
-
 /* Apply one complete ledger line (no newline); -1 if malformed. */
 static int
 replay_line(char *line)
@@ -770,7 +746,7 @@ replay_line(char *line)
 	if (n < 2 || f[0][1] != '\0')
 		return -1;
 	if (f[0][0] == 'U')
-		return replay_use(f, n);
+		return bud_use_replay(f, n);
 	switch (f[0][0]) {
 	case 'R':
 		want = 4;

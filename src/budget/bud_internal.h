@@ -65,6 +65,9 @@ int		 bud_unescape(char *);
 /* Add <d> to its (day, model) row. */
 void		 bud_use_add(struct bud_sb *, const struct bud_use_row *);
 void		 bud_use_clear(struct bud_sb *);
+/* Replay one U ledger line split into its <n> fields (f[0] is "U"): 0, or
+ * -1 if malformed. No lock needed: replay runs alone. */
+int		 bud_use_replay(char **f, int n);
 /* The U ledger lines of every row (compaction), or of one delta. */
 void		 bud_use_lines(const struct bud_sb *,
 		    void (*emit)(void *, const char *line), void *);

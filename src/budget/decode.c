@@ -21,7 +21,7 @@ struct decoder {
 	enum dec_coding		 d_coding;
 	enum dec_status		 d_status;	/* sticky once not DEC_OK */
 	int			 d_ended;	/* the stream's end was read */
-	int			 d_started;	/* the library state is set up */
+	int			 d_started;	/* library state set up */
 	uint64_t		 d_in;		/* encoded bytes taken */
 	uint64_t		 d_out;		/* decoded bytes given */
 	uint64_t		 d_max_out;	/* 0: no bound but the ratio */
@@ -235,7 +235,7 @@ z_feed(struct decoder *d, const unsigned char *p, size_t len, dec_sink sink,
 	while (len > 0) {
 		if (d->d_ended) {
 			if (d->d_coding != DEC_GZIP)
-				return DEC_CORRUPT;	/* bytes after the end */
+				return DEC_CORRUPT;	/* after the end */
 			if (inflateReset(&d->d_z) != Z_OK)
 				return DEC_CORRUPT;
 			d->d_ended = 0;
@@ -249,7 +249,8 @@ z_feed(struct decoder *d, const unsigned char *p, size_t len, dec_sink sink,
 			rc = inflate(&d->d_z, Z_NO_FLUSH);
 			if (rc == Z_MEM_ERROR)
 				return DEC_NOMEM;
-			if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+			if (rc != Z_OK && rc != Z_STREAM_END &&
+			    rc != Z_BUF_ERROR)
 				return DEC_CORRUPT;
 			st = emit(d, sizeof(d->d_buf) - d->d_z.avail_out, sink,
 			    arg);

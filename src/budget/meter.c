@@ -301,8 +301,9 @@ anthropic_usage(struct meter *m, const struct jscan *js, size_t g)
 static void
 gemini_object(struct meter *m, const struct jscan *js)
 {
-	struct tok_field	in = { 0, 0 }, out = { 0, 0 }, cached = { 0, 0 };
-	struct tok_field	thoughts = { 0, 0 }, tool = { 0, 0 };
+	struct tok_field	in = { 0, 0 }, out = { 0, 0 };
+	struct tok_field	cached = { 0, 0 }, thoughts = { 0, 0 };
+	struct tok_field	tool = { 0, 0 };
 
 	take_model(m, js, G_MODEL);
 	if (!is_obj(js, G_USAGE))

@@ -15,6 +15,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +182,47 @@ bud_use_line(const struct bud_sb *sb, const struct bud_use_row *d,
 	if (r.ur_model[0] == '\0')
 		util_copy_str(r.ur_model, USE_UNKNOWN, sizeof(r.ur_model));
 	row_line(sb->sb_esc, &r, emit, arg);
+}
+
+/* Unsigned decimal fields only (strtoull alone would take "-1"). */
+static int
+parse_u64(const char *s, uint64_t *v)
+{
+	char	*end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno != 0 || *end != '\0' ? -1 : 0;
+}
+
+int
+bud_use_replay(char **f, int n)
+{
+	struct bud_use_row	r;
+	uint64_t		v[7];
+	int			i;
+
+	if (n != 10 || parse_u64(f[2], &v[0]) == -1)
+		return -1;
+	for (i = 1; i < 7; i++)
+		if (parse_u64(f[3 + i], &v[i]) == -1)
+			return -1;
+	if (bud_unescape(f[1]) == -1 || bud_unescape(f[3]) == -1 ||
+	    strlen(f[3]) >= sizeof(r.ur_model))
+		return -1;
+	memset(&r, 0, sizeof(r));
+	r.ur_day = v[0];
+	util_copy_str(r.ur_model, f[3], sizeof(r.ur_model));
+	r.ur_requests = v[1];
+	r.ur_cost = v[2];
+	r.ur_input = v[3];
+	r.ur_cached = v[4];
+	r.ur_cache_write = v[5];
+	r.ur_output = v[6];
+	bud_use_add(bud_find(f[1], 1), &r);
+	return 0;
 }
 
 /* ---- the breakdown -------------------------------------------------- */
