@@ -9,6 +9,7 @@
 # coding the meter cannot read (zstd, *) reaches the provider as identity;
 # a response in such a coding anyway is charged its reservation. Gemini:
 # generateContent, streamGenerateContent (JSON array and alt=sse), the
+# OpenAI-compatible stream shape (usage in the finishing chunk), the
 # model taken from the path for the reservation, which counts
 # generationConfig.maxOutputTokens times candidateCount (either spelling).
 . "$top_srcdir/tests/integration/lib.sh"
@@ -229,6 +230,24 @@ for ae in ("gzip, deflate, br, zstd", "*", "compress"):
                                    "input_tokens": 30, "output_tokens": 7})
     t.ok(rec is not None and rec.get("cost_microusd") == micro,
          "AE %r: exact cost %d" % (ae, micro), rec)
+# an OpenAI-compatible server (usage in the finishing chunk, include_usage
+# ignored), streamed compressed: exact
+for coding in ("gzip", "br", "identity"):
+    creq = {"model": "gpt-4o-mini", "max_tokens": 50, "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]}
+    r = oa.request("POST", "/v1/chat/completions", budlib.jbody(creq),
+                   ["X-Synth: compat", "X-Synth-Usage: 812,33,512",
+                    "Accept-Encoding: " + coding])
+    rec = budlib.audit_for(audit, r.header("X-Airlock-Request-Id")) \
+        if r else None
+    micro, _ = budlib.cost(TABLE, {"model": "gpt-4o-mini",
+                                   "input_tokens": 812, "cached_tokens": 512,
+                                   "cache_write_tokens": 0,
+                                   "output_tokens": 33})
+    t.ok(r is not None and r.status == 200 and rec is not None and
+         rec.get("cost_microusd") == micro and
+         (r.header("Content-Encoding") or "identity") == coding,
+         "OpenAI-compatible stream, %s: exact cost %d" % (coding, micro), rec)
 # codings the meter reads are passed on as the client wrote them
 r = oa.request("POST", "/v1/chat/completions", budlib.jbody(req),
                ["X-Synth: openai", "Accept-Encoding: gzip;q=1.0, br"])

@@ -31,7 +31,9 @@ GET .../models answers a model list. The fixture can be chosen with "X-Fixture: 
 
 "X-Synth: openai" (or "responses", "anthropic") makes an answer up instead:
 a chat completion (or Responses API result, Anthropic message) whose usage is "X-Synth-Usage: P,C[,R[,W]]"
-("X-Synth-Usage: none": a chat completion without usage)
+("X-Synth-Usage: none": a chat completion without usage; "X-Synth: compat":
+an OpenAI-compatible server's stream, usage in the finishing chunk whatever
+stream_options says)
 (prompt, completion, cached/cache-read, cache-write tokens) or, without it,
 P = the request body's length in bytes and C = its max_tokens (or
 max_completion_tokens / max_output_tokens, else 0): exactly the worst case
@@ -421,6 +423,20 @@ def synth(kind, req, body, usage_hdr):
                    "index": 0, "delta": {}, "finish_reason": "stop"}]},
               {"id": "chatcmpl-synth", "object": "chat.completion.chunk",
                "model": model, "choices": [], "usage": usage}]
+    if kind == "compat":
+        # an OpenAI-compatible server (llama.cpp, Together): usage in the
+        # chunk that finishes, stream_options ignored, timings added
+        chunks.pop()
+        chunks[-1]["usage"] = usage
+        chunks[-1]["timings"] = {"prompt_n": p, "predicted_n": c,
+                                 "predicted_ms": 12.5}
+        chunks.insert(0, {"id": "chatcmpl-synth", "object":
+                          "chat.completion.chunk", "model": model,
+                          "choices": [{"index": 0, "delta": {"role":
+                                       "assistant"}}], "usage": None})
+        return "text/event-stream", (": keep-alive\n\n" + "".join(
+            "data: %s\n\n" % json.dumps(o) for o in chunks) +
+            "data: [DONE]\n\n").encode()
     so = req.get("stream_options")
     if not (isinstance(so, dict) and so.get("include_usage") is True):
         # like OpenAI: no usage chunk unless it was asked for
