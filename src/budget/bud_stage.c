@@ -176,6 +176,9 @@ inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
 	}
 	util_copy_str(x->x_bud.b_model, rf->rf_model,
 	    sizeof(x->x_bud.b_model));
+	if (dialect == CFG_METER_GEMINI && rf->rf_model[0] == '\0')
+		req_path_model(x->x_path, x->x_bud.b_model,
+		    sizeof(x->x_bud.b_model));
 	if (rf->rf_rewrite)
 		usage_option_insert(xc->xc_body, p, len, rf);
 	return XS_GO;
@@ -391,6 +394,26 @@ bud_req_ready(struct xs_call *xc)
 	return XS_DENY;
 }
 
+/*
+ * The meter reads a compressed response through a decoder of its own
+ * (budget/decode.c); several Content-Encoding fields (layered codings) it
+ * does not read.
+ */
+static void
+meter_coding(struct meter *mt, const struct http_msg *m)
+{
+	int	i;
+
+	if ((i = http_msg_find(m, "content-encoding", 0)) == -1)
+		return;
+	if (http_msg_find(m, "content-encoding", i + 1) != -1) {
+		(void)meter_encoding(mt, "layered", 7);
+		return;
+	}
+	(void)meter_encoding(mt, http_msg_str(m, m->hm_hdrs[i].h_value),
+	    m->hm_hdrs[i].h_value_len);
+}
+
 /* A response that would pass bytes_in is refused; a metered one read. */
 static enum xs_verdict
 bud_resp_head(struct xs_call *xc)
@@ -421,8 +444,9 @@ bud_resp_head(struct xs_call *xc)
 		    strncasecmp(v, "text/event-stream", 17) == 0;
 	}
 	x->x_bud.b_meter = meter_new(rule->r_meter == CFG_METER_OPENAI ?
-	    METER_OPENAI : METER_ANTHROPIC, sse,
-	    (size_t)xc->xc_cfg->c_limits.l_body_bytes);
+	    METER_OPENAI : rule->r_meter == CFG_METER_GEMINI ? METER_GEMINI :
+	    METER_ANTHROPIC, sse, (size_t)xc->xc_cfg->c_limits.l_body_bytes);
+	meter_coding(x->x_bud.b_meter, m);
 	return XS_GO;
 }
 
@@ -478,7 +502,11 @@ bud_done(struct xs_call *xc)
 		cost = x->x_bud.b_reserved;
 	if (x->x_bud.b_async)
 		r->ar_cost_micro = (int64_t)cost;
-	bud_settle(xc->xc_sandbox, x->x_bud.b_reserved, cost);
+	/* metered: filed by model and day, counted in /metrics */
+	bud_settle_usage(xc->xc_sandbox, x->x_bud.b_reserved, cost, u,
+	    x->x_bud.b_meter != NULL ? u->u_model : x->x_bud.b_async ||
+	    (x->x_rule_p != NULL && x->x_rule_p->r_meter != CFG_METER_NONE) ?
+	    x->x_bud.b_model : NULL);
 	if (x->x_bud.b_sb == NULL)
 		x->x_bud.b_sb = bud_handle(xc->xc_sandbox);
 	(void)bud_charge(x->x_bud.b_sb, NULL, x->x_bytes_in -

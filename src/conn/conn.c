@@ -467,6 +467,7 @@ write_request_head(struct conn *c)
 		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0) ||
 		    sec_req_drops(sr, name, nlen) ||
 		    conn_header_stripped(c, name, nlen) ||
+		    conn_budget_header_dropped(c, name, nlen) ||
 		    (c->c_r.r_body != NULL &&
 		    util_strncaseeq(name, nlen, "expect")))
 			continue;
@@ -479,6 +480,7 @@ write_request_head(struct conn *c)
 		evbuffer_add(out, "\r\n", 2);
 	}
 	sec_req_fields_out(sr, out);
+	conn_budget_headers_add(c, out);
 	conn_pipe_req_fields(c, out);
 	if (c->c_r.r_upgrade)
 		evbuffer_add_printf(out,

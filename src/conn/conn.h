@@ -282,6 +282,13 @@ void	conn_pipe_req_fields(struct conn *, struct evbuffer *out);
 void	conn_pipe_done(struct conn *, struct aud_rec *r, struct usage *u,
 	    uint64_t dur_us);
 
+/* conn_meter_coding.c: an Accept-Encoding naming a coding the meter
+ * cannot read is replaced with identity on metered rules (the meter's
+ * own decoder is set up by the budget stage, budget/bud_stage.c). */
+int	conn_budget_header_dropped(const struct conn *, const char *name,
+	    size_t nlen);
+void	conn_budget_headers_add(const struct conn *, struct evbuffer *);
+
 /* conn_budget.c */
 /* Budget in flight (conn_budget.c): how many of <len> more bytes towards
  * the upstream (<up>) or the client the bytes caps allow; fewer marks the
