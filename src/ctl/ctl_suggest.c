@@ -236,8 +236,8 @@ sg_print(const struct sg_state *s, const char *name)
 	printf("\n    rules:\n");
 	for (i = 0; i < s->s_nrules; i++) {
 		if (s->s_rules[i].sr_denied && !candidates) {
-			printf("      # Denied by the allowlist; uncomment to "
-			    "allow:\n");
+			printf("    # Denied by the allowlist; to allow, "
+			    "uncomment (remove \"# \"):\n");
 			candidates = 1;
 		}
 		sg_print_rule(&s->s_rules[i]);
