@@ -192,6 +192,16 @@ assert ad[0]["reason"] == "no such sandbox beta in the new config", ad
 PY
 ok "sandbox absent from the new config: would deny, no such sandbox"
 
+# A line that is not a record is named, not skipped silently.
+printf 'not json\n\n{"id":"x","decision":"allow"}\n' >"$T/odd.jsonl"
+"$AIRLOCKCTL" policy replay --config "$T/airlock.yaml" "$T/odd.jsonl" \
+    >"$T/rp.odd" 2>&1 || fail "replay of odd lines: exit $?"
+grep -q "not a JSON object" "$T/rp.odd" && grep -q "odd.jsonl:1\$" "$T/rp.odd" &&
+    grep -q "odd.jsonl:3\$" "$T/rp.odd" &&
+    grep -q '^2 records: 0 unchanged, 0 allow -> deny, 0 deny -> allow, 2 not judged$' \
+    "$T/rp.odd" || fail "odd lines: $(cat "$T/rp.odd")"
+ok "lines that are not records are listed as not judged, with FILE:LINE"
+
 # Usage errors: exit 2.
 "$AIRLOCKCTL" policy replay "$T/audit.jsonl" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "replay without --config: not exit 2"
