@@ -77,7 +77,9 @@ ctl_audit_each(char **files, int nfiles, ctl_audit_fn fn, void *arg)
 	int			 i;
 
 	for (i = 0; i < nfiles; i++) {
-		if ((f = fopen(files[i], "r")) == NULL) {
+		if (strcmp(files[i], "-") == 0)
+			f = stdin;	/* zcat audit.jsonl.1.gz | ... - */
+		else if ((f = fopen(files[i], "r")) == NULL) {
 			ctl_err("%s: %s", files[i], strerror(errno));
 			free(line);
 			return -1;
@@ -104,11 +106,13 @@ ctl_audit_each(char **files, int nfiles, ctl_audit_fn fn, void *arg)
 		}
 		if (ferror(f)) {
 			ctl_err("%s: read error", files[i]);
-			fclose(f);
+			if (f != stdin)
+				fclose(f);
 			free(line);
 			return -1;
 		}
-		fclose(f);
+		if (f != stdin)
+			fclose(f);
 	}
 	free(line);
 	return 0;
