@@ -135,6 +135,7 @@ struct rp_group {
 struct rp_state {
 	const struct cfg	*s_cfg;
 	struct rp_group		*s_groups;
+	struct ctl_hmap		 s_index;	/* group key -> s_groups[] */
 	size_t			 s_ngroups;
 	size_t			 s_cap;
 	unsigned long		 s_records;
@@ -142,10 +143,28 @@ struct rp_state {
 	unsigned long		 s_count[POL_RP_UNJUDGED + 1];
 };
 
-static int
-streq_null(const char *a, const char *b)
+/* "KIND\x1fA\x1fB\x1fC\x1fD" (NULL as ""): a group's map key. Caller frees. */
+static char *
+key_join(int kind, const char *a, const char *b, const char *c,
+    const char *d)
 {
-	return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
+	const char	*part[4] = { a, b, c, d };
+	size_t		 len = 16, i;
+	char		*key, *p;
+
+	for (i = 0; i < 4; i++)
+		len += (part[i] != NULL ? strlen(part[i]) : 0) + 1;
+	key = xmalloc(len);
+	p = key + snprintf(key, len, "%d", kind);
+	for (i = 0; i < 4; i++) {
+		*p++ = '\x1f';
+		if (part[i] != NULL) {
+			memcpy(p, part[i], strlen(part[i]));
+			p += strlen(part[i]);
+		}
+	}
+	*p = '\0';
+	return key;
 }
 
 static struct rp_group *
@@ -153,15 +172,18 @@ rp_group_get(struct rp_state *s, enum pol_replay_kind kind,
     const char *sandbox, const char *host, const char *rule, const char *why)
 {
 	struct rp_group	*g;
-	size_t		 i;
+	char		*key;
+	size_t		 idx;
 
-	for (i = 0; i < s->s_ngroups; i++) {
-		g = &s->s_groups[i];
-		if (g->g_kind == kind && streq_null(g->g_sandbox, sandbox) &&
-		    streq_null(g->g_host, host) && streq_null(g->g_rule, rule)
-		    && (kind != POL_RP_UNJUDGED || streq_null(g->g_why, why)))
-			return g;
+	/* changes group by sandbox, host and rule (the first reason shown);
+	   unjudged lines by why */
+	key = key_join((int)kind, sandbox, host, rule,
+	    kind == POL_RP_UNJUDGED ? why : NULL);
+	if (ctl_hmap_get(&s->s_index, key, &idx, s->s_ngroups)) {
+		free(key);
+		return &s->s_groups[idx];
 	}
+	free(key);
 	if (s->s_ngroups == s->s_cap) {
 		s->s_cap = s->s_cap ? s->s_cap * 2 : 16;
 		s->s_groups = xrealloc(s->s_groups,
@@ -345,6 +367,7 @@ rp_free(struct rp_state *s)
 			free(s->s_groups[i].g_ex[e]);
 	}
 	free(s->s_groups);
+	ctl_hmap_free(&s->s_index);
 }
 
 int

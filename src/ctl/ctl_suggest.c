@@ -30,12 +30,14 @@ struct sg_rule {
 	size_t		  sr_nmethods;
 	char		**sr_paths;
 	size_t		  sr_npaths;
+	struct ctl_hmap	  sr_pathset;	/* sr_paths, to add each once */
 	unsigned long	  sr_count;
 };
 
 struct sg_state {
 	const char	*s_sandbox;	/* --sandbox, or NULL: all */
 	struct sg_rule	*s_rules;
+	struct ctl_hmap	 s_index;	/* "D HOST PORT" -> s_rules[] */
 	size_t		 s_nrules;
 	size_t		 s_cap;
 	unsigned long	 s_used;
@@ -58,14 +60,12 @@ static struct sg_rule *
 sg_rule_get(struct sg_state *s, int denied, const char *host, int port)
 {
 	struct sg_rule	*r;
-	size_t		 i;
+	char		 key[300];
+	size_t		 idx;
 
-	for (i = 0; i < s->s_nrules; i++) {
-		r = &s->s_rules[i];
-		if (r->sr_denied == denied && r->sr_port == port &&
-		    strcmp(r->sr_host, host) == 0)
-			return r;
-	}
+	snprintf(key, sizeof(key), "%d %d %s", denied, port, host);
+	if (ctl_hmap_get(&s->s_index, key, &idx, s->s_nrules))
+		return &s->s_rules[idx];
 	if (s->s_nrules == s->s_cap) {
 		s->s_cap = s->s_cap ? s->s_cap * 2 : 16;
 		s->s_rules = xrealloc(s->s_rules,
@@ -77,6 +77,18 @@ sg_rule_get(struct sg_state *s, int denied, const char *host, int port)
 	r->sr_host = xstrdup(host);
 	r->sr_port = port;
 	return r;
+}
+
+static void
+sg_add_path(struct sg_rule *r, const char *path)
+{
+	size_t	idx;
+
+	if (ctl_hmap_get(&r->sr_pathset, path, &idx, r->sr_npaths))
+		return;
+	r->sr_paths = xrealloc(r->sr_paths, (r->sr_npaths + 1) *
+	    sizeof(char *));
+	r->sr_paths[r->sr_npaths++] = xstrdup(path);
 }
 
 /* An upper-case method token, as rules hold them. */
@@ -147,7 +159,7 @@ sg_one(void *arg, const char *where, const struct pol_arec *rec)
 		return;
 	}
 	strv_add_unique(&r->sr_methods, &r->sr_nmethods, rec->pa_method);
-	strv_add_unique(&r->sr_paths, &r->sr_npaths, path);
+	sg_add_path(r, path);
 }
 
 static int
@@ -261,8 +273,10 @@ sg_free(struct sg_state *s)
 		for (k = 0; k < s->s_rules[i].sr_npaths; k++)
 			free(s->s_rules[i].sr_paths[k]);
 		free(s->s_rules[i].sr_paths);
+		ctl_hmap_free(&s->s_rules[i].sr_pathset);
 	}
 	free(s->s_rules);
+	ctl_hmap_free(&s->s_index);
 }
 
 int
