@@ -44,6 +44,11 @@ extern struct admin_hooks admin_hooks;
 extern time_t		  admin_started;	/* for uptime */
 
 void	admin_route(const struct admin_req *, struct admin_resp *);
+/* GET .../usage?by=model|day: add "by" and "breakdown" to the usage
+ * object <o> (admin_usage.c); 0, or -1 after answering 400. */
+struct json_object;
+int	admin_usage_by(const struct admin_req *, struct admin_resp *,
+	    const char *sandbox, struct json_object *o);
 /* The gateway's error shape: {"error","reason","request_id"}. */
 void	admin_error(struct admin_resp *, int status, const char *code,
 	    const char *reason);

@@ -34,6 +34,7 @@
 #define CTL_O_PREV	0x04
 #define CTL_O_TAIL	0x08	/* "-- CMD [ARGS...]" */
 #define CTL_O_SANDBOX	0x10	/* --sandbox ID (into a_id) */
+#define CTL_O_BY	0x20	/* --by model|day */
 
 struct ctl_command {
 	const char	*cm_word1;
@@ -62,7 +63,8 @@ static const struct ctl_command ctl_commands[] = {
 	    "sandbox probe ID" },
 	{ "usage", "reset", ctl_cmd_usage_reset, 0, 1, 1, 0,
 	    "usage reset ID" },
-	{ "usage", NULL, ctl_cmd_usage, 0, 1, 1, 0, "usage ID" },
+	{ "usage", NULL, ctl_cmd_usage, CTL_O_BY, 1, 1, 0,
+	    "usage ID [--by model|day]" },
 	{ "run", NULL, ctl_cmd_run, CTL_O_POLICY | CTL_O_SANDBOX | CTL_O_TAIL,
 	    0, 0, 0, "run [--policy P | --sandbox ID] -- CMD [ARGS...]" },
 	{ "reload", NULL, ctl_cmd_reload, 0, 0, 0, 0, "reload" },
@@ -100,6 +102,8 @@ usage(FILE *f)
 "  sandbox probe ID                       containment checks inside it\n"
 "                                         (escape canary; exit 1 on a failure)\n"
 "  usage ID                               counters and spend of a sandbox\n"
+"  usage ID --by model|day                its spend and tokens by model or\n"
+"                                         UTC day\n"
 "  usage reset ID                         zero them\n"
 "  run [--policy P] -- CMD [ARGS...]      run CMD with a sandbox from the"
 " launcher\n"
@@ -481,6 +485,8 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			slot = &a->a_id;
 		else if ((cm->cm_opts & CTL_O_PREV) && is_opt(arg, "--prev"))
 			slot = &a->a_prev;
+		else if ((cm->cm_opts & CTL_O_BY) && is_opt(arg, "--by"))
+			slot = &a->a_by;
 		else if (strcmp(arg, "-a") == 0 || is_opt(arg, "--admin"))
 			slot = &opt_addr;
 		else if (strcmp(arg, "-k") == 0 || is_opt(arg, "--token-file"))
@@ -493,6 +499,10 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			return usage_error("option \"%s\" needs a value", arg);
 		*slot = v;
 	}
+	if (a->a_by != NULL && strcmp(a->a_by, "model") != 0 &&
+	    strcmp(a->a_by, "day") != 0)
+		return usage_error("--by must be model or day, not \"%s\"",
+		    a->a_by);
 	if ((cm->cm_opts & CTL_O_TAIL) && !a->a_dashdash)
 		return usage_error("%s: put \"--\" before the command to run",
 		    cm->cm_word1);
