@@ -47,6 +47,13 @@ unjudged(struct pol_replay_out *out, const char *why, const char *detail)
 	return 0;
 }
 
+/* Does an intercepting rule judge requests inside a tunnel further? */
+static int
+rule_looks_inside(const struct cfg_rule *r)
+{
+	return r->r_intercept && (r->r_nmethods > 0 || r->r_npaths > 0);
+}
+
 /*
  * The new allowlist's verdict on <rec> (host, port, method, path), with
  * the deny reason or matching rule in <out>. Returns 1 allow, 0 deny, -1
@@ -95,6 +102,13 @@ new_verdict(const struct cfg *ncfg, const struct pol_arec *rec, int tunnel,
 	}
 	snprintf(out->po_new_rule, sizeof(out->po_new_rule), "%.120s#%d",
 	    sb->s_policy->p_name, res.pr_rule);
+	if (tunnel && rule_looks_inside(&sb->s_policy->p_rules[res.pr_rule])) {
+		/* intercepted now: its requests would be judged one by one,
+		   and a spliced tunnel's were never seen */
+		unjudged(out, "tunnel whose new rule intercepts and judges "
+		    "methods or paths the record does not have", NULL);
+		return -1;
+	}
 	if (sb->s_policy->p_ngeo_deny > 0 || sb->s_policy->p_ngeo_allow > 0) {
 		if (rec->pa_country == NULL) {
 			unjudged(out, "the new policy has country rules and the "

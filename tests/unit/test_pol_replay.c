@@ -137,6 +137,11 @@ static const struct {
 	    .pa_proto = "tunnel", .pa_mode = "explicit", .pa_decision = "allow",
 	    .pa_rule = "p#1"), POL_RP_ALLOW_TO_DENY, "host x.test is not "
 	    "allowed", NULL },
+	/* a tunnel under a rule that intercepts and judges paths */
+	{ A(.pa_sandbox = "s", .pa_method = "CONNECT", .pa_host = "api.test",
+	    .pa_proto = "tunnel", .pa_mode = "explicit", .pa_tls = "splice",
+	    .pa_decision = "allow", .pa_rule = "old#0"),
+	  POL_RP_UNJUDGED, "tunnel whose new rule intercepts", NULL },
 	/* what the record does not say enough about */
 	{ A(.pa_sandbox = "s", .pa_host = "git.test", .pa_proto = "tunnel",
 	    .pa_mode = "transparent", .pa_decision = "allow"),
