@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cfg/cfg.h"
+#include "cfg/cfg_walk.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_policy.h"
 #include "policy/pol.h"
@@ -26,6 +27,8 @@ struct sg_rule {
 	int		  sr_port;
 	int		  sr_splice;	/* a spliced tunnel was allowed */
 	int		  sr_any_path;	/* a tunnel: host and port only */
+	int		  sr_no_paths;	/* a double-encoded path was allowed:
+					   a rule with paths would 400 it */
 	char		**sr_methods;
 	size_t		  sr_nmethods;
 	char		**sr_paths;
@@ -54,6 +57,15 @@ strv_add_unique(char ***v, size_t *n, const char *s)
 			return;
 	*v = xrealloc(*v, (*n + 1) * sizeof(char *));
 	(*v)[(*n)++] = xstrdup(s);
+}
+
+static int
+has_high_bytes(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s >= 0x80)
+			return 1;
+	return 0;
 }
 
 static struct sg_rule *
@@ -106,19 +118,38 @@ method_ok(const char *m)
 }
 
 /*
- * The path a rule glob must match: normalised, every "%2F" read as '/'
- * (rules are matched that way and may not contain "%2F"). -1: unusable.
+ * The glob for <path>: the path itself as rules match it (normalised,
+ * every "%2F" read as '/', which rules may not contain). A path the config
+ * loader would refuse as a glob ('#', raw non-ASCII, which YAML would not
+ * read back as these bytes) is cut before the first such byte and ends in
+ * '*', so it is still allowed. Returns 0; 1 for a double-encoded path
+ * (a rule with paths answers it 400: the rule must not have paths); -1
+ * when it does not normalise.
  */
 static int
 rule_path(const char *path, char *out, size_t outsz)
 {
-	char	norm[POL_PATH_MAX];
+	char	 norm[POL_PATH_MAX];
+	char	*p;
 
 	if (pol_path_normalize(path, strlen(path), norm, sizeof(norm)) == -1 ||
 	    pol_path_slash_reading(norm, out, outsz) == -1)
 		return -1;
-	/* a glob with a double encoding would only ever answer 400 */
-	return pol_path_double_encoded(out) ? -1 : 0;
+	if (pol_path_double_encoded(out))
+		return 1;
+	if (cfg_path_glob_check(out) == NULL && !has_high_bytes(out))
+		return 0;
+	for (p = out; *p != '\0'; p++)
+		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f ||
+		    *p == '#' || *p == '?')
+			break;
+	if ((size_t)(p - out) + 2 > outsz)
+		p = out + 1;
+	p[0] = '*';
+	p[1] = '\0';
+	if (cfg_path_glob_check(out) != NULL)
+		snprintf(out, outsz, "/*");
+	return 0;
 }
 
 static void
@@ -127,7 +158,7 @@ sg_one(void *arg, const char *where, const struct pol_arec *rec)
 	struct sg_state	*s = arg;
 	struct sg_rule	*r;
 	char		 host[256], path[POL_PATH_MAX];
-	int		 allowed, tunnel;
+	int		 allowed, tunnel, pr = 0;
 
 	(void)where;
 	if (rec == NULL || rec->pa_sandbox == NULL || rec->pa_host == NULL ||
@@ -145,7 +176,7 @@ sg_one(void *arg, const char *where, const struct pol_arec *rec)
 	    0 && rec->pa_path == NULL;
 	if (pol_host_normalize(rec->pa_host, host, sizeof(host)) == -1 ||
 	    (!tunnel && (!method_ok(rec->pa_method) || rec->pa_path == NULL ||
-	    rule_path(rec->pa_path, path, sizeof(path)) == -1))) {
+	    (pr = rule_path(rec->pa_path, path, sizeof(path))) == -1))) {
 		s->s_skipped++;
 		return;
 	}
@@ -159,7 +190,10 @@ sg_one(void *arg, const char *where, const struct pol_arec *rec)
 		return;
 	}
 	strv_add_unique(&r->sr_methods, &r->sr_nmethods, rec->pa_method);
-	sg_add_path(r, path);
+	if (pr == 1)
+		r->sr_no_paths = 1;
+	else
+		sg_add_path(r, path);
 }
 
 static int
@@ -219,6 +253,11 @@ sg_print_rule(const struct sg_rule *r)
 	for (i = 0; i < r->sr_nmethods; i++)
 		printf("%s%s", i > 0 ? ", " : "", r->sr_methods[i]);
 	printf("]\n");
+	if (r->sr_no_paths) {
+		printf("%s  # no paths: a double-encoded path was seen, which "
+		    "a rule with paths refuses\n", pre);
+		return;
+	}
 	globs = pol_paths_generalise((const char *const *)r->sr_paths,
 	    r->sr_npaths, &nglobs);
 	printf("%s  paths: [", pre);

@@ -154,6 +154,26 @@ traffic "under the suggestion"
 stop_airlockd
 ok "the gateway under the suggested policy allows and denies the same requests"
 
+# Paths no glob can name as they are (a '#', raw non-ASCII) still end up
+# allowed (cut before the byte, then '*'), and a double-encoded path
+# allowed under a rule without paths gives a rule without paths (with
+# paths it would be 400): records written by hand, as a raw client could
+# cause them.
+R='{"sandbox":"alpha","port":'$P',"method":"GET","decision":"allow","rule":"agent#0"'
+printf '%s,"host":"api.test","path":"/a#b"}\n%s,"host":"api.test","path":"/\303\251"}\n%s,"host":"files.test","path":"/x/%%252e"}\n' \
+    "$R" "$R" "$R" >"$T/odd.jsonl"
+"$AIRLOCKCTL" policy suggest --policy agent "$T/odd.jsonl" >"$T/odd.yaml" ||
+    fail "suggest of odd paths: exit $?"
+grep -q "paths: \['/\*', '/a\*'\]" "$T/odd.yaml" || fail "odd paths: $(cat "$T/odd.yaml")"
+splice "$T/odd.yaml" "$T/audit4.jsonl" >"$T/odd-config.yaml"
+"$AIRLOCKD" -t -c "$T/odd-config.yaml" >"$T/t.out" 2>&1 ||
+    fail "odd suggestion fails airlockd -t: $(cat "$T/t.out") $(cat "$T/odd.yaml")"
+"$AIRLOCKCTL" policy replay --config "$T/odd-config.yaml" "$T/odd.jsonl" >"$T/rp3" 2>&1 ||
+    fail "odd suggestion replays with exit $?: $(cat "$T/rp3")"
+grep -qx '3 records: 3 unchanged, 0 allow -> deny, 0 deny -> allow, 0 not judged' \
+    "$T/rp3" || fail "odd suggestion: $(cat "$T/rp3")"
+ok "paths no glob names as they are: still allowed, passes -t, no allow -> deny"
+
 # usage: no file
 "$AIRLOCKCTL" policy suggest >/dev/null 2>&1
 [ $? -eq 2 ] || fail "suggest without files: not exit 2"
