@@ -14,6 +14,7 @@
 
 #include <json-c/json.h>
 
+#include "audit/aud.h"
 #include "cfg/cfg.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_policy.h"
@@ -370,6 +371,64 @@ rp_free(struct rp_state *s)
 	ctl_hmap_free(&s->s_index);
 }
 
+/* The "prev" of the first line of <f> (rewound after), into prev[65]. */
+static int
+first_prev(FILE *f, char prev[65])
+{
+	struct json_object	*o;
+	char			*line = NULL;
+	size_t			 cap = 0;
+	const char		*v;
+	int			 found = 0;
+
+	if (getline(&line, &cap, f) != -1 &&
+	    (o = json_tokener_parse(line)) != NULL) {
+		if ((v = jstr(o, "prev")) != NULL && strlen(v) == 64) {
+			memcpy(prev, v, 65);
+			found = 1;
+		}
+		json_object_put(o);
+	}
+	free(line);
+	rewind(f);
+	return found;
+}
+
+/*
+ * Hash-chained files are replayed whatever their chain says, but a break
+ * is worth a warning: the records may have been altered. Each file must
+ * continue the one before it; the first may continue an earlier file.
+ */
+void
+ctl_chain_warn(char **files, int nfiles)
+{
+	struct aud_verify	 v;
+	char			 prev[65];
+	int			 i, have_prev = 0;
+	FILE			*f;
+
+	for (i = 0; i < nfiles; i++) {
+		if (strcmp(files[i], "-") == 0 ||
+		    (f = fopen(files[i], "r")) == NULL) {
+			have_prev = 0;
+			continue;
+		}
+		if (!have_prev && !first_prev(f, prev)) {
+			fclose(f);	/* not hash-chained */
+			continue;
+		}
+		memset(&v, 0, sizeof(v));
+		if (aud_verify_file(f, prev, &v) == 1)
+			ctl_err("warning: %s:%llu: hash chain broken (%s); "
+			    "replayed anyway, see \"airlockctl audit verify\"",
+			    files[i], (unsigned long long)v.av_bad_line,
+			    v.av_why);
+		fclose(f);
+		memcpy(prev, v.av_last_hash, sizeof(prev));
+		have_prev = v.av_bad_line == 0 && prev[0] != '\0';
+	}
+}
+
 int
 ctl_cmd_policy_replay(struct ctl *c, struct ctl_args *a)
 {
@@ -389,6 +448,7 @@ ctl_cmd_policy_replay(struct ctl *c, struct ctl_args *a)
 	}
 	memset(&s, 0, sizeof(s));
 	s.s_cfg = ncfg;
+	ctl_chain_warn(a->a_pos, a->a_npos);
 	if (ctl_audit_each(a->a_pos, a->a_npos, rp_one, &s) == -1) {
 		rc = CTL_USAGE;
 		goto out;

@@ -22,6 +22,9 @@ typedef void (*ctl_audit_fn)(void *arg, const char *where,
 /* 0, or -1 (printed) when a file cannot be opened or read. */
 int	ctl_audit_each(char **files, int nfiles, ctl_audit_fn fn, void *arg);
 
+/* A warning on stderr for each broken hash chain (ctl_policy.c). */
+void	ctl_chain_warn(char **files, int nfiles);
+
 /* ctl_hmap.c: string -> index (zeroed = empty). */
 struct ctl_hmap {
 	char		**hm_keys;

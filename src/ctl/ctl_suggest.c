@@ -333,6 +333,7 @@ ctl_cmd_policy_suggest(struct ctl *c, struct ctl_args *a)
 	}
 	memset(&s, 0, sizeof(s));
 	s.s_sandbox = a->a_id;
+	ctl_chain_warn(a->a_pos, a->a_npos);
 	if (ctl_audit_each(a->a_pos, a->a_npos, sg_one, &s) == -1)
 		rc = CTL_USAGE;
 	else {

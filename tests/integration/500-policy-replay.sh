@@ -192,6 +192,20 @@ assert ad[0]["reason"] == "no such sandbox beta in the new config", ad
 PY
 ok "sandbox absent from the new config: would deny, no such sandbox"
 
+# Chained files are checked on the way: a continuous chain says nothing,
+# an altered line gets a warning (and is replayed anyway).
+grep -q 'warning' "$T/rp.airlock.err" && fail "warning on intact files: $(cat "$T/rp.airlock.err")"
+sed '2s/"status":404/"status":200/' "$T/audit.jsonl.1" >"$T/tampered.jsonl"
+cmp -s "$T/tampered.jsonl" "$T/audit.jsonl.1" && hard_error "the tampering did not change line 2"
+"$AIRLOCKCTL" policy replay --config "$T/airlock.yaml" "$T/tampered.jsonl" "$T/audit.jsonl" \
+    >"$T/rp.t" 2>"$T/rp.t.err" || fail "replay of a tampered file: exit $?"
+grep -q "warning: .*tampered.jsonl:2: hash chain broken" "$T/rp.t.err" ||
+    fail "no chain warning: $(cat "$T/rp.t.err")"
+"$AIRLOCKCTL" policy replay --config "$T/airlock.yaml" "$T/audit.jsonl" \
+    >/dev/null 2>"$T/rp.t2.err" || fail "replay of the second file alone: exit $?"
+grep -q 'warning' "$T/rp.t2.err" && fail "warning for a file continuing an earlier one: $(cat "$T/rp.t2.err")"
+ok "a broken hash chain is warned about; a chain continuing an earlier file is not"
+
 # A line that is not a record is named, not skipped silently.
 printf 'not json\n\n{"id":"x","decision":"allow"}\n' >"$T/odd.jsonl"
 "$AIRLOCKCTL" policy replay --config "$T/airlock.yaml" "$T/odd.jsonl" \
