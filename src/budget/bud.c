@@ -168,66 +168,6 @@ sat_add(uint64_t a, uint64_t b)
 	return a + b < a ? UINT64_MAX : a + b;
 }
 
-/* ---- sandbox ids ---------------------------------------------------- */
-
-/* Ids have no spaces (the config sees to it); escape anyway, so that no id
- * can ever split or forge a ledger line. */
-char *
-bud_escape(const char *id)
-{
-	static const char	 hex[] = "0123456789ABCDEF";
-	const unsigned char	*p;
-	char			*out, *o;
-
-	out = xmalloc(strlen(id) * 3 + 1);
-	for (p = (const unsigned char *)id, o = out; *p != '\0'; p++) {
-		if (*p <= ' ' || *p >= 0x7f || *p == '%') {
-			*o++ = '%';
-			*o++ = hex[*p >> 4];
-			*o++ = hex[*p & 15];
-		} else
-			*o++ = (char)*p;
-	}
-	*o = '\0';
-	return out;
-}
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Decode an escaped id in place; -1 if malformed (or it would hold NUL). */
-int
-bud_unescape(char *s)
-{
-	char	*o = s;
-	int	 h, l;
-
-	if (*s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s != '%') {
-			*o++ = *s;
-			continue;
-		}
-		if ((h = hexval(s[1])) == -1 || (l = hexval(s[2])) == -1 ||
-		    (h | l) == 0)
-			return -1;
-		*o++ = (char)(h << 4 | l);
-		s += 2;
-	}
-	*o = '\0';
-	return 0;
-}
-
 /* ---- the sandbox table ---------------------------------------------- */
 
 static size_t
