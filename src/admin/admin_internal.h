@@ -44,6 +44,18 @@ extern struct admin_hooks admin_hooks;
 extern time_t		  admin_started;	/* for uptime */
 
 void	admin_route(const struct admin_req *, struct admin_resp *);
+/* Shared by the route files (admin_routes.c). */
+struct json_object;
+void	admin_json(struct admin_resp *, int status, struct json_object *);
+struct json_object *admin_body_object(const struct admin_req *,
+	    struct admin_resp *, const char *const *allowed);
+int	admin_body_string(struct json_object *, const char *key,
+	    const char **out, struct admin_resp *);
+/* /v1/snapshots[/NAME] (adm_snap.c): <seg> after "snapshots". */
+void	adm_snap_route(const struct admin_req *, struct admin_resp *,
+	    char **seg, int n);
+/* Snapshot <from> exists (0), or -1 after answering 404/409. */
+int	adm_snap_from_ok(struct admin_resp *, const char *from);
 /* The gateway's error shape: {"error","reason","request_id"}. */
 void	admin_error(struct admin_resp *, int status, const char *code,
 	    const char *reason);

@@ -33,6 +33,8 @@
 #define CTL_O_PREV	0x04
 #define CTL_O_TAIL	0x08	/* "-- CMD [ARGS...]" */
 #define CTL_O_SANDBOX	0x10	/* --sandbox ID (into a_id) */
+#define CTL_O_NAME	0x20	/* --name NAME */
+#define CTL_O_FROM	0x40	/* --from SNAPSHOT */
 
 struct ctl_command {
 	const char	*cm_word1;
@@ -62,8 +64,16 @@ static const struct ctl_command ctl_commands[] = {
 	{ "usage", "reset", ctl_cmd_usage_reset, 0, 1, 1, 0,
 	    "usage reset ID" },
 	{ "usage", NULL, ctl_cmd_usage, 0, 1, 1, 0, "usage ID" },
-	{ "run", NULL, ctl_cmd_run, CTL_O_POLICY | CTL_O_SANDBOX | CTL_O_TAIL,
-	    0, 0, 0, "run [--policy P | --sandbox ID] -- CMD [ARGS...]" },
+	{ "run", NULL, ctl_cmd_run, CTL_O_POLICY | CTL_O_SANDBOX | CTL_O_TAIL |
+	    CTL_O_FROM, 0, 0, 0,
+	    "run [--policy P | --sandbox ID] [--from SNAPSHOT] -- CMD [ARGS...]" },
+	{ "snapshot", "create", ctl_cmd_snap_create, CTL_O_NAME, 1, 1, 0,
+	    "snapshot create SANDBOX --name NAME" },
+	{ "snapshot", "list", ctl_cmd_snap_list, 0, 0, 0, 0, "snapshot list" },
+	{ "snapshot", "show", ctl_cmd_snap_show, 0, 1, 1, 0,
+	    "snapshot show NAME" },
+	{ "snapshot", "delete", ctl_cmd_snap_delete, 0, 1, 1, 0,
+	    "snapshot delete NAME" },
 	{ "reload", NULL, ctl_cmd_reload, 0, 0, 0, 0, "reload" },
 	{ "audit", "verify", ctl_cmd_audit_verify, CTL_O_PREV, 1, -1, 1,
 	    "audit verify [--prev HEX] FILE..." },
@@ -92,6 +102,9 @@ usage(FILE *f)
 " working)\n"
 "  sandbox ca ID                          its CA certificate (PEM)\n"
 "  sandbox probe ID                       containment checks inside it\n"
+"  snapshot create SANDBOX --name NAME    freeze it, keep its writable\n"
+"                                         layer (netns with rootfs: DIR)\n"
+"  snapshot list | show NAME | delete NAME\n"
 "                                         (escape canary; exit 1 on a failure)\n"
 "  usage ID                               counters and spend of a sandbox\n"
 "  usage reset ID                         zero them\n"
@@ -100,6 +113,7 @@ usage(FILE *f)
 "  run --sandbox ID -- CMD [ARGS...]      run CMD in a sandbox claimed"
 " before\n"
 "                                         (kept; a paused VM is resumed)\n"
+"  run --from SNAPSHOT -- CMD [ARGS...]   a sandbox started from a snapshot\n"
 "  reload                                 reload the config (as SIGHUP)\n"
 "  audit verify [--prev HEX] FILE...      check the audit hash chain"
 " (local)\n"
@@ -465,6 +479,10 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			slot = &a->a_id;
 		else if ((cm->cm_opts & CTL_O_PREV) && is_opt(arg, "--prev"))
 			slot = &a->a_prev;
+		else if ((cm->cm_opts & CTL_O_NAME) && is_opt(arg, "--name"))
+			slot = &a->a_name;
+		else if ((cm->cm_opts & CTL_O_FROM) && is_opt(arg, "--from"))
+			slot = &a->a_from;
 		else if (strcmp(arg, "-a") == 0 || is_opt(arg, "--admin"))
 			slot = &opt_addr;
 		else if (strcmp(arg, "-k") == 0 || is_opt(arg, "--token-file"))

@@ -94,6 +94,12 @@ pool_set_launcher(struct launcher *l)
 	pool_launcher = l;
 }
 
+struct launcher *
+pool_get_launcher(void)
+{
+	return pool_launcher;
+}
+
 /*
  * Build one sandbox of <policy> with <flags> (SBX_F_POOLED: warm, or
  * SBX_F_LAUNCHED: claimed now). With the netns backend it gets its
@@ -101,8 +107,8 @@ pool_set_launcher(struct launcher *l)
  * they are up.
  */
 static enum sbx_err
-pool_build(const struct cfg *cfg, const char *policy, int flags,
-    struct sbx **out)
+pool_build_from(const struct cfg *cfg, const char *policy, const char *from,
+    int flags, struct sbx **out)
 {
 	struct lnc_create_req	 req;
 	struct lnc_sandbox	 ls;
@@ -120,6 +126,7 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 	snprintf(id, sizeof(id), "%s", (*out)->sb_id);
 	memset(&req, 0, sizeof(req));
 	req.cr_id = id;
+	req.cr_from = from;	/* its snapshot's layers (issue 22) */
 	if ((ca = ca_get(cfg->c_state_dir, id)) != NULL) {
 		req.cr_ca_pem = ca_cert_pem(ca);
 		req.cr_ca_len = strlen(req.cr_ca_pem);
@@ -149,6 +156,14 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 	    __ATOMIC_RELAXED);
 	sbx_add_flags(*out, flags & (SBX_F_POOLED | SBX_F_LAUNCHED));
 	return SBX_OK;
+}
+
+/* The pool's own: from launcher.pool.from, the same warm and cold. */
+static enum sbx_err
+pool_build(const struct cfg *cfg, const char *policy, int flags,
+    struct sbx **out)
+{
+	return pool_build_from(cfg, policy, cfg->c_pool_from, flags, out);
 }
 
 int
@@ -698,6 +713,24 @@ pool_claim(const char *policy, struct sbx **out, int *warm)
 	e = pool_build(cfg, policy, SBX_F_LAUNCHED, out);
 	pool_kick(0);
 	return e;
+}
+
+/* A sandbox from snapshot <from>: the pool's when it is built from that
+ * one, else cold (issue 22, points 2, 3). */
+enum sbx_err
+pool_claim_from(const char *policy, const char *from, struct sbx **out,
+    int *warm)
+{
+	const struct cfg	*cfg = pool_cfg();
+
+	if (cfg->c_pool_from != NULL && strcmp(cfg->c_pool_from, from) == 0)
+		return pool_claim(policy, out, warm);
+	if (cfg_policy_find(cfg, policy) == NULL)
+		return SBX_E_POLICY;
+	if (pool_launcher == NULL)
+		return SBX_E_LAUNCH;
+	*warm = 0;
+	return pool_build_from(cfg, policy, from, SBX_F_LAUNCHED, out);
 }
 
 long

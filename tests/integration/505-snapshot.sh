@@ -1,0 +1,137 @@
+#!/bin/sh
+# Issue 22, points 1, 2, 5, 6: snapshots of a netns sandbox's writable
+# layer (launcher.rootfs DIR, a static busybox tree), in gateway mode as
+# root. create -> modify -> snapshot -> modify more -> restore gives the
+# snapshot's files (a deleted base file stays deleted: the whiteout is
+# kept), not the later changes, with the same tree hash every time; a chain
+# of three versions; list/show/delete (a parent is not deleted); the store
+# is 0700 and holds no generated file (CA bundle, hostname) of the sandbox;
+# deleting a snapshot whose layer holds a symlink and a bind mount to an
+# outside directory leaves that directory untouched. Own range 10.205/16,
+# prefix t505-, table airlock_t505.
+. "$top_srcdir/tests/integration/lib.sh"
+CT_NUM=505
+. "$top_srcdir/tests/integration/contain-lib.sh"
+CT_NET=10.205
+BB=$(command -v busybox) || skip "busybox not installed (busybox-static)"
+file -L "$BB" 2>/dev/null | grep -q 'statically linked' ||
+    skip "busybox is not the static one (busybox-static)"
+grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
+    skip "no overlayfs here"
+
+ROOTFS=$T/rootfs
+OUTSIDE=$T/outside
+mkdir -p "$ROOTFS/bin" "$ROOTFS/data" "$ROOTFS/etc" "$OUTSIDE"
+cp "$BB" "$ROOTFS/bin/busybox"
+for a in sh cat echo ls rm mkdir ln sha256sum find sort true sleep id; do
+	ln -s busybox "$ROOTFS/bin/$a"
+done
+echo base >"$ROOTFS/data/base.txt"
+echo keep >"$ROOTFS/data/keep.txt"
+chmod 0777 "$ROOTFS/data"
+chmod -R go+rX "$ROOTFS"
+echo precious >"$OUTSIDE/precious"
+CT_LAUNCHER_EXTRA="  rootfs: $ROOTFS
+  snapshots: {max_bytes: 64MiB}"
+CT_POOL='{warm: 0, max: 8}'
+ct_start
+wait_admin
+
+api() { # METHOD PATH [JSON] -> "STATUS BODY"
+	"$PYTHON" - "$@" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
+import adminlib
+st, h, b = adminlib.call("unix:" + os.environ["T"] + "/state/admin.sock",
+    sys.argv[1], sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else None,
+    token=adminlib.token(os.environ["T"] + "/state"))
+print(st, json.dumps(b))
+PY
+}
+claim() { # [FROM] -> the new sandbox's id
+	if [ -n "${1:-}" ]; then body="{\"from\": \"$1\"}"; else body='{}'; fi
+	api POST /v1/sandboxes/claim "$body" >"$T/claim.out"
+	read -r st rest <"$T/claim.out"
+	[ "$st" = 200 ] || fail "claim ${1:-}: $(cat "$T/claim.out")"
+	echo "$rest" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+}
+in_sbx() { ctl run --sandbox "$1" -- sh -c "$2"; }
+# the tree hash a workload sees under /data: names, types and contents
+TREE='cd /data && find . | sort | while read -r f; do
+  if [ -L "$f" ]; then echo "L $f $(readlink "$f")";
+  elif [ -d "$f" ]; then echo "D $f";
+  else echo "F $f $(cat "$f" | sha256sum)"; fi; done | sha256sum'
+
+# --- create -> modify -> snapshot -> modify more
+A=$(claim) || exit 1
+in_sbx "$A" 'echo v1 >/data/new.txt && rm /data/base.txt && mkdir /data/sub &&
+    echo deep >/data/sub/f && ln -s '"$OUTSIDE"' /data/out' ||
+    fail "modify in $A"
+H1=$(in_sbx "$A" "$TREE") || fail "tree hash in $A"
+ctl snapshot create "$A" --name v1 >"$T/c1.out" 2>&1 || fail "snapshot create: $(cat "$T/c1.out")"
+grep -q "^v1 [0-9a-f]\{16\} - " "$T/c1.out" || fail "snapshot create output: $(cat "$T/c1.out")"
+in_sbx "$A" 'echo later >/data/new.txt; echo later >/data/later.txt' || fail "modify after"
+in_sbx "$A" 'cat /data/new.txt' | grep -q later || fail "sandbox $A did not keep running after the snapshot"
+ok "snapshot v1 of a running sandbox, which keeps running"
+
+# --- the store: 0700, no generated files of the sandbox
+S=$T/state/snapshots
+[ "$(stat -c %a "$S")" = 700 ] || fail "store mode $(stat -c %a "$S")"
+[ "$(stat -c %u "$S")" = 0 ] || fail "store owner"
+L1=$(ctl --json snapshot show v1 | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["layer"])')
+[ -d "$S/layers/$L1/data" ] || fail "no layer $L1"
+for g in etc/hostname etc/hosts etc/resolv.conf etc/airlock/ca-bundle.pem; do
+	[ -e "$S/layers/$L1/$g" ] && fail "generated $g in the snapshot"
+done
+[ -c "$S/layers/$L1/data/base.txt" ] || fail "the whiteout of base.txt is not kept"
+grep -rl -- "$SECRET" "$S" && fail "a secret value in the store"
+ok "store 0700 root, whiteout kept, no generated file or secret in it"
+
+# --- restore: the snapshot's files, not the later changes, same hash
+for i in 1 2 3; do
+	B=$(claim v1) || exit 1
+	in_sbx "$B" 'cat /data/new.txt; ls /data' >"$T/r$i.out" || fail "restore $i"
+	grep -q '^v1$' "$T/r$i.out" || fail "restore $i: $(cat "$T/r$i.out")"
+	grep -q 'later.txt\|base.txt' "$T/r$i.out" && fail "restore $i shows later or deleted files: $(cat "$T/r$i.out")"
+	H=$(in_sbx "$B" "$TREE") || fail "tree hash $i"
+	[ "$H" = "$H1" ] || fail "restore $i: tree hash $H, snapshot's $H1"
+	ctl sandbox delete "$B" >/dev/null || fail "delete $B"
+done
+ok "restored three times: the snapshot's tree (hash equal), not the later changes"
+
+# --- a chain of three versions
+B=$(claim v1) || exit 1
+in_sbx "$B" 'echo v2 >/data/v2.txt' || fail "v2 write"
+ctl snapshot create "$B" --name v2 >/dev/null || fail "snapshot v2"
+C=$(claim v2) || exit 1
+in_sbx "$C" 'echo v3 >/data/v3.txt; rm /data/keep.txt' || fail "v3 write"
+ctl snapshot create "$C" --name v3 >/dev/null || fail "snapshot v3"
+D=$(claim v3) || exit 1
+in_sbx "$D" 'cat /data/new.txt /data/v2.txt /data/v3.txt; ls /data' >"$T/v3.out" || fail "read v3"
+[ "$(head -3 "$T/v3.out" | tr '\n' ' ')" = "v1 v2 v3 " ] || fail "chain: $(cat "$T/v3.out")"
+grep -q keep.txt "$T/v3.out" && fail "chain: keep.txt not deleted in v3"
+ctl --json snapshot show v3 | grep -q '"parent":"v2"' || fail "v3's parent"
+ctl snapshot list >"$T/list.out"
+[ "$(cut -d' ' -f1,3 "$T/list.out" | tr '\n' ' ')" = "v1 - v2 v1 v3 v2 " ] || fail "list: $(cat "$T/list.out")"
+ok "three versions chained (v1 <- v2 <- v3)"
+
+# --- delete: a parent refused; the outside untouched
+ctl snapshot delete v2 >"$T/d2.out" 2>&1 && fail "deleted v2, the parent of v3"
+grep -q "in use" "$T/d2.out" || fail "delete v2: $(cat "$T/d2.out")"
+L3=$(ctl --json snapshot show v3 | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["layer"])')
+mkdir "$S/layers/$L3/data/bind"
+mount --bind "$OUTSIDE" "$S/layers/$L3/data/bind" || fail "bind mount"
+ln -s "$OUTSIDE" "$S/layers/$L3/data/link"
+for s in "$D" "$C" "$B" "$A"; do ctl sandbox delete "$s" >/dev/null || fail "delete $s"; done
+ctl snapshot delete v3 >"$T/d3.out" 2>&1
+[ -f "$OUTSIDE/precious" ] || fail "the outside file went: $(cat "$T/d3.out")"
+grep -q "mount point\|cross-device\|left in place" "$T/d3.out" || fail "delete v3 did not say it left the mount: $(cat "$T/d3.out")"
+umount "$S/layers/$L3/data/bind"
+[ -f "$OUTSIDE/precious" ] && [ "$(cat "$OUTSIDE/precious")" = precious ] || fail "outside touched"
+ctl snapshot delete v2 >/dev/null || fail "delete v2"
+ctl snapshot delete v1 >/dev/null || fail "delete v1"
+[ -z "$(ctl snapshot list)" ] || fail "left: $(ctl snapshot list)"
+ok "delete: parent refused, bind mount and symlink to outside left untouched"
+
+ct_stop
+finish
