@@ -68,6 +68,7 @@ struct snap_copy {
 	int		 objfd;		/* objects/ */
 	EVP_MD_CTX	*tree;		/* the manifest's hash */
 	uint64_t	 bytes;		/* regular files' sizes */
+	int		 err;		/* the first failure's errno */
 	char		*why;
 	size_t		 whysz;
 };
@@ -388,9 +389,24 @@ store_fit(struct lnc *l, int sfd, const char *keep)
 {
 	struct snap_ref	*v;
 	char		 path[LNC_ID_MAX + 8];
+	uint64_t	 total, prunable = 0;
 	size_t		 n, i;
 	int		 pruned;
 
+	store_gc(sfd);
+	if ((total = store_bytes(sfd)) <= store_max(l))
+		return 0;
+	/* would it fit with every prunable one gone? If not, prune none
+	   (each ref's bytes: what it added; shared objects make this an
+	   estimate) */
+	v = refs_all(sfd, &n);
+	for (i = 0; i < n; i++)
+		if (strcmp(v[i].name, keep) != 0 &&
+		    !ref_in_use(l, v, n, v[i].name))
+			prunable += v[i].bytes;
+	free(v);
+	if (total - (prunable < total ? prunable : total) > store_max(l))
+		return -1;
 	for (;;) {
 		store_gc(sfd);
 		if (store_bytes(sfd) <= store_max(l))
@@ -562,6 +578,28 @@ hex(const unsigned char *d, unsigned n, char *out)
 		sprintf(out + 2 * i, "%02x", d[i]);
 }
 
+/* All of <len>, or -1 with errno (a short write: the next one's). */
+static int
+write_all(int fd, const unsigned char *p, size_t len)
+{
+	ssize_t	w;
+
+	while (len > 0) {
+		if ((w = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (w == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 /* A regular file: its content into objects/ (once), linked as <name>. */
 static int
 copy_file(struct snap_copy *sc, int sfd, const char *name, int dfd,
@@ -572,7 +610,7 @@ copy_file(struct snap_copy *sc, int sfd, const char *name, int dfd,
 	EVP_MD_CTX	*ctx;
 	unsigned	 mdlen;
 	ssize_t		 n;
-	int		 in, out, rc = -1;
+	int		 in, out, rc = -1, saved;
 
 	if ((in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return -1;
@@ -588,7 +626,7 @@ copy_file(struct snap_copy *sc, int sfd, const char *name, int dfd,
 	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		EVP_DigestUpdate(ctx, buf, n);
-		if (write(out, buf, n) != n)
+		if (write_all(out, buf, (size_t)n) == -1)
 			goto done;
 	}
 	if (n == -1)
@@ -612,11 +650,13 @@ copy_file(struct snap_copy *sc, int sfd, const char *name, int dfd,
 	tree_line(sc, rel, sb, h);
 	rc = 0;
  done:
+	saved = errno;
 	if (rc == -1)
 		(void)unlinkat(sc->objfd, tmp, 0);
 	EVP_MD_CTX_free(ctx);
 	close(out);
 	close(in);
+	errno = saved;
 	return rc;
 }
 
@@ -753,8 +793,12 @@ copy_dir(struct snap_copy *sc, int sfd, int dfd, const char *rel)
 			snprintf(sub, sizeof(sub), "%s%s%s", rel,
 			    *rel ? "/" : "", names[i]);
 			if (copy_entry(sc, sfd, dfd, names[i], sub) == -1) {
-				snprintf(sc->why, sc->whysz, "copy %s: %s",
-				    sub, strerror(errno));
+				if (sc->err == 0) {
+					sc->err = errno ? errno : EIO;
+					snprintf(sc->why, sc->whysz,
+					    "copy %s: %s", sub,
+					    strerror(sc->err));
+				}
 				rc = -1;
 			}
 		}
@@ -813,7 +857,7 @@ capture(struct lnc *l, int sfd, int ufd, const char *parent_layer,
 	EVP_DigestInit_ex(sc.tree, EVP_sha256(), NULL);
 	EVP_DigestUpdate(sc.tree, parent_layer, strlen(parent_layer));
 	rc = copy_dir(&sc, ufd, dfd, "");
-	err = errno;
+	err = sc.err ? sc.err : errno;
 	EVP_DigestFinal_ex(sc.tree, md, &mdlen);
 	EVP_MD_CTX_free(sc.tree);
 	close(dfd);
@@ -878,6 +922,8 @@ snap_create(struct lnc *l, int sfd, const struct lnc_m_snap *m,
 		return snap_err(out, outsz, errno, "upper layer: %s",
 		    strerror(errno));
 	freeze(s, &f);
+	log_info("launcher: snapshot %s of %s: frozen by %s", r.name, s->s_id,
+	    f.stopped ? "SIGSTOP" : "the cgroup freezer");
 	err = capture(l, sfd, ufd, p.layer, r.layer, &r.bytes, out, outsz);
 	thaw(s, &f);
 	close(ufd);

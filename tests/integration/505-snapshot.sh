@@ -13,54 +13,13 @@
 CT_NUM=505
 . "$top_srcdir/tests/integration/contain-lib.sh"
 CT_NET=10.205
-BB=$(command -v busybox) || skip "busybox not installed (busybox-static)"
-file -L "$BB" 2>/dev/null | grep -q 'statically linked' ||
-    skip "busybox is not the static one (busybox-static)"
-grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null ||
-    skip "no overlayfs here"
-
-ROOTFS=$T/rootfs
-OUTSIDE=$T/outside
-mkdir -p "$ROOTFS/bin" "$ROOTFS/data" "$ROOTFS/etc" "$OUTSIDE"
-cp "$BB" "$ROOTFS/bin/busybox"
-for a in sh cat echo ls rm mkdir ln sha256sum find sort true sleep id; do
-	ln -s busybox "$ROOTFS/bin/$a"
-done
-echo base >"$ROOTFS/data/base.txt"
-echo keep >"$ROOTFS/data/keep.txt"
-chmod 0777 "$ROOTFS/data"
-chmod -R go+rX "$ROOTFS"
-echo precious >"$OUTSIDE/precious"
+. "$top_srcdir/tests/integration/snap-lib.sh"
+snap_rootfs
 CT_LAUNCHER_EXTRA="  rootfs: $ROOTFS
   snapshots: {max_bytes: 64MiB}"
 CT_POOL='{warm: 0, max: 8}'
 ct_start
 wait_admin
-
-api() { # METHOD PATH [JSON] -> "STATUS BODY"
-	"$PYTHON" - "$@" <<'PY'
-import json, os, sys
-sys.path.insert(0, os.environ["top_srcdir"] + "/tests/integration")
-import adminlib
-st, h, b = adminlib.call("unix:" + os.environ["T"] + "/state/admin.sock",
-    sys.argv[1], sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else None,
-    token=adminlib.token(os.environ["T"] + "/state"))
-print(st, json.dumps(b))
-PY
-}
-claim() { # [FROM] -> the new sandbox's id
-	if [ -n "${1:-}" ]; then body="{\"from\": \"$1\"}"; else body='{}'; fi
-	api POST /v1/sandboxes/claim "$body" >"$T/claim.out"
-	read -r st rest <"$T/claim.out"
-	[ "$st" = 200 ] || fail "claim ${1:-}: $(cat "$T/claim.out")"
-	echo "$rest" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["id"])'
-}
-in_sbx() { ctl run --sandbox "$1" -- sh -c "$2"; }
-# the tree hash a workload sees under /data: names, types and contents
-TREE='cd /data && find . | sort | while read -r f; do
-  if [ -L "$f" ]; then echo "L $f $(readlink "$f")";
-  elif [ -d "$f" ]; then echo "D $f";
-  else echo "F $f $(cat "$f" | sha256sum)"; fi; done | sha256sum'
 
 # --- create -> modify -> snapshot -> modify more
 A=$(claim) || exit 1
@@ -72,13 +31,20 @@ ctl snapshot create "$A" --name v1 >"$T/c1.out" 2>&1 || fail "snapshot create: $
 grep -q "^v1 [0-9a-f]\{16\} - " "$T/c1.out" || fail "snapshot create output: $(cat "$T/c1.out")"
 in_sbx "$A" 'echo later >/data/new.txt; echo later >/data/later.txt' || fail "modify after"
 in_sbx "$A" 'cat /data/new.txt' | grep -q later || fail "sandbox $A did not keep running after the snapshot"
-ok "snapshot v1 of a running sandbox, which keeps running"
+if [ -e /sys/fs/cgroup/freezer/cgroup.procs ]; then
+	grep -q "snapshot v1 of $A: frozen by the cgroup freezer" "$T/airlockd.log" ||
+	    fail "not frozen by the cgroup freezer: $(grep 'snapshot v1' "$T/airlockd.log")"
+	[ -d /sys/fs/cgroup/freezer/airlock-snap-* ] 2>/dev/null && fail "freezer cgroup left"
+else
+	grep -q "snapshot v1 of $A: frozen by SIGSTOP" "$T/airlockd.log" || fail "not frozen"
+fi
+ok "snapshot v1 of a running sandbox (frozen, then thawed: it keeps running)"
 
 # --- the store: 0700, no generated files of the sandbox
 S=$T/state/snapshots
 [ "$(stat -c %a "$S")" = 700 ] || fail "store mode $(stat -c %a "$S")"
 [ "$(stat -c %u "$S")" = 0 ] || fail "store owner"
-L1=$(ctl --json snapshot show v1 | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["layer"])')
+L1=$(snap_layer v1)
 [ -d "$S/layers/$L1/data" ] || fail "no layer $L1"
 for g in etc/hostname etc/hosts etc/resolv.conf etc/airlock/ca-bundle.pem; do
 	[ -e "$S/layers/$L1/$g" ] && fail "generated $g in the snapshot"
@@ -118,7 +84,7 @@ ok "three versions chained (v1 <- v2 <- v3)"
 # --- delete: a parent refused; the outside untouched
 ctl snapshot delete v2 >"$T/d2.out" 2>&1 && fail "deleted v2, the parent of v3"
 grep -q "in use" "$T/d2.out" || fail "delete v2: $(cat "$T/d2.out")"
-L3=$(ctl --json snapshot show v3 | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["layer"])')
+L3=$(snap_layer v3)
 mkdir "$S/layers/$L3/data/bind"
 mount --bind "$OUTSIDE" "$S/layers/$L3/data/bind" || fail "bind mount"
 ln -s "$OUTSIDE" "$S/layers/$L3/data/link"
