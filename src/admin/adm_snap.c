@@ -6,6 +6,8 @@
  *   POST   /v1/snapshots            {"sandbox", "name"} -> 201 SNAPSHOT
  *   GET    /v1/snapshots/NAME       SNAPSHOT
  *   DELETE /v1/snapshots/NAME       {"deleted": NAME}
+ *   POST   /v1/sandboxes/ID/rollback {"snapshot"} -> {"id","snapshot"}:
+ *	its processes restarted on a fresh upper layer over the snapshot
  *
  * SNAPSHOT: {"name","layer","parent" (null: on the base),"bytes",
  * "created" (unix seconds),"sandbox"}.
@@ -24,6 +26,7 @@
 #include "admin/admin_internal.h"
 #include "launcher/launcher.h"
 #include "launcher/lnc_proto.h"
+#include "sbx/sbx.h"
 #include "sched/pool.h"
 
 #define SNAP_LINE	320
@@ -194,4 +197,40 @@ adm_snap_from_ok(struct admin_resp *r, const char *from)
 		return -1;
 	}
 	return 0;
+}
+
+void
+adm_snap_rollback(const struct admin_req *q, struct admin_resp *r,
+    struct sbx *s)
+{
+	static const char *const fields[] = { "snapshot", NULL };
+	json_object	*body, *o;
+	const char	*name;
+	char		 why[SNAP_LINE];
+
+	if ((body = admin_body_object(q, r, fields)) == NULL)
+		return;
+	if (admin_body_string(body, "snapshot", &name, r) == -1) {
+		json_object_put(body);
+		return;
+	}
+	if (name == NULL)
+		admin_error(r, 400, "bad_request", "\"snapshot\" is required");
+	else if (!(s->sb_flags & SBX_F_LAUNCHED))
+		admin_error(r, 409, "conflict", "only a claimed sandbox is "
+		    "rolled back");
+	else if (adm_snap_from_ok(r, name) == -1)
+		;	/* answered */
+	else if (pool_rollback(s, name, why, sizeof(why)) == -1)
+		admin_error(r, errno == ENOTSUP ? 409 : 500, errno == ENOTSUP ?
+		    "conflict" : "internal_error", why);
+	else {
+		o = json_object_new_object();
+		json_object_object_add(o, "id", json_object_new_string(
+		    s->sb_id));
+		json_object_object_add(o, "snapshot",
+		    json_object_new_string(name));
+		admin_json(r, 200, o);
+	}
+	json_object_put(body);
 }

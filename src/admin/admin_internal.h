@@ -56,6 +56,10 @@ void	adm_snap_route(const struct admin_req *, struct admin_resp *,
 	    char **seg, int n);
 /* Snapshot <from> exists (0), or -1 after answering 404/409. */
 int	adm_snap_from_ok(struct admin_resp *, const char *from);
+/* POST /v1/sandboxes/ID/rollback {"snapshot"} (adm_snap.c). */
+struct sbx;
+void	adm_snap_rollback(const struct admin_req *, struct admin_resp *,
+	    struct sbx *);
 /* The gateway's error shape: {"error","reason","request_id"}. */
 void	admin_error(struct admin_resp *, int status, const char *code,
 	    const char *reason);

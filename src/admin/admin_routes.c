@@ -963,6 +963,10 @@ admin_route(const struct admin_req *q, struct admin_resp *r)
 		method_not_allowed(r, "POST");
 	else if (n == 4 && IS(3, "probe") && m == HTTP_POST)
 		route_sandbox_probe(q, r, s);
+	else if (n == 4 && IS(3, "rollback") && m == HTTP_POST)
+		adm_snap_rollback(q, r, s);
+	else if (n == 4 && IS(3, "rollback"))
+		method_not_allowed(r, "POST");
 	else if (n == 4 && IS(3, "probe"))
 		method_not_allowed(r, "POST");
 	else

@@ -74,6 +74,8 @@ static const struct ctl_command ctl_commands[] = {
 	    "snapshot show NAME" },
 	{ "snapshot", "delete", ctl_cmd_snap_delete, 0, 1, 1, 0,
 	    "snapshot delete NAME" },
+	{ "snapshot", "rollback", ctl_cmd_snap_rollback, 0, 2, 2, 0,
+	    "snapshot rollback SANDBOX NAME" },
 	{ "reload", NULL, ctl_cmd_reload, 0, 0, 0, 0, "reload" },
 	{ "audit", "verify", ctl_cmd_audit_verify, CTL_O_PREV, 1, -1, 1,
 	    "audit verify [--prev HEX] FILE..." },
@@ -105,6 +107,7 @@ usage(FILE *f)
 "  snapshot create SANDBOX --name NAME    freeze it, keep its writable\n"
 "                                         layer (netns with rootfs: DIR)\n"
 "  snapshot list | show NAME | delete NAME\n"
+"  snapshot rollback SANDBOX NAME         restart it on that snapshot\n"
 "                                         (escape canary; exit 1 on a failure)\n"
 "  usage ID                               counters and spend of a sandbox\n"
 "  usage reset ID                         zero them\n"

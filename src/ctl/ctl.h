@@ -108,6 +108,7 @@ int	ctl_cmd_snap_create(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_list(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_show(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_delete(struct ctl *, struct ctl_args *);
+int	ctl_cmd_snap_rollback(struct ctl *, struct ctl_args *);
 
 /* Print "airlockctl: MESSAGE\n" to stderr. */
 void	ctl_err(const char *, ...) __attribute__((format(printf, 1, 2)));

@@ -1,5 +1,5 @@
 /*
- * airlockctl snapshot create | list | show | delete (issue 22): the admin
+ * airlockctl snapshot create | list | show | delete | rollback (issue 22): the admin
  * API's /v1/snapshots. Text: one line per snapshot, "NAME LAYER PARENT
  * BYTES SANDBOX" (LAYER shortened to 16 hex digits, PARENT "-" when on the
  * base); --json: the gateway's body.
@@ -155,6 +155,34 @@ ctl_cmd_snap_delete(struct ctl *c, struct ctl_args *a)
 	if (c->c_json)
 		return snap_show_answer(c, &r);
 	printf("deleted %s\n", a->a_pos[0]);
+	ctl_resp_fini(&r);
+	return CTL_OK;
+}
+
+int
+ctl_cmd_snap_rollback(struct ctl *c, struct ctl_args *a)
+{
+	struct json_object	*body;
+	struct ctl_resp		 r;
+	char			*esc, *path;
+	int			 rc;
+
+	esc = ctl_path_escape(a->a_pos[0]);
+	rc = asprintf(&path, "/v1/sandboxes/%s/rollback", esc);
+	free(esc);
+	if (rc == -1)
+		return CTL_FAIL;
+	body = json_object_new_object();
+	json_object_object_add(body, "snapshot",
+	    json_object_new_string(a->a_pos[1]));
+	rc = snap_call(c, "POST", path, body, &r);
+	json_object_put(body);
+	free(path);
+	if (rc != CTL_OK)
+		return rc;
+	if (c->c_json)
+		return snap_show_answer(c, &r);
+	printf("%s rolled back to %s\n", a->a_pos[0], a->a_pos[1]);
 	ctl_resp_fini(&r);
 	return CTL_OK;
 }

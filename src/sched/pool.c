@@ -715,6 +715,46 @@ pool_claim(const char *policy, struct sbx **out, int *warm)
 	return e;
 }
 
+int
+pool_rollback(struct sbx *s, const char *from, char *why, size_t whysz)
+{
+	const struct cfg	*cfg = pool_cfg();
+	struct lnc_create_req	 req;
+	struct lnc_sandbox	 ls;
+	struct ca		*ca;
+	char			 id[64];
+
+	if (pool_launcher == NULL || (s->sb_flags & SBX_F_VM) ||
+	    !(s->sb_flags & SBX_F_NETNS)) {
+		snprintf(why, whysz, "sandbox %s is not a netns sandbox of "
+		    "this gateway's launcher", s->sb_id);
+		errno = ENOTSUP;
+		return -1;
+	}
+	snprintf(id, sizeof(id), "%s", s->sb_id);
+	/* its old address names no one from here on */
+	sbx_clear_addrs(s);
+	if (launcher_destroy(pool_launcher, id) == -1)
+		log_warnx("rollback %s: destroy: %s", id, strerror(errno));
+	memset(&req, 0, sizeof(req));
+	req.cr_id = id;
+	req.cr_from = from;
+	if ((ca = ca_get(cfg->c_state_dir, id)) != NULL) {
+		req.cr_ca_pem = ca_cert_pem(ca);
+		req.cr_ca_len = strlen(req.cr_ca_pem);
+	}
+	if (launcher_create(pool_launcher, &req, &ls, why, whysz) == -1 ||
+	    sbx_set_addr(s, &ls.ls_addr) == -1) {
+		log_warnx("rollback %s: %s (the sandbox is gone)", id, why);
+		sbx_delete(id);
+		errno = EIO;
+		return -1;
+	}
+	s->sb_init_pid = (int)ls.ls_init_pid;
+	log_info("sandbox %s: rolled back to snapshot %s", id, from);
+	return 0;
+}
+
 /* A sandbox from snapshot <from>: the pool's when it is built from that
  * one, else cold (issue 22, points 2, 3). */
 enum sbx_err

@@ -4,7 +4,7 @@
 # root. create -> modify -> snapshot -> modify more -> restore gives the
 # snapshot's files (a deleted base file stays deleted: the whiteout is
 # kept), not the later changes, with the same tree hash every time; a chain
-# of three versions; list/show/delete (a parent is not deleted); the store
+# of three versions; rollback of a running sandbox; list/show/delete (a parent is not deleted); the store
 # is 0700 and holds no generated file (CA bundle, hostname) of the sandbox;
 # deleting a snapshot whose layer holds a symlink and a bind mount to an
 # outside directory leaves that directory untouched. Own range 10.205/16,
@@ -80,6 +80,23 @@ ctl --json snapshot show v3 | grep -q '"parent":"v2"' || fail "v3's parent"
 ctl snapshot list >"$T/list.out"
 [ "$(cut -d' ' -f1,3 "$T/list.out" | tr '\n' ' ')" = "v1 - v2 v1 v3 v2 " ] || fail "list: $(cat "$T/list.out")"
 ok "three versions chained (v1 <- v2 <- v3)"
+
+# --- rollback: the same sandbox (id, token) back on a snapshot
+H3=$(in_sbx "$D" "$TREE") || fail "tree v3"
+TOK=$(ctl --json sandbox show "$D" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+in_sbx "$D" 'echo junk >/data/junk; rm /data/v2.txt; (sleep 300 </dev/null >/dev/null 2>&1 &)' || fail "junk"
+in_sbx "$D" 'cat /proc/[0-9]*/comm' | grep -q '^sleep$' || fail "no sleeper before the rollback"
+ctl snapshot rollback "$D" v3 >"$T/rb.out" 2>&1 || fail "rollback: $(cat "$T/rb.out")"
+[ "$(in_sbx "$D" "$TREE")" = "$H3" ] || fail "after rollback: not v3's tree: $(in_sbx "$D" 'ls /data')"
+in_sbx "$D" 'cat /proc/[0-9]*/comm' >"$T/procs.out" || fail "ps"
+grep -q '^sleep$' "$T/procs.out" && fail "processes survived the rollback: $(cat "$T/procs.out")"
+[ "$(ctl --json sandbox show "$D" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["token"])')" = "$TOK" ] ||
+    fail "token changed by the rollback"
+ctl snapshot rollback "$D" v1 >/dev/null || fail "rollback to v1"
+[ "$(in_sbx "$D" "$TREE")" = "$H1" ] || fail "after rollback to v1: not v1's tree"
+ctl snapshot rollback "$D" nosuch >"$T/rb2.out" 2>&1 && fail "rollback to a missing snapshot"
+grep -q "404" "$T/rb2.out" || fail "rollback nosuch: $(cat "$T/rb2.out")"
+ok "rollback: the same sandbox and token on v3's tree, its processes restarted; then v1"
 
 # --- delete: a parent refused; the outside untouched
 ctl snapshot delete v2 >"$T/d2.out" 2>&1 && fail "deleted v2, the parent of v3"
