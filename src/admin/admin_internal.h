@@ -44,8 +44,12 @@ extern struct admin_hooks admin_hooks;
 extern time_t		  admin_started;	/* for uptime */
 
 void	admin_route(const struct admin_req *, struct admin_resp *);
-/* Shared by the route files (admin_routes.c). */
+/* GET .../usage?by=model|day: add "by" and "breakdown" to the usage
+ * object <o> (admin_usage.c); 0, or -1 after answering 400. */
 struct json_object;
+int	admin_usage_by(const struct admin_req *, struct admin_resp *,
+	    const char *sandbox, struct json_object *o);
+/* Shared by the route files (admin_routes.c). */
 void	admin_json(struct admin_resp *, int status, struct json_object *);
 struct json_object *admin_body_object(const struct admin_req *,
 	    struct admin_resp *, const char *const *allowed);

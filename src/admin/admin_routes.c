@@ -602,6 +602,10 @@ route_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
 	    json_object_new_int64((int64_t)bc.bc_reserved));
 	json_object_object_add(o, "spend_usd", money_json(bc.bc_spend));
 	json_object_object_add(o, "caps", caps_json(caps));
+	if (!reset && admin_usage_by(q, r, s->sb_id, o) == -1) {
+		json_object_put(o);
+		return;
+	}
 	admin_json(r, 200, o);
 }
 

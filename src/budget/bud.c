@@ -17,6 +17,9 @@
  *	S <sb> <ws> <reserved> <cost>		settle
  *	B <sb> <ws> <in> <out> <requests>	counter deltas (>= 1/s)
  *	Z <sb>					usage reset
+ *	U <sb> <day> <model> <requests> <cost> <in> <cached> <cwrite> <out>
+ *						spend by model and UTC day
+ *						(added up; usage_tab.c)
  *	C <sb> <ws> <requests> <in> <out> <spend> <reserved>
  *						snapshot (compaction)
  *
@@ -135,7 +138,7 @@ bud_test_set_compact_size(uint64_t bytes)
 	bud_compact_size = bytes != 0 ? bytes : BUD_COMPACT_SIZE;
 }
 
-static uint64_t
+uint64_t
 bud_wall_ms(void)
 {
 	return bud_clock != NULL ? bud_clock() : util_wall_ms();
@@ -157,7 +160,7 @@ sat_add(uint64_t a, uint64_t b)
 
 /* Ids have no spaces (the config sees to it); escape anyway, so that no id
  * can ever split or forge a ledger line. */
-static char *
+char *
 bud_escape(const char *id)
 {
 	static const char	 hex[] = "0123456789ABCDEF";
@@ -190,7 +193,7 @@ hexval(int c)
 }
 
 /* Decode an escaped id in place; -1 if malformed (or it would hold NUL). */
-static int
+int
 bud_unescape(char *s)
 {
 	char	*o = s;
@@ -290,6 +293,7 @@ bud_table_free(void)
 		for (sb = sbt.tab[i]; sb != NULL; sb = next) {
 			next = sb->sb_next;
 			pthread_mutex_destroy(&sb->sb_lock);
+			bud_use_clear(sb);
 			free(sb->sb_id);
 			free(sb->sb_esc);
 			free(sb);
@@ -518,15 +522,22 @@ strbuf_printf(struct strbuf *s, const char *fmt, ...)
 	s->s_len += (size_t)n;
 }
 
-/* One C line per sandbox that has anything to remember. Call with the
- * sandbox locked (or no other thread running). Zeroes the deltas: the
- * snapshot holds them. */
+static void
+snap_emit(void *arg, const char *line)
+{
+	strbuf_printf(arg, "%s", line);
+}
+
+/* One C line per sandbox that has anything to remember, and its U lines.
+ * Call with the sandbox locked (or no other thread running). Zeroes the
+ * deltas: the snapshot holds them. */
 static void
 bud_snap_one(struct strbuf *s, struct bud_sb *sb)
 {
 	const struct bud_counters	*c = &sb->sb_c;
 
 	sb->sb_d_in = sb->sb_d_out = sb->sb_d_req = 0;
+	bud_use_lines(sb, snap_emit, s);
 	/* All zero: replaying nothing gives the same (even the window start
 	 * does not matter, the next request rolls to its own). */
 	if (c->bc_requests == 0 && c->bc_bytes_in == 0 &&
@@ -722,18 +733,20 @@ static int
 replay_line(char *line)
 {
 	struct bud_sb	*sb;
-	char		*f[9], *p, *save = NULL;
+	char		*f[10], *p, *save = NULL;
 	uint64_t	 v[6];
 	int		 n = 0, want;
 
 	for (p = strtok_r(line, " ", &save); p != NULL;
 	    p = strtok_r(NULL, " ", &save)) {
-		if (n == 9)
+		if (n == 10)
 			return -1;
 		f[n++] = p;
 	}
 	if (n < 2 || f[0][1] != '\0')
 		return -1;
+	if (f[0][0] == 'U')
+		return bud_use_replay(f, n);
 	switch (f[0][0]) {
 	case 'R':
 		want = 4;
@@ -777,6 +790,7 @@ replay_line(char *line)
 	case 'Z':
 		sb->sb_c.bc_requests = sb->sb_c.bc_bytes_in = 0;
 		sb->sb_c.bc_bytes_out = sb->sb_c.bc_spend = 0;
+		bud_use_clear(sb);
 		break;
 	case 'C':
 		sb->sb_ws_ms = v[0];

@@ -19,6 +19,7 @@ enum meter_dialect {
 	METER_NONE = 0,
 	METER_OPENAI,
 	METER_ANTHROPIC,
+	METER_GEMINI,
 };
 
 struct usage {
@@ -47,9 +48,22 @@ struct meter;
  * cache_creation_input_tokens, cache_read_input_tokens; input counted as
  * input + cache creation + cache read), streams: message_start's
  * message.usage plus message_delta's usage (output_tokens is cumulative:
- * take the last).
+ * take the last). Gemini: generateContent and streamGenerateContent
+ * (a JSON array of responses, or SSE with alt=sse), "usageMetadata":
+ * promptTokenCount (cached included) + toolUsePromptTokenCount as input,
+ * cachedContentTokenCount as cached, candidatesTokenCount +
+ * thoughtsTokenCount as output; every chunk carries the totals so far.
+ * A body of another Content-Encoding than identity is decoded first (see
+ * meter_encoding()).
  */
 struct meter	*meter_new(enum meter_dialect, int sse, size_t max_json);
+/*
+ * The response's Content-Encoding value (call before the first feed, at
+ * most once): gzip, deflate and br are decoded for the meter's reading
+ * only (src/budget/decode.h: ratio, size and memory bounds); 0. Anything
+ * else: -1, and the meter reports no usage.
+ */
+int		 meter_encoding(struct meter *, const char *v, size_t len);
 void		 meter_feed(struct meter *, const char *, size_t);
 /* End of body; fills <out>. */
 void		 meter_finish(struct meter *, struct usage *out);
@@ -62,8 +76,11 @@ struct req_facts {
 	char		 rf_model[128];	/* "" when not given */
 	uint64_t	 rf_max_out;	/* largest of max_tokens,
 					   max_completion_tokens,
-					   max_output_tokens; 0 = none */
-	uint64_t	 rf_choices;	/* max(n, best_of, 1) */
+					   max_output_tokens,
+					   generationConfig.maxOutputTokens;
+					   0 = none */
+	uint64_t	 rf_choices;	/* max(n, best_of, candidateCount,
+					   1) */
 	int		 rf_stream;
 	int		 rf_background;	/* "background" not false, null */
 	/* An OpenAI stream without include_usage: replace the bytes
@@ -84,6 +101,9 @@ struct req_facts {
  */
 int	 req_scan(const char *body, size_t len, int openai,
 	    struct req_facts *);
+/* Gemini names the model in the path (".../models/NAME:generateContent"):
+ * NAME into <dst>, "" when there is none. */
+void	 req_path_model(const char *path, char *dst, size_t dstsz);
 /* 1 when <method> <path> starts asynchronous work (batches, fine-tuning,
  * assistants runs) whose cost no response reports. */
 int	 req_async_path(const char *method, const char *path);
@@ -154,6 +174,37 @@ enum bud_verdict bud_admit(const char *sandbox, const struct cfg_caps *caps,
 void	bud_add_bytes(const char *sandbox, uint64_t in, uint64_t out);
 /* Settle a reservation to the metered cost. */
 void	bud_settle(const char *sandbox, uint64_t reserved, uint64_t cost);
+/*
+ * Settle as bud_settle() and add the request to the sandbox's breakdown
+ * by model and UTC day (usage_tab.c): <u> what the meter found (NULL or
+ * not found: only the request and its cost count), <model> the model to
+ * file it under ("" = "unknown"). Also counted in /metrics.
+ */
+void	bud_settle_usage(const char *sandbox, uint64_t reserved,
+	    uint64_t cost, const struct usage *u, const char *model);
+
+/* One row of the breakdown: a model, a UTC day, or both. */
+struct bud_use_row {
+	uint64_t	ur_day;		/* days since 1970-01-01 UTC */
+	char		ur_model[128];
+	uint64_t	ur_requests;
+	uint64_t	ur_cost;	/* µUSD */
+	uint64_t	ur_input;	/* every prompt token */
+	uint64_t	ur_cached;
+	uint64_t	ur_cache_write;
+	uint64_t	ur_output;
+};
+
+enum bud_by {
+	BUD_BY_MODEL = 0,
+	BUD_BY_DAY,
+};
+
+/* The breakdown of <sandbox>, summed by model (sorted by name) or by day
+ * (oldest first), into a malloc'ed array (free()). 0, or -1 if the
+ * sandbox is unknown. */
+int	bud_usage_by(const char *sandbox, enum bud_by, struct bud_use_row **,
+	    size_t *n);
 /* Current counters (admin API, tests); 0 or -1 if unknown sandbox. */
 int	bud_get(const char *sandbox, const struct cfg_caps *caps,
 	    struct bud_counters *out);

@@ -13,6 +13,8 @@
 #include "budget/bud.h"
 #include "budget/bud_internal.h"
 #include "cfg/cfg.h"
+#include "metrics/metrics.h"
+#include "util/util.h"
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -196,26 +198,73 @@ bud_add_bytes(const char *sandbox, uint64_t in, uint64_t out)
 	pthread_mutex_unlock(&sb->sb_lock);
 }
 
+static void
+use_emit(void *arg, const char *line)
+{
+	(void)arg;
+	(void)bud_led_queue("%s", line);
+}
+
+/* The breakdown row of one settled request. */
+static void
+use_row(struct bud_use_row *r, uint64_t cost, const struct usage *u,
+    const char *model)
+{
+	memset(r, 0, sizeof(*r));
+	r->ur_day = bud_wall_ms() / 86400000;
+	util_copy_str(r->ur_model, model != NULL ? model : "",
+	    sizeof(r->ur_model));
+	r->ur_requests = 1;
+	r->ur_cost = cost;
+	if (u != NULL && u->u_found) {
+		r->ur_input = u->u_input;
+		r->ur_cached = u->u_cached;
+		r->ur_cache_write = u->u_cache_write;
+		r->ur_output = u->u_output;
+	}
+}
+
 void
-bud_settle(const char *sandbox, uint64_t reserved, uint64_t cost)
+bud_settle_usage(const char *sandbox, uint64_t reserved, uint64_t cost,
+    const struct usage *u, const char *model)
 {
 	struct bud_sb		*sb;
 	struct bud_counters	*c;
+	struct bud_use_row	 row;
 
-	if (sandbox == NULL || sandbox[0] == '\0' ||
-	    (reserved == 0 && cost == 0))
+	if (sandbox == NULL || sandbox[0] == '\0')
+		return;
+	if (model != NULL) {
+		use_row(&row, cost, u, model);
+		met_llm_usage(sandbox, row.ur_model, row.ur_input,
+		    row.ur_cached, row.ur_cache_write, row.ur_output, cost);
+	}
+	if (reserved == 0 && cost == 0 && model == NULL)
 		return;
 	sb = bud_find(sandbox, 1);
 	c = &sb->sb_c;
 	pthread_mutex_lock(&sb->sb_lock);
 	bud_roll_known(sb);
-	c->bc_reserved -= reserved < c->bc_reserved ? reserved :
-	    c->bc_reserved;
-	c->bc_spend = sat_add(c->bc_spend, cost);
-	/* Not waited for: without it the reservation counts in full. */
-	(void)bud_led_queue("S %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-	    sb->sb_esc, sb->sb_ws_ms, reserved, cost);
+	if (reserved != 0 || cost != 0) {
+		c->bc_reserved -= reserved < c->bc_reserved ? reserved :
+		    c->bc_reserved;
+		c->bc_spend = sat_add(c->bc_spend, cost);
+		/* Not waited for: without it the reservation counts in
+		   full. */
+		(void)bud_led_queue("S %s %" PRIu64 " %" PRIu64 " %" PRIu64
+		    "\n", sb->sb_esc, sb->sb_ws_ms, reserved, cost);
+	}
+	if (model != NULL) {
+		bud_use_add(sb, &row);
+		bud_use_line(sb, &row, use_emit, NULL);
+	}
 	pthread_mutex_unlock(&sb->sb_lock);
+}
+
+void
+bud_settle(const char *sandbox, uint64_t reserved, uint64_t cost)
+{
+	bud_settle_usage(sandbox, reserved, cost, NULL, NULL);
 }
 
 int
@@ -249,6 +298,7 @@ bud_reset(const char *sandbox)
 	sb->sb_c.bc_requests = sb->sb_c.bc_bytes_in = 0;
 	sb->sb_c.bc_bytes_out = sb->sb_c.bc_spend = 0;
 	sb->sb_d_in = sb->sb_d_out = sb->sb_d_req = 0;
+	bud_use_clear(sb);
 	(void)bud_led_queue("Z %s\n", sb->sb_esc);
 	pthread_mutex_unlock(&sb->sb_lock);
 }

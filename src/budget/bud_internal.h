@@ -33,6 +33,8 @@ struct bud_sb {
 	uint64_t		 sb_d_req;
 	/* Metered requests in flight (caps.llm_concurrency). */
 	uint64_t		 sb_llm;
+	/* Spend by model and day (usage_tab.c), NULL while empty. */
+	struct bud_use		*sb_use;
 };
 
 /* The sandbox <id>, created (empty, lifetime) if <create>; else NULL.
@@ -51,6 +53,27 @@ uint64_t	 bud_mono_ms(void);
  */
 uint64_t	 bud_led_queue(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));
+/* Milliseconds since the epoch (a test clock when set). */
+uint64_t	 bud_wall_ms(void);
+/* A sandbox id or model name as a ledger field (%XX), malloc'ed; and
+ * back, in place (-1 if malformed). */
+char		*bud_escape(const char *);
+int		 bud_unescape(char *);
+
+/* ---- the breakdown by model and day (usage_tab.c); sb_lock held ---- */
+
+/* Add <d> to its (day, model) row. */
+void		 bud_use_add(struct bud_sb *, const struct bud_use_row *);
+void		 bud_use_clear(struct bud_sb *);
+/* Replay one U ledger line split into its <n> fields (f[0] is "U"): 0, or
+ * -1 if malformed. No lock needed: replay runs alone. */
+int		 bud_use_replay(char **f, int n);
+/* The U ledger lines of every row (compaction), or of one delta. */
+void		 bud_use_lines(const struct bud_sb *,
+		    void (*emit)(void *, const char *line), void *);
+void		 bud_use_line(const struct bud_sb *, const struct bud_use_row *,
+		    void (*emit)(void *, const char *line), void *);
+
 /* Wait until line <seq> is durable: 0, or -1 if the ledger failed. */
 int		 bud_led_wait(uint64_t seq);
 

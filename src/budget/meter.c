@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "budget/bud.h"
+#include "budget/decode.h"
 #include "budget/jscan.h"
 #include "util/util.h"
 
@@ -36,6 +37,16 @@ enum sse_state {
 	SSE_NAME = 0,		/* reading a field name */
 	SSE_DATA,		/* reading a "data" value */
 	SSE_SKIP,		/* rest of a line we ignore */
+};
+
+/* A JSON array of objects (Gemini's streamGenerateContent without
+ * alt=sse): where the splitter is. */
+enum arr_state {
+	ARR_START = 0,		/* before the first byte that is not space */
+	ARR_BETWEEN,		/* inside the root array, between elements */
+	ARR_ELEM,		/* inside an element */
+	ARR_OFF,		/* not an array: a plain JSON body */
+	ARR_END,		/* after the closing bracket */
 };
 
 /* One token count as reported: absent, or a value. */
@@ -69,6 +80,16 @@ struct meter {
 	size_t		 m_ev_lines;
 	int		 m_ev_over;	/* too big: skip this event */
 
+	/* Content coding: decoded for our reading only. */
+	struct decoder	*m_dec;
+	int		 m_dec_bad;	/* undecodable: report nothing */
+
+	/* Gemini's JSON array of responses, split into elements. */
+	enum arr_state	 m_arr;
+	unsigned	 m_arr_depth;	/* nesting inside the element */
+	int		 m_arr_str;	/* in a string */
+	int		 m_arr_esc;	/* after a backslash in a string */
+
 	/* What was seen so far. */
 	char		 m_model[sizeof(((struct usage *)0)->u_model)];
 	int		 m_found;
@@ -76,6 +97,8 @@ struct meter {
 	struct tok_field m_out;
 	struct tok_field m_cached;	/* cache reads */
 	struct tok_field m_cwrite;	/* cache creation */
+	struct tok_field m_thoughts;	/* Gemini: billed as output */
+	struct tok_field m_tool_in;	/* Gemini: tool-use prompt tokens */
 };
 
 static uint64_t
@@ -150,6 +173,27 @@ static const char *const anthropic_paths[A_COUNT] = {
 	"message.usage.cache_read_input_tokens",
 	"message.usage.cache_creation_input_tokens",
 	"type", "message",
+};
+
+/* Gemini: GenerateContentResponse, whole or one of a stream's chunks
+ * (each carries the usage so far; the last one the totals). */
+enum {
+	G_MODEL = 0,	/* modelVersion */
+	G_USAGE,
+	G_PROMPT,
+	G_CANDIDATES,
+	G_CACHED,
+	G_THOUGHTS,
+	G_TOOL,
+	G_COUNT,
+};
+
+static const char *const gemini_paths[G_COUNT] = {
+	"modelVersion", "usageMetadata", "usageMetadata.promptTokenCount",
+	"usageMetadata.candidatesTokenCount",
+	"usageMetadata.cachedContentTokenCount",
+	"usageMetadata.thoughtsTokenCount",
+	"usageMetadata.toolUsePromptTokenCount",
 };
 
 /*
@@ -248,6 +292,37 @@ anthropic_usage(struct meter *m, const struct jscan *js, size_t g)
 	    m->m_cached.tf_set || m->m_cwrite.tf_set;
 }
 
+/*
+ * Gemini usageMetadata: promptTokenCount includes the cached tokens;
+ * thoughts are billed as output, tool-use prompt tokens as input. Each
+ * chunk reports the totals so far: the last report wins, field by field
+ * replaced together.
+ */
+static void
+gemini_object(struct meter *m, const struct jscan *js)
+{
+	struct tok_field	in = { 0, 0 }, out = { 0, 0 };
+	struct tok_field	cached = { 0, 0 }, thoughts = { 0, 0 };
+	struct tok_field	tool = { 0, 0 };
+
+	take_model(m, js, G_MODEL);
+	if (!is_obj(js, G_USAGE))
+		return;
+	take_count(&in, js, G_PROMPT);
+	take_count(&out, js, G_CANDIDATES);
+	take_count(&cached, js, G_CACHED);
+	take_count(&thoughts, js, G_THOUGHTS);
+	take_count(&tool, js, G_TOOL);
+	if (!in.tf_set && !out.tf_set && !thoughts.tf_set)
+		return;
+	m->m_found = 1;
+	m->m_in = in;
+	m->m_out = out;
+	m->m_cached = cached;
+	m->m_thoughts = thoughts;
+	m->m_tool_in = tool;
+}
+
 static int
 type_is(const struct jscan_val *t, const char *s)
 {
@@ -284,6 +359,9 @@ handle_object(struct meter *m)
 		break;
 	case METER_ANTHROPIC:
 		anthropic_object(m, m->m_js);
+		break;
+	case METER_GEMINI:
+		gemini_object(m, m->m_js);
 		break;
 	default:
 		break;
@@ -326,6 +404,131 @@ json_feed(struct meter *m, const char *p, size_t len)
 		p += n;
 		len -= n;
 	}
+}
+
+/*
+ * Gemini answers streamGenerateContent (without alt=sse) with one JSON
+ * array of response objects, usage in each. jscan does not descend into
+ * arrays: the elements are cut apart here, by brackets outside strings,
+ * and each one is read by jscan on its own, like an SSE event (same
+ * bound); yajl still checks each element's syntax.
+ */
+static void
+arr_elem_end(struct meter *m)
+{
+	if (!m->m_ev_over &&
+	    (jscan_finish(m->m_js) == JSCAN_OK || jscan_root_done(m->m_js)))
+		handle_object(m);
+	jscan_reset(m->m_js);
+	m->m_ev_len = 0;
+	m->m_ev_over = 0;
+	m->m_arr = ARR_BETWEEN;
+}
+
+static void ev_append(struct meter *, const char *, size_t);
+
+/* Inside an element: find where it ends. */
+static size_t
+arr_scan_elem(struct meter *m, const char *p, size_t len)
+{
+	size_t	i;
+	char	ch;
+
+	for (i = 0; i < len; i++) {
+		ch = p[i];
+		if (m->m_arr_str) {
+			if (m->m_arr_esc)
+				m->m_arr_esc = 0;
+			else if (ch == '\\')
+				m->m_arr_esc = 1;
+			else if (ch == '"')
+				m->m_arr_str = 0;
+		} else if (ch == '"')
+			m->m_arr_str = 1;
+		else if (ch == '{' || ch == '[')
+			m->m_arr_depth++;
+		else if ((ch == '}' || ch == ']') && --m->m_arr_depth == 0) {
+			ev_append(m, p, i + 1);
+			arr_elem_end(m);
+			return i + 1;
+		}
+	}
+	ev_append(m, p, len);
+	return len;
+}
+
+static void
+arr_feed(struct meter *m, const char *p, size_t len)
+{
+	size_t	i = 0;
+	char	ch;
+
+	while (i < len && !m->m_dead) {
+		ch = p[i];
+		switch (m->m_arr) {
+		case ARR_START:
+		case ARR_BETWEEN:
+		case ARR_END:
+			if (ch == ' ' || ch == '\t' || ch == '\r' ||
+			    ch == '\n') {
+				i++;
+				break;
+			}
+			if (m->m_arr == ARR_START && ch == '[') {
+				m->m_arr = ARR_BETWEEN;
+				i++;
+			} else if (m->m_arr == ARR_BETWEEN && ch == ',')
+				i++;
+			else if (m->m_arr == ARR_BETWEEN && ch == ']') {
+				m->m_arr = ARR_END;
+				i++;
+			} else if (m->m_arr == ARR_BETWEEN && ch == '{') {
+				m->m_arr = ARR_ELEM;
+				m->m_arr_depth = 0;
+				m->m_arr_str = m->m_arr_esc = 0;
+			} else
+				m->m_dead = 1;	/* not an array of objects */
+			break;
+		case ARR_ELEM:
+			i += arr_scan_elem(m, p + i, len - i);
+			break;
+		case ARR_OFF:
+			return;
+		}
+	}
+}
+
+/* Gemini: a body that starts with '[' is an array of responses. */
+static void
+body_feed(struct meter *m, const char *p, size_t len)
+{
+	size_t	i;
+
+	if (m->m_dialect == METER_GEMINI && m->m_arr == ARR_START) {
+		for (i = 0; i < len && (p[i] == ' ' || p[i] == '\t' ||
+		    p[i] == '\r' || p[i] == '\n'); i++)
+			;
+		if (i < len)
+			m->m_arr = p[i] == '[' ? ARR_START : ARR_OFF;
+		if (i == len || p[i] == '[') {
+			m->m_json_len += len;
+			if (m->m_json_len > m->m_json_max)
+				m->m_dead = 1;
+			else
+				arr_feed(m, p, len);
+			return;
+		}
+	}
+	if (m->m_arr != ARR_OFF && m->m_arr != ARR_START) {
+		/* the whole array is bounded like a JSON body */
+		m->m_json_len += len;
+		if (m->m_json_len > m->m_json_max)
+			m->m_dead = 1;
+		else
+			arr_feed(m, p, len);
+		return;
+	}
+	json_feed(m, p, len);
 }
 
 /* ---- SSE ------------------------------------------------------------ */
@@ -487,6 +690,9 @@ meter_new(enum meter_dialect dialect, int sse, size_t max_json)
 	case METER_ANTHROPIC:
 		m->m_js = jscan_new(anthropic_paths, A_COUNT, 0, METER_MEM);
 		break;
+	case METER_GEMINI:
+		m->m_js = jscan_new(gemini_paths, G_COUNT, 0, METER_MEM);
+		break;
 	default:
 		m->m_dead = 1;
 		break;
@@ -494,15 +700,50 @@ meter_new(enum meter_dialect dialect, int sse, size_t max_json)
 	return m;
 }
 
+/* Decoded (or identity) body bytes. */
+static void
+meter_take(void *arg, const char *p, size_t len)
+{
+	struct meter	*m = arg;
+
+	if (m->m_dead)
+		return;
+	if (m->m_sse)
+		sse_feed(m, p, len);
+	else
+		body_feed(m, p, len);
+}
+
+int
+meter_encoding(struct meter *m, const char *v, size_t len)
+{
+	enum dec_coding	coding = dec_coding_parse(v, len);
+
+	if (m == NULL || m->m_dec != NULL)
+		return -1;
+	if (coding == DEC_IDENTITY)
+		return 0;
+	if (coding == DEC_UNKNOWN) {
+		m->m_dec_bad = m->m_dead = 1;
+		return -1;
+	}
+	/* a JSON body is bounded when decoded; an SSE stream by the ratio
+	   (and each of its events by the event bound) */
+	m->m_dec = dec_new(coding, m->m_sse ? 0 : m->m_json_max);
+	return 0;
+}
+
 void
 meter_feed(struct meter *m, const char *p, size_t len)
 {
 	if (m == NULL || p == NULL || len == 0 || m->m_dead || m->m_finished)
 		return;
-	if (m->m_sse)
-		sse_feed(m, p, len);
-	else
-		json_feed(m, p, len);
+	if (m->m_dec == NULL) {
+		meter_take(m, p, len);
+		return;
+	}
+	if (dec_feed(m->m_dec, p, len, meter_take, m) != DEC_OK)
+		m->m_dec_bad = m->m_dead = 1;
 }
 
 void
@@ -513,6 +754,12 @@ meter_finish(struct meter *m, struct usage *out)
 	memset(out, 0, sizeof(*out));
 	if (m == NULL)
 		return;
+	/* a truncated or corrupt encoded body says nothing for sure */
+	if (!m->m_finished && m->m_dec != NULL && dec_finish(m->m_dec) !=
+	    DEC_OK)
+		m->m_dec_bad = 1;
+	if (m->m_dec_bad)
+		m->m_found = 0;
 	if (!m->m_finished && !m->m_dead && m->m_sse) {
 		/* Be lenient with a body that ends without a blank line. */
 		if (m->m_state != SSE_NAME || m->m_name_len > 0 ||
@@ -521,7 +768,7 @@ meter_finish(struct meter *m, struct usage *out)
 		sse_dispatch(m);
 	}
 	m->m_finished = 1;
-	if (!m->m_found)
+	if (!m->m_found || m->m_dec_bad)
 		return;
 
 	snprintf(out->u_model, sizeof(out->u_model), "%s", m->m_model);
@@ -532,6 +779,13 @@ meter_finish(struct meter *m, struct usage *out)
 	if (m->m_dialect == METER_ANTHROPIC) {
 		/* input_tokens excludes both cache kinds: add them. */
 		in = sat_add(sat_add(m->m_in.tf_val, cwrite), cached);
+	} else if (m->m_dialect == METER_GEMINI) {
+		/* the prompt count includes the cached tokens */
+		in = sat_add(m->m_in.tf_val, m->m_tool_in.tf_val);
+		out->u_output = sat_add(out->u_output, m->m_thoughts.tf_val);
+		cwrite = 0;
+		if (cached > in)
+			cached = in;
 	} else {
 		/* prompt/input tokens already include the cached ones. */
 		in = m->m_in.tf_val;
@@ -551,5 +805,6 @@ meter_free(struct meter *m)
 	if (m == NULL)
 		return;
 	jscan_free(m->m_js);
+	dec_free(m->m_dec);
 	free(m);
 }

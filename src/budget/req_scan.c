@@ -33,6 +33,13 @@ enum {
 	F_SO,
 	F_SO_USAGE,
 	F_BACKGROUND,
+	/* Gemini: proto JSON takes both spellings, so both are read */
+	F_GC,
+	F_GC_MAX,
+	F_GC_N,
+	F_GC_SNAKE,
+	F_GC_SNAKE_MAX,
+	F_GC_SNAKE_N,
 	F_COUNT,
 };
 
@@ -40,6 +47,10 @@ static const char *const req_paths[F_COUNT] = {
 	"", "model", "max_tokens", "max_completion_tokens",
 	"max_output_tokens", "n", "best_of", "stream", "stream_options",
 	"stream_options.include_usage", "background",
+	"generationConfig", "generationConfig.maxOutputTokens",
+	"generationConfig.candidateCount", "generation_config",
+	"generation_config.max_output_tokens",
+	"generation_config.candidate_count",
 };
 
 void
@@ -108,6 +119,55 @@ plan_usage_option(struct jscan *js, struct req_facts *rf)
 	}
 }
 
+/*
+ * Gemini's generationConfig: maxOutputTokens bounds each candidate,
+ * candidateCount is how many (as n). Given in both spellings, the body
+ * is ambiguous: -1.
+ */
+static int
+gemini_facts(struct jscan *js, struct req_facts *rf)
+{
+	uint64_t	m, n;
+	size_t		g;
+
+	if (jscan_get(js, F_GC)->jv_type != JV_ABSENT &&
+	    jscan_get(js, F_GC_SNAKE)->jv_type != JV_ABSENT) {
+		snprintf(rf->rf_why, sizeof(rf->rf_why), "metered request body "
+		    "gives both \"generationConfig\" and "
+		    "\"generation_config\"");
+		return -1;
+	}
+	g = jscan_get(js, F_GC_SNAKE)->jv_type != JV_ABSENT ? F_GC_SNAKE :
+	    F_GC;
+	if (jscan_u64(jscan_get(js, g + 1), &m) == 0 && m > rf->rf_max_out)
+		rf->rf_max_out = m;
+	if (choices(jscan_get(js, g + 2), &n) == -1) {
+		snprintf(rf->rf_why, sizeof(rf->rf_why), "\"candidateCount\" "
+		    "must be a whole number in a metered request");
+		return -1;
+	}
+	if (n > rf->rf_choices)
+		rf->rf_choices = n;
+	return 0;
+}
+
+void
+req_path_model(const char *path, char *dst, size_t dstsz)
+{
+	const char	*p, *end;
+
+	if (dstsz == 0)
+		return;
+	dst[0] = '\0';
+	if (path == NULL || (p = strstr(path, "/models/")) == NULL)
+		return;
+	p += 8;
+	for (end = p; *end != '\0' && *end != ':' && *end != '/' &&
+	    *end != '?'; end++)
+		;
+	bud_model_copy(dst, dstsz, p, (size_t)(end - p));
+}
+
 int
 req_scan(const char *body, size_t len, int openai, struct req_facts *rf)
 {
@@ -158,6 +218,8 @@ req_scan(const char *body, size_t len, int openai, struct req_facts *rf)
 		goto out;
 	}
 	rf->rf_choices = n > best ? n : best;
+	if (gemini_facts(js, rf) == -1)
+		goto out;
 	v = jscan_get(js, F_STREAM);
 	rf->rf_stream = v->jv_type == JV_BOOL && v->jv_bool;
 	v = jscan_get(js, F_BACKGROUND);
@@ -180,7 +242,8 @@ req_scan(const char *body, size_t len, int openai, struct req_facts *rf)
 static const char *const async_globs[] = {
 	"*/batches", "*/batches/*", "*/fine_tuning/*", "*/fine-tunes",
 	"*/fine-tunes/*", "*/threads/runs", "*/threads/*/runs",
-	"*/threads/*/runs/*",
+	"*/threads/*/runs/*", "*:batchGenerateContent",
+	"*:asyncBatchEmbedContent",
 };
 
 int

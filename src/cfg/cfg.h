@@ -22,6 +22,7 @@ enum cfg_meter {
 	CFG_METER_NONE = 0,
 	CFG_METER_OPENAI,
 	CFG_METER_ANTHROPIC,
+	CFG_METER_GEMINI,
 };
 
 struct cfg_rule {

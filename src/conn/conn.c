@@ -1207,6 +1207,7 @@ write_request_head(struct conn *c)
 		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0) ||
 		    sec_req_drops(sr, name, nlen) ||
 		    conn_header_stripped(c, name, nlen) ||
+		    conn_budget_header_dropped(c, name, nlen) ||
 		    (c->c_r.r_body != NULL &&
 		    util_strncaseeq(name, nlen, "expect")))
 			continue;
@@ -1229,6 +1230,7 @@ write_request_head(struct conn *c)
 	if (sr != NULL)
 		evbuffer_add(out, evbuffer_pullup(sr->sr_add, -1),
 		    evbuffer_get_length(sr->sr_add));
+	conn_budget_headers_add(c, out);
 	if (c->c_r.r_upgrade)
 		evbuffer_add_printf(out,
 		    "Connection: Upgrade\r\nUpgrade: websocket\r\n");

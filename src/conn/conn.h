@@ -273,6 +273,13 @@ struct usage;
 int	conn_budget_admit(struct conn *);
 /* 0, or -1 after answering 402 (the response would pass bytes_in). */
 int	conn_budget_response_head(struct conn *);
+/* conn_meter_coding.c: the response's Content-Encoding to the meter; an
+ * Accept-Encoding naming a coding the meter cannot read is replaced with
+ * identity on metered rules. */
+void	conn_budget_coding(struct conn *);
+int	conn_budget_header_dropped(const struct conn *, const char *name,
+	    size_t nlen);
+void	conn_budget_headers_add(const struct conn *, struct evbuffer *);
 void	conn_budget_body(struct conn *, const char *, size_t);
 /* Once per request, from conn_audit: settle and report usage. */
 void	conn_budget_end(struct conn *, struct aud_rec *, struct usage *);

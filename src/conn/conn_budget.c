@@ -114,6 +114,9 @@ inspect_body(struct conn *c, enum cfg_meter dialect, struct req_facts *rf)
 		return -1;
 	}
 	util_copy_str(c->c_r.r_model, rf->rf_model, sizeof(c->c_r.r_model));
+	if (dialect == CFG_METER_GEMINI && rf->rf_model[0] == '\0')
+		req_path_model(c->c_r.r_path, c->c_r.r_model,
+		    sizeof(c->c_r.r_model));
 	if (rf->rf_rewrite)
 		usage_option_insert(c, p, len, rf);
 	return 0;
@@ -390,8 +393,9 @@ conn_budget_response_head(struct conn *c)
 		    strncasecmp(v, "text/event-stream", 17) == 0;
 	}
 	c->c_r.r_meter = meter_new(rule->r_meter == CFG_METER_OPENAI ?
-	    METER_OPENAI : METER_ANTHROPIC, sse,
-	    (size_t)c->c_cfg->c_limits.l_body_bytes);
+	    METER_OPENAI : rule->r_meter == CFG_METER_GEMINI ? METER_GEMINI :
+	    METER_ANTHROPIC, sse, (size_t)c->c_cfg->c_limits.l_body_bytes);
+	conn_budget_coding(c);
 	return 0;
 }
 
@@ -441,7 +445,11 @@ conn_budget_end(struct conn *c, struct aud_rec *r, struct usage *u)
 		cost = c->c_r.r_reserved;
 	if (c->c_r.r_async)
 		r->ar_cost_micro = (int64_t)cost;
-	bud_settle(c->c_sbx->sb_id, c->c_r.r_reserved, cost);
+	/* metered: filed by model and day, counted in /metrics */
+	bud_settle_usage(c->c_sbx->sb_id, c->c_r.r_reserved, cost, u,
+	    c->c_r.r_meter != NULL ? u->u_model : c->c_r.r_async ||
+	    (c->c_r.r_rule_p != NULL && c->c_r.r_rule_p->r_meter !=
+	    CFG_METER_NONE) ? c->c_r.r_model : NULL);
 	if (c->c_r.r_bud == NULL)
 		c->c_r.r_bud = bud_handle(c->c_sbx->sb_id);
 	(void)bud_charge(c->c_r.r_bud, NULL, c->c_r.r_bytes_in -

@@ -33,8 +33,9 @@
 #define CTL_O_PREV	0x04
 #define CTL_O_TAIL	0x08	/* "-- CMD [ARGS...]" */
 #define CTL_O_SANDBOX	0x10	/* --sandbox ID (into a_id) */
-#define CTL_O_NAME	0x20	/* --name NAME */
-#define CTL_O_FROM	0x40	/* --from SNAPSHOT */
+#define CTL_O_BY	0x20	/* --by model|day */
+#define CTL_O_NAME	0x40	/* --name NAME */
+#define CTL_O_FROM	0x80	/* --from SNAPSHOT */
 
 struct ctl_command {
 	const char	*cm_word1;
@@ -63,7 +64,8 @@ static const struct ctl_command ctl_commands[] = {
 	    "sandbox probe ID" },
 	{ "usage", "reset", ctl_cmd_usage_reset, 0, 1, 1, 0,
 	    "usage reset ID" },
-	{ "usage", NULL, ctl_cmd_usage, 0, 1, 1, 0, "usage ID" },
+	{ "usage", NULL, ctl_cmd_usage, CTL_O_BY, 1, 1, 0,
+	    "usage ID [--by model|day]" },
 	{ "run", NULL, ctl_cmd_run, CTL_O_POLICY | CTL_O_SANDBOX | CTL_O_TAIL |
 	    CTL_O_FROM, 0, 0, 0,
 	    "run [--policy P | --sandbox ID] [--from SNAPSHOT] -- CMD [ARGS...]" },
@@ -104,12 +106,14 @@ usage(FILE *f)
 " working)\n"
 "  sandbox ca ID                          its CA certificate (PEM)\n"
 "  sandbox probe ID                       containment checks inside it\n"
+"                                         (escape canary; exit 1 on a failure)\n"
 "  snapshot create SANDBOX --name NAME    freeze it, keep its writable\n"
 "                                         layer (netns with rootfs: DIR)\n"
 "  snapshot list | show NAME | delete NAME\n"
 "  snapshot rollback SANDBOX NAME         restart it on that snapshot\n"
-"                                         (escape canary; exit 1 on a failure)\n"
 "  usage ID                               counters and spend of a sandbox\n"
+"  usage ID --by model|day                its spend and tokens by model or\n"
+"                                         UTC day\n"
 "  usage reset ID                         zero them\n"
 "  run [--policy P] -- CMD [ARGS...]      run CMD with a sandbox from the"
 " launcher\n"
@@ -482,6 +486,8 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			slot = &a->a_id;
 		else if ((cm->cm_opts & CTL_O_PREV) && is_opt(arg, "--prev"))
 			slot = &a->a_prev;
+		else if ((cm->cm_opts & CTL_O_BY) && is_opt(arg, "--by"))
+			slot = &a->a_by;
 		else if ((cm->cm_opts & CTL_O_NAME) && is_opt(arg, "--name"))
 			slot = &a->a_name;
 		else if ((cm->cm_opts & CTL_O_FROM) && is_opt(arg, "--from"))
@@ -498,6 +504,10 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			return usage_error("option \"%s\" needs a value", arg);
 		*slot = v;
 	}
+	if (a->a_by != NULL && strcmp(a->a_by, "model") != 0 &&
+	    strcmp(a->a_by, "day") != 0)
+		return usage_error("--by must be model or day, not \"%s\"",
+		    a->a_by);
 	if ((cm->cm_opts & CTL_O_TAIL) && !a->a_dashdash)
 		return usage_error("%s: put \"--\" before the command to run",
 		    cm->cm_word1);

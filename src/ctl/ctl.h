@@ -50,6 +50,7 @@ struct ctl_args {
 	const char	*a_policy;	/* --policy */
 	const char	*a_id;		/* --id */
 	const char	*a_prev;	/* --prev */
+	const char	*a_by;		/* --by (usage) */
 	const char	*a_name;	/* --name (snapshot create) */
 	const char	*a_from;	/* --from SNAPSHOT (run) */
 	char		**a_pos;	/* positional words (argv's) */
@@ -99,6 +100,13 @@ int	ctl_cmd_sandbox_delete(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_ca(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_probe(struct ctl *, struct ctl_args *);
 int	ctl_cmd_usage(struct ctl *, struct ctl_args *);
+/* ctl_usage.c: usage ID --by model|day, a table (or the JSON). */
+int	ctl_usage_by(struct ctl *, const char *id, const char *by);
+/* ctl_cmds.c, for the other command files: ctl_request() that reports a
+ * non-2xx answer (CTL_FAIL), and the answer's body as it came. */
+int	ctl_call(const struct ctl *, const char *method, const char *path,
+	    struct json_object *body, int timeout_ms, struct ctl_resp *r);
+void	ctl_print_body(const struct ctl_resp *);
 int	ctl_cmd_usage_reset(struct ctl *, struct ctl_args *);
 int	ctl_cmd_run(struct ctl *, struct ctl_args *);
 int	ctl_cmd_reload(struct ctl *, struct ctl_args *);

@@ -163,6 +163,19 @@ call(const struct ctl *c, const char *method, const char *path,
 	return CTL_FAIL;
 }
 
+int
+ctl_call(const struct ctl *c, const char *method, const char *path,
+    struct json_object *body, int timeout_ms, struct ctl_resp *r)
+{
+	return call(c, method, path, body, timeout_ms, r);
+}
+
+void
+ctl_print_body(const struct ctl_resp *r)
+{
+	print_body(r);
+}
+
 /* A 2xx answer that should be a JSON object but is not. */
 static int
 need_object(const struct ctl *c, struct ctl_resp *r)
@@ -610,6 +623,8 @@ ctl_cmd_usage(struct ctl *c, struct ctl_args *a)
 	char	*path;
 	int	 rc;
 
+	if (a->a_by != NULL)
+		return ctl_usage_by(c, a->a_pos[0], a->a_by);
 	path = sandbox_path(a->a_pos[0], "/usage");
 	rc = get_and_print(c, path);
 	free(path);

@@ -12,7 +12,9 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +27,7 @@
 #include "conn/worker.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
+#include "util/util.h"
 
 /*
  * Values of the "reason" label: SPEC's error codes of the gateway's own
@@ -324,6 +327,138 @@ met_render_sandboxes(struct evbuffer *out)
 	}
 }
 
+/* ---- LLM tokens and cost by sandbox and model ---------------------- */
+
+enum met_kind {
+	MET_K_INPUT = 0,	/* uncached prompt tokens */
+	MET_K_CACHED,
+	MET_K_CACHE_WRITE,
+	MET_K_OUTPUT,
+	MET_K_COUNT,
+};
+
+static const char *const met_kind_name[MET_K_COUNT] = {
+	"input", "cached", "cache_write", "output",
+};
+
+struct met_llm {
+	char		ml_sandbox[128];
+	char		ml_model[128];
+	uint64_t	ml_tokens[MET_K_COUNT];
+	uint64_t	ml_requests;
+	uint64_t	ml_cost;	/* µUSD */
+};
+
+/* Settles are rare next to bytes: a mutex and a small array do. */
+static struct {
+	pthread_mutex_t	 mtx;
+	struct met_llm	*series;
+	size_t		 n;
+	size_t		 cap;
+} met_llm = {
+	.mtx = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* The series of (<sandbox>, <model>), created within the bounds; mtx
+ * held. */
+static struct met_llm *
+met_llm_series(const char *sandbox, const char *model)
+{
+	struct met_llm	*m;
+	size_t		 i, models = 0;
+
+	for (i = 0; i < met_llm.n; i++) {
+		m = &met_llm.series[i];
+		if (strcmp(m->ml_sandbox, sandbox) != 0)
+			continue;
+		if (strcmp(m->ml_model, model) == 0)
+			return m;
+		models++;
+	}
+	if (strcmp(model, "other") != 0 && models >= MET_LLM_MODELS)
+		return met_llm_series(sandbox, "other");
+	if (met_llm.n >= MET_LLM_SERIES && (strcmp(sandbox, "other") != 0 ||
+	    strcmp(model, "other") != 0))
+		return met_llm_series("other", "other");
+	if (met_llm.n == met_llm.cap) {
+		met_llm.cap = met_llm.cap ? met_llm.cap * 2 : 16;
+		met_llm.series = xrealloc(met_llm.series, met_llm.cap *
+		    sizeof(*met_llm.series));
+	}
+	m = &met_llm.series[met_llm.n++];
+	memset(m, 0, sizeof(*m));
+	util_copy_str(m->ml_sandbox, sandbox, sizeof(m->ml_sandbox));
+	util_copy_str(m->ml_model, model, sizeof(m->ml_model));
+	return m;
+}
+
+void
+met_llm_usage(const char *sandbox, const char *model, uint64_t input,
+    uint64_t cached, uint64_t cache_write, uint64_t output,
+    uint64_t cost_micro)
+{
+	struct met_llm	*m;
+	uint64_t	 known = cached + cache_write;
+
+	pthread_mutex_lock(&met_llm.mtx);
+	m = met_llm_series(sandbox, model[0] != '\0' ? model : "unknown");
+	m->ml_tokens[MET_K_INPUT] += input > known ? input - known : 0;
+	m->ml_tokens[MET_K_CACHED] += cached;
+	m->ml_tokens[MET_K_CACHE_WRITE] += cache_write;
+	m->ml_tokens[MET_K_OUTPUT] += output;
+	m->ml_requests++;
+	m->ml_cost += cost_micro;
+	pthread_mutex_unlock(&met_llm.mtx);
+}
+
+static void
+met_llm_labels(struct evbuffer *out, const char *name, const struct met_llm *m)
+{
+	evbuffer_add_printf(out, "%s{sandbox=\"", name);
+	met_label_value(out, m->ml_sandbox);
+	evbuffer_add_printf(out, "\",model=\"");
+	met_label_value(out, m->ml_model);
+	evbuffer_add(out, "\"", 1);
+}
+
+static void
+met_render_llm(struct evbuffer *out)
+{
+	const struct met_llm	*m;
+	size_t			 i, k;
+
+	pthread_mutex_lock(&met_llm.mtx);
+	met_family(out, "airlock_llm_tokens_total", "counter",
+	    "Tokens of settled metered requests by sandbox, model and kind "
+	    "(input: uncached prompt tokens; cached: cache reads; "
+	    "cache_write: cache creation; output: reasoning included).");
+	for (i = 0; i < met_llm.n; i++)
+		for (k = 0; k < MET_K_COUNT; k++) {
+			m = &met_llm.series[i];
+			met_llm_labels(out, "airlock_llm_tokens_total", m);
+			evbuffer_add_printf(out, ",kind=\"%s\"} %" PRIu64 "\n",
+			    met_kind_name[k], m->ml_tokens[k]);
+		}
+	met_family(out, "airlock_llm_requests_total", "counter",
+	    "Settled metered requests by sandbox and model.");
+	for (i = 0; i < met_llm.n; i++) {
+		met_llm_labels(out, "airlock_llm_requests_total",
+		    &met_llm.series[i]);
+		evbuffer_add_printf(out, "} %" PRIu64 "\n",
+		    met_llm.series[i].ml_requests);
+	}
+	met_family(out, "airlock_llm_cost_usd_total", "counter",
+	    "Cost charged for metered requests by sandbox and model, USD.");
+	for (i = 0; i < met_llm.n; i++) {
+		met_llm_labels(out, "airlock_llm_cost_usd_total",
+		    &met_llm.series[i]);
+		evbuffer_add(out, "} ", 2);
+		met_micro(out, met_llm.series[i].ml_cost);
+		evbuffer_add(out, "\n", 1);
+	}
+	pthread_mutex_unlock(&met_llm.mtx);
+}
+
 void
 met_render(struct evbuffer *out)
 {
@@ -366,6 +501,7 @@ met_render(struct evbuffer *out)
 	met_sample(out, "airlock_bytes_out_total", met_load(&met.bytes_out));
 
 	met_render_sandboxes(out);
+	met_render_llm(out);
 
 	met_family(out, "airlock_audit_write_errors_total", "counter",
 	    "Audit records dropped or not written.");

@@ -21,6 +21,18 @@ void	met_request(const char *decision, const char *code,
 uint64_t met_requests_total(void);
 /* A reload attempt and its outcome (SIGHUP or POST /v1/reload). */
 void	met_reload(int ok);
+/*
+ * A settled metered request of <sandbox>: its tokens (<input> every
+ * prompt token, <cached> and <cache_write> among them) and cost, under
+ * <model>. Series: at most MET_LLM_MODELS models per sandbox (then
+ * model="other") and MET_LLM_SERIES (sandbox, model) pairs in all (then
+ * sandbox="other", model="other").
+ */
+#define MET_LLM_MODELS	32
+#define MET_LLM_SERIES	2048
+void	met_llm_usage(const char *sandbox, const char *model, uint64_t input,
+	    uint64_t cached, uint64_t cache_write, uint64_t output,
+	    uint64_t cost_micro);
 /* One failed containment check of the escape canary (sched/canary.c). */
 void	met_canary_failure(void);
 /* Append the whole exposition to <out>. */

@@ -174,11 +174,13 @@ cfg_k_rule_meter(struct cfg_parse *cp, const struct cfg_key *k,
 		r->r_meter = CFG_METER_OPENAI;
 	else if (strcmp(s, "anthropic") == 0)
 		r->r_meter = CFG_METER_ANTHROPIC;
+	else if (strcmp(s, "gemini") == 0)
+		r->r_meter = CFG_METER_GEMINI;
 	else if (strcmp(s, "none") == 0)
 		r->r_meter = CFG_METER_NONE;
 	else
-		cfg_err(cp, v, "\"meter\" must be openai, anthropic or none, "
-		    "not \"%s\"", s);
+		cfg_err(cp, v, "\"meter\" must be openai, anthropic, gemini or "
+		    "none, not \"%s\"", s);
 }
 
 /* async_usd: what one asynchronous job (batch, fine-tuning, run,
@@ -203,7 +205,7 @@ static const struct cfg_key cfg_rule_keys[] = {
 	CFG_BOOL("intercept", 0, offsetof(struct cfg_rule, r_intercept)),
 	CFG_SEQ("secrets", 0, cfg_k_rule_secrets),
 	CFG_SCALAR("meter", 0, cfg_k_rule_meter, 0,
-	    "openai, anthropic or none"),
+	    "openai, anthropic, gemini or none"),
 	CFG_SCALAR("async_usd", 0, cfg_k_rule_async,
 	    offsetof(struct cfg_rule, r_async_usd), "an amount of USD"),
 	CFG_END,

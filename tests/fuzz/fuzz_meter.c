@@ -1,7 +1,11 @@
 /*
- * libFuzzer: the SSE/JSON usage meter. Byte 0 picks the dialect (bits 0-1),
- * SSE on or off (bit 2), a small JSON bound (bit 3) and, with the rest of
- * the byte, where the body is split into two feeds. The same bytes also
+ * libFuzzer: the SSE/JSON usage meter and its decoder. Byte 0 picks the
+ * dialect (bits 0-1: none, openai, anthropic, gemini), SSE on or off (bit
+ * 2), a small JSON bound (bit 3) and, with the rest of the byte, where the
+ * body is split into two feeds; byte 1 (bits 0-1) the Content-Encoding
+ * the body is read in (identity, gzip, deflate, br). The decoder also runs
+ * alone: its pieces never pass its buffer, its output never its ratio
+ * bound. The same bytes also
  * go through the metered-request reader (req_scan): a planned
  * include_usage rewrite must lie inside the body.
  */
@@ -12,8 +16,40 @@
 #include <string.h>
 
 #include "budget/bud.h"
+#include "budget/decode.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+static const char *const coding_names[] = { "identity", "gzip", "deflate",
+	"br" };
+
+static void
+count_sink(void *arg, const char *p, size_t len)
+{
+	(void)p;
+	if (len == 0 || len > DEC_BUF)
+		abort();
+	*(uint64_t *)arg += len;
+}
+
+/* The decoder alone, fed in two pieces. */
+static void
+fuzz_decoder(enum dec_coding coding, const char *body, size_t n,
+    size_t split)
+{
+	struct decoder	*dec;
+	uint64_t	 out = 0;
+
+	if ((dec = dec_new(coding, 1 << 20)) == NULL)
+		return;
+	(void)dec_feed(dec, body, split, count_sink, &out);
+	(void)dec_feed(dec, body + split, n - split, count_sink, &out);
+	if (dec_finish(dec) == DEC_OK && out != dec_out_total(dec))
+		abort();
+	if (out > (uint64_t)n * DEC_RATIO_MAX + DEC_SLACK || out > 1 << 20)
+		abort();
+	dec_free(dec);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -21,20 +57,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct meter		*m;
 	struct usage		 u;
 	enum meter_dialect	 d;
-	const char		*body;
+	const char		*body, *cname;
 	size_t			 n, split;
 
-	if (size < 1)
+	if (size < 2)
 		return 0;
 	d = (enum meter_dialect)(data[0] & 3);
-	if (d > METER_ANTHROPIC)
-		d = METER_OPENAI;
-	body = (const char *)data + 1;
-	n = size - 1;
+	cname = coding_names[data[1] & 3];
+	body = (const char *)data + 2;
+	n = size - 2;
 	split = n * (data[0] >> 4) / 15;
 	m = meter_new(d, (data[0] & 4) != 0, (data[0] & 8) ? 64 : 1 << 20);
 	if (m == NULL)
 		abort();
+	if (meter_encoding(m, cname, strlen(cname)) != 0)
+		abort();
+	fuzz_decoder(dec_coding_parse(cname, strlen(cname)), body, n, split);
 	meter_feed(m, body, split);
 	meter_feed(m, body + split, n - split);
 	memset(&u, 0, sizeof(u));

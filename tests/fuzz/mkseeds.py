@@ -94,22 +94,39 @@ put('cfg', 'example', open('../../conf/airlock.yaml', 'rb').read())
 put('cfg', 'small', 'state_dir: /tmp/x\npolicies:\n  - name: p\n    rules: [{host: "a.test"}, {host: "*.b.test", ports: [443], methods: [GET], paths: ["/v1/*"]}]\nsandboxes:\n  - {id: s1, policy: p, token: "literal:t1"}\n')
 put('cfg', 'errors', 'listen:\n  proxy: nope\nlimits:\n  header_bytes: 12Q\npolicies: 3\n')
 
-# 5 meter: byte 0 bits 0-1 dialect (1 openai, 2 anthropic), bit 2 sse
+# 5 meter: byte 0 bits 0-1 dialect (1 openai, 2 anthropic, 3 gemini), bit 2
+# sse, bit 3 small bound, bits 4-7 split; byte 1 bits 0-1 the coding the
+# body is in (0 identity, 1 gzip, 2 deflate, 3 br); the body follows
+import zlib
+def meter_codings(data):
+    yield 0, data
+    yield 1, zlib.compress(data, 9, wbits=16 + 15)
+    yield 2, zlib.compress(data, 9)
+    try:
+        import brotli
+        yield 3, brotli.compress(data)
+    except ImportError:
+        pass
 n = 0
-for prov, d in (('openai', 1), ('anthropic', 2)):
-    for p in sorted(glob.glob(os.path.join(TD, 'llm', prov, '*'))):
+GEM = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data', 'llm')
+for prov, d, base in (('openai', 1, os.path.join(TD, 'llm')),
+                      ('anthropic', 2, os.path.join(TD, 'llm')),
+                      ('gemini', 3, GEM)):
+    for p in sorted(glob.glob(os.path.join(base, prov, '*'))):
         if p.endswith('LICENSE'):
             continue
         sse = 4 if p.endswith('.sse') else 0
         data = open(p, 'rb').read()
         if len(data) > 16384:
             continue
-        put('meter', '%s-%s' % (prov, os.path.basename(p)),
-            bytes([d | sse | 0x80]) + data)
+        for coding, body in meter_codings(data):
+            put('meter', '%s-%s-%d' % (prov, os.path.basename(p), coding),
+                bytes([d | sse | 0x80, coding]) + body)
         n += 1
 if n == 0:
-    put('meter', 'openai-json', b'\x01{"model":"gpt-4o","usage":{"prompt_tokens":3,"completion_tokens":2}}')
-    put('meter', 'anthropic-sse', b'\x86event: message_start\ndata: {"type":"message_start","message":{"model":"c","usage":{"input_tokens":3,"output_tokens":1}}}\n\n')
+    put('meter', 'openai-json', b'\x01\x00{"model":"gpt-4o","usage":{"prompt_tokens":3,"completion_tokens":2}}')
+    put('meter', 'anthropic-sse', b'\x86\x00event: message_start\ndata: {"type":"message_start","message":{"model":"c","usage":{"input_tokens":3,"output_tokens":1}}}\n\n')
+put('meter', 'gzip-json', b'\x01\x01' + zlib.compress(b'{"model":"gpt-4o","usage":{"prompt_tokens":3,"completion_tokens":2}}', 9, wbits=31))
 
 # 6 sec_scan: byte 0 npat-1 | split << 2; len byte + pattern each
 def scan(pats, text, split=32):

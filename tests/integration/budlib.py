@@ -111,6 +111,16 @@ def expected_usage(entry, data):
     if not eu:
         return None
     model = fixture_model(data)
+    if entry["provider"] == "gemini":
+        # promptTokenCount includes the cached tokens; thoughts bill as
+        # output, tool-use prompt tokens as input
+        return {"model": model,
+                "input_tokens": eu.get("promptTokenCount", 0) +
+                eu.get("toolUsePromptTokenCount", 0),
+                "cached_tokens": eu.get("cachedContentTokenCount", 0),
+                "cache_write_tokens": 0,
+                "output_tokens": eu.get("candidatesTokenCount", 0) +
+                eu.get("thoughtsTokenCount", 0)}
     if entry["provider"] == "openai":
         if "prompt_tokens" in eu:
             inp = eu["prompt_tokens"]

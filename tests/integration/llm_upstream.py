@@ -31,6 +31,9 @@ GET .../models answers a model list. The fixture can be chosen with "X-Fixture: 
 
 "X-Synth: openai" (or "responses", "anthropic") makes an answer up instead:
 a chat completion (or Responses API result, Anthropic message) whose usage is "X-Synth-Usage: P,C[,R[,W]]"
+("X-Synth-Usage: none": a chat completion without usage; "X-Synth: compat":
+an OpenAI-compatible server's stream, usage in the finishing chunk whatever
+stream_options says)
 (prompt, completion, cached/cache-read, cache-write tokens) or, without it,
 P = the request body's length in bytes and C = its max_tokens (or
 max_completion_tokens / max_output_tokens, else 0): exactly the worst case
@@ -49,9 +52,24 @@ inside "usage"), with short sleeps. Request headers may change that:
                                            (default -d)
   X-Cut-After: N                           send N body bytes, then close
                                            the connection mid-body
+
+Compression, like the real APIs (behind Cloudflare or Google's front
+ends): when the request's Accept-Encoding accepts br, gzip or deflate, the
+body is sent in the first of those it accepts (br preferred, then gzip,
+then deflate), Content-Encoding set, SSE included (compressed as one
+stream, then fragmented like any body). Identity otherwise, or with
+  X-Encoding: identity | gzip | deflate | br | zstd
+which forces a coding (zstd: a made-up body the meter cannot read, as an
+unknown coding would be). X-Cut-After then counts encoded bytes.
+
+Gemini: POST .../models/M:generateContent answers
+gemini/generate_content_nonstream.json, ...:streamGenerateContent the JSON
+array gemini/stream_generate_content_array.json, or with ?alt=sse
+gemini/stream_generate_content_sse.sse (tests/data/llm, in the tree).
 """
 
 import argparse
+import gzip
 import json
 import os
 import random
@@ -61,9 +79,17 @@ import ssl
 import sys
 import threading
 import time
+import zlib
+
+try:
+    import brotli  # Debian python3-brotli
+except ImportError:
+    brotli = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # tests/integration -> tests -> top_srcdir -> its parent holds shared/
+INTREE_FIXTURES = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "data", "llm"))
 DEFAULT_FIXTURES = os.path.normpath(os.path.join(
     HERE, "..", "..", "..", "shared", "testdata", "llm"))
 
@@ -203,6 +229,12 @@ class Fixtures:
         """The fixture's bytes, or None."""
         if name in EMBEDDED:
             return EMBEDDED[name].encode()
+        if name.startswith("gemini/") and "/.." not in name:
+            try:
+                with open(os.path.join(INTREE_FIXTURES, name), "rb") as f:
+                    return f.read()
+            except OSError:
+                return None
         if self.dir is None or name not in self.by_file:
             return None
         with open(os.path.join(self.dir, name), "rb") as f:
@@ -212,8 +244,14 @@ class Fixtures:
         return self.by_file.get(name) or next(
             (e for e in EMBEDDED_MANIFEST if e["file"] == name), None)
 
-    def default(self, path, stream):
+    def default(self, path, stream, query=""):
         """A fixture name for an API path when X-Fixture is absent."""
+        if path.endswith(":generateContent"):
+            return "gemini/generate_content_nonstream.json"
+        if path.endswith(":streamGenerateContent"):
+            if "alt=sse" in query:
+                return "gemini/stream_generate_content_sse.sse"
+            return "gemini/stream_generate_content_array.json"
         want = {"/v1/chat/completions": ("chat.completions", "openai"),
                 "/v1/responses": ("responses", "openai"),
                 "/v1/messages": ("messages", "anthropic")}.get(path)
@@ -231,9 +269,42 @@ class Fixtures:
         return None
 
 
+def choose_coding(h):
+    """The content coding of the answer (see the module doc)."""
+    forced = h.get("x-encoding", "").strip().lower()
+    if forced:
+        return forced
+    acc = {}
+    for part in h.get("accept-encoding", "").split(","):
+        name, _, params = part.strip().partition(";")
+        q = 1.0
+        m = re.search(r"q\s*=\s*([0-9.]+)", params)
+        if m:
+            q = float(m.group(1))
+        if name:
+            acc[name.strip().lower()] = q
+    for c in ("br", "gzip", "deflate"):
+        if acc.get(c, 0) > 0 and (c != "br" or brotli is not None):
+            return c
+    return "identity"
+
+
+def encode_body(coding, body):
+    if coding == "gzip":
+        return gzip.compress(body, 6)
+    if coding == "deflate":
+        return zlib.compress(body, 6)
+    if coding == "br":
+        return brotli.compress(body, quality=5)
+    if coding == "zstd":
+        return b"\x28\xb5\x2f\xfd" + body[::-1]
+    return body
+
+
 def fixture_model(data):
     """The first "model" value in a fixture's text ("" when none)."""
-    m = re.search(rb'"model"\s*:\s*"([^"]*)"', data)
+    m = re.search(rb'"model"\s*:\s*"([^"]*)"', data) or re.search(
+        rb'"modelVersion"\s*:\s*"([^"]*)"', data)
     return m.group(1).decode() if m else ""
 
 
@@ -284,7 +355,8 @@ def synth(kind, req, body, usage_hdr):
     """(content type, body bytes) for X-Synth."""
     model = req.get("model") if isinstance(req.get("model"), str) else ""
     stream = req.get("stream") is True
-    if usage_hdr:
+    no_usage = (usage_hdr or "").strip().lower() == "none"
+    if usage_hdr and not no_usage:
         nums = [int(x) for x in usage_hdr.split(",")]
     else:
         nums = [len(body), _max_out(req)]
@@ -333,12 +405,14 @@ def synth(kind, req, body, usage_hdr):
              "total_tokens": p + c,
              "prompt_tokens_details": {"cached_tokens": cached}}
     if not stream:
-        return "application/json", json.dumps({
-            "id": "chatcmpl-synth", "object": "chat.completion",
-            "model": model, "choices": [{
-                "index": 0, "message": {"role": "assistant",
-                                        "content": "ok"},
-                "finish_reason": "stop"}], "usage": usage}).encode()
+        o = {"id": "chatcmpl-synth", "object": "chat.completion",
+             "model": model, "choices": [{
+                 "index": 0, "message": {"role": "assistant",
+                                         "content": "ok"},
+                 "finish_reason": "stop"}], "usage": usage}
+        if no_usage:
+            del o["usage"]
+        return "application/json", json.dumps(o).encode()
     chunks = [{"id": "chatcmpl-synth", "object": "chat.completion.chunk",
                "model": model, "choices": [{
                    "index": 0, "delta": {"role": "assistant",
@@ -349,6 +423,20 @@ def synth(kind, req, body, usage_hdr):
                    "index": 0, "delta": {}, "finish_reason": "stop"}]},
               {"id": "chatcmpl-synth", "object": "chat.completion.chunk",
                "model": model, "choices": [], "usage": usage}]
+    if kind == "compat":
+        # an OpenAI-compatible server (llama.cpp, Together): usage in the
+        # chunk that finishes, stream_options ignored, timings added
+        chunks.pop()
+        chunks[-1]["usage"] = usage
+        chunks[-1]["timings"] = {"prompt_n": p, "predicted_n": c,
+                                 "predicted_ms": 12.5}
+        chunks.insert(0, {"id": "chatcmpl-synth", "object":
+                          "chat.completion.chunk", "model": model,
+                          "choices": [{"index": 0, "delta": {"role":
+                                       "assistant"}}], "usage": None})
+        return "text/event-stream", (": keep-alive\n\n" + "".join(
+            "data: %s\n\n" % json.dumps(o) for o in chunks) +
+            "data: [DONE]\n\n").encode()
     so = req.get("stream_options")
     if not (isinstance(so, dict) and so.get("include_usage") is True):
         # like OpenAI: no usage chunk unless it was asked for
@@ -532,8 +620,8 @@ class Server:
             ctype, rbody = synth(h["x-synth"].strip().lower(), req, body,
                                  h.get("x-synth-usage"))
         else:
-            name = h.get("x-fixture") or self.fx.default(path.split("?")[0],
-                                                          stream)
+            name = h.get("x-fixture") or self.fx.default(
+                path.split("?")[0], stream, path.partition("?")[2])
             data = self.fx.data(name) if name else None
             if data is None and path.split("?")[0].endswith("/models"):
                 rbody = json.dumps({"object": "list", "data": [
@@ -550,11 +638,15 @@ class Server:
                 rbody = data
                 if name.endswith(".sse"):
                     ctype = "text/event-stream; charset=utf-8"
+                elif name.startswith("gemini/stream"):
+                    ctype = "application/json; charset=UTF-8"
                 else:
                     ctype = "application/json"
         if ctype.startswith("text/event-stream") and \
                 h.get("x-newlines", "").lower() == "crlf":
             rbody = rbody.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+        coding = choose_coding(h)
+        rbody = encode_body(coding, rbody)
         framing = h.get("x-framing", "").lower() or (
             "chunked" if ctype.startswith("text/event-stream") else "length")
         cut = int(h["x-cut-after"]) if "x-cut-after" in h else None
@@ -566,6 +658,9 @@ class Server:
             status, "Status").encode())
         out += b"Server: llm-upstream\r\nX-Upstream-Seq: %d\r\n" % seq
         out += b"Content-Type: %s\r\n" % ctype.encode()
+        if coding != "identity":
+            out += b"Content-Encoding: %s\r\n" % coding.encode()
+            out += b"Vary: Accept-Encoding\r\n"
         if ctype.startswith("text/event-stream"):
             out += b"Cache-Control: no-cache\r\n"
         if framing == "length":

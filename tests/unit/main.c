@@ -24,7 +24,9 @@ main(void)
 	srunner_add_suite(sr, suite_sec_encode());
 	srunner_add_suite(sr, suite_sec_trip());
 	srunner_add_suite(sr, suite_meter());
+	srunner_add_suite(sr, suite_decode());
 	srunner_add_suite(sr, suite_bud());
+	srunner_add_suite(sr, suite_bud_use());
 	srunner_add_suite(sr, suite_geo());
 	srunner_add_suite(sr, suite_metrics());
 	srunner_add_suite(sr, suite_aud_verify());

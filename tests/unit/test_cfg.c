@@ -659,11 +659,11 @@ static const struct err_case err_cases[] = {
 	{ POL "        meter: anthropic\n        intercept: no\n",
 	    "t.yaml:5:9: ", "usage cannot be metered on a spliced" },
 	{ POL "        meter: gpt\n", "t.yaml:5:16: ",
-	    "\"meter\" must be openai, anthropic or none, not \"gpt\"" },
+	    "\"meter\" must be openai, anthropic, gemini or none, not \"gpt\"" },
 	{ POL "        meter: OpenAI\n", "t.yaml:5:16: ",
-	    "\"meter\" must be openai, anthropic or none, not \"OpenAI\"" },
+	    "\"meter\" must be openai, anthropic, gemini or none, not \"OpenAI\"" },
 	{ POL "        meter: [openai]\n", "t.yaml:5:16: ",
-	    "\"meter\" must be openai, anthropic or none, not a list" },
+	    "\"meter\" must be openai, anthropic, gemini or none, not a list" },
 	/* budget_store */
 	{ "budget_store: \"redis://127.0.0.1:6379/0\"\n", "t.yaml:1:15: ",
 	    "budget_store \"redis://127.0.0.1:6379/0\" is not supported yet "

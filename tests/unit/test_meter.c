@@ -134,6 +134,94 @@ struct meter_case {
 };
 
 static const struct meter_case cases[] = {
+	/* OpenAI-compatible servers (meter: openai): usage in the last
+	   chunk whether or not include_usage was honoured */
+	{ "vLLM continuous usage stats", METER_OPENAI, 1,
+	    "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\","
+	    "\"model\":\"Qwen/Qwen2.5-7B-Instruct\",\"choices\":[{\"index\":0,"
+	    "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":{"
+	    "\"prompt_tokens\":21,\"total_tokens\":21,\"completion_tokens\":0}}"
+	    "\n\ndata: {\"id\":\"chatcmpl-1\",\"model\":\"Qwen/Qwen2.5-7B-"
+	    "Instruct\",\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+	    "\"Hi\"}}],\"usage\":{\"prompt_tokens\":21,\"total_tokens\":22,"
+	    "\"completion_tokens\":1}}\n\ndata: {\"id\":\"chatcmpl-1\","
+	    "\"model\":\"Qwen/Qwen2.5-7B-Instruct\",\"choices\":[],\"usage\":{"
+	    "\"prompt_tokens\":21,\"total_tokens\":30,\"completion_tokens\":9}}"
+	    "\n\ndata: [DONE]\n\n",
+	    "Qwen/Qwen2.5-7B-Instruct", 1, 21, 0, 0, 9 },
+	{ "llama.cpp server final chunk with timings", METER_OPENAI, 1,
+	    "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":"
+	    "{\"content\":\"Hello\"}}],\"created\":1730000000,\"id\":\"chatcmpl-"
+	    "x\",\"model\":\"gpt-3.5-turbo\",\"system_fingerprint\":\"b4000-"
+	    "abc\",\"object\":\"chat.completion.chunk\"}\n\n"
+	    "data: {\"choices\":[{\"finish_reason\":\"stop\",\"index\":0,"
+	    "\"delta\":{}}],\"created\":1730000000,\"id\":\"chatcmpl-x\","
+	    "\"model\":\"gpt-3.5-turbo\",\"object\":\"chat.completion.chunk\","
+	    "\"usage\":{\"completion_tokens\":12,\"prompt_tokens\":35,"
+	    "\"total_tokens\":47,\"prompt_tokens_details\":{\"cached_tokens\":"
+	    "32}},\"timings\":{\"prompt_n\":3,\"prompt_ms\":20.1,"
+	    "\"predicted_n\":12,\"predicted_ms\":130.5}}\n\ndata: [DONE]\n\n",
+	    "gpt-3.5-turbo", 1, 35, 32, 0, 12 },
+	{ "OpenRouter comments, cost and details", METER_OPENAI, 1,
+	    ": OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\n"
+	    "data: {\"id\":\"gen-1\",\"provider\":\"Anthropic\",\"model\":"
+	    "\"anthropic/claude-3.5-sonnet\",\"object\":\"chat.completion.chunk"
+	    "\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+	    "\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n"
+	    "data: {\"id\":\"gen-1\",\"provider\":\"Anthropic\",\"model\":"
+	    "\"anthropic/claude-3.5-sonnet\",\"object\":\"chat.completion.chunk"
+	    "\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},"
+	    "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":14,"
+	    "\"completion_tokens\":5,\"total_tokens\":19,\"cost\":0.000117,"
+	    "\"is_byok\":false,\"prompt_tokens_details\":{\"cached_tokens\":0},"
+	    "\"completion_tokens_details\":{\"reasoning_tokens\":0}}}\n\n"
+	    "data: [DONE]\n\n",
+	    "anthropic/claude-3.5-sonnet", 1, 14, 0, 0, 5 },
+	{ "Together usage with the last choice", METER_OPENAI, 1,
+	    "data: {\"id\":\"8a\",\"object\":\"chat.completion.chunk\","
+	    "\"created\":1,\"model\":\"meta-llama/Llama-3.3-70B-Instruct-Turbo"
+	    "\",\"choices\":[{\"index\":0,\"text\":\"Hi\",\"logprobs\":null,"
+	    "\"finish_reason\":null,\"delta\":{\"token_id\":13347,\"role\":"
+	    "\"assistant\",\"content\":\"Hi\"}}],\"usage\":null}\n\n"
+	    "data: {\"id\":\"8a\",\"object\":\"chat.completion.chunk\","
+	    "\"created\":1,\"model\":\"meta-llama/Llama-3.3-70B-Instruct-Turbo"
+	    "\",\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":"
+	    "\"eos\",\"delta\":{\"content\":\"\"}}],\"usage\":{"
+	    "\"prompt_tokens\":40,\"completion_tokens\":2,\"total_tokens\":42,"
+	    "\"cached_tokens\":0}}\n\ndata: [DONE]\n\n",
+	    "meta-llama/Llama-3.3-70B-Instruct-Turbo", 1, 40, 0, 0, 2 },
+	{ "OpenAI-compatible server without usage", METER_OPENAI, 1,
+	    "data: {\"model\":\"local\",\"choices\":[{\"delta\":{\"content\":"
+	    "\"x\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+	    "", 0, 0, 0, 0, 0 },
+	/* Gemini */
+	{ "gemini json", METER_GEMINI, 0,
+	    "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"x\"}]}}],"
+	    "\"usageMetadata\":{\"promptTokenCount\":100,"
+	    "\"candidatesTokenCount\":20,\"cachedContentTokenCount\":64,"
+	    "\"thoughtsTokenCount\":30,\"toolUsePromptTokenCount\":5,"
+	    "\"totalTokenCount\":155},\"modelVersion\":\"gemini-2.5-pro\"}",
+	    "gemini-2.5-pro", 1, 105, 64, 0, 50 },
+	{ "gemini array, brackets in strings", METER_GEMINI, 0,
+	    " [ {\"candidates\":[{\"content\":{\"parts\":[{\"text\":"
+	    "\"[{\\\"}]\\\\\"}]}}],\"usageMetadata\":{\"promptTokenCount\":3}},"
+	    "\n{\"usageMetadata\":{\"promptTokenCount\":3,"
+	    "\"candidatesTokenCount\":4},\"modelVersion\":\"gemini-x\"} ] ",
+	    "gemini-x", 1, 3, 0, 0, 4 },
+	{ "gemini array not of objects", METER_GEMINI, 0,
+	    "[1,{\"usageMetadata\":{\"promptTokenCount\":3}}]",
+	    "", 0, 0, 0, 0, 0 },
+	{ "gemini sse, last chunk wins", METER_GEMINI, 1,
+	    "data: {\"usageMetadata\":{\"promptTokenCount\":9,"
+	    "\"totalTokenCount\":9},\"modelVersion\":\"gemini-2.0-flash\"}\r\n"
+	    "\r\ndata: {\"usageMetadata\":{\"promptTokenCount\":9,"
+	    "\"candidatesTokenCount\":2,\"totalTokenCount\":11},"
+	    "\"modelVersion\":\"gemini-2.0-flash\"}\r\n\r\n",
+	    "gemini-2.0-flash", 1, 9, 0, 0, 2 },
+	{ "gemini error", METER_GEMINI, 0,
+	    "{\"error\":{\"code\":429,\"message\":\"Resource has been "
+	    "exhausted\",\"status\":\"RESOURCE_EXHAUSTED\"}}",
+	    "", 0, 0, 0, 0, 0 },
 	{ "openai stream, final usage chunk", METER_OPENAI, 1,
 	    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\","
 	    "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":"
@@ -568,16 +656,11 @@ END_TEST
 
 /* ---- recorded fixtures ---------------------------------------------- */
 
-struct fixture {
-	char			*path;
-	char			*name;
-	enum meter_dialect	 dialect;
-	int			 sse;
-	struct usage		 want;
-};
+#define fixture unit_llm_fixture
 
 static struct fixture	*fixtures;
 static size_t		 nfixtures;
+static size_t		 fixtures_cap;
 
 static char *
 pathf(const char *fmt, ...)
@@ -643,6 +726,17 @@ expect_usage(struct fixture *f, json_object *eu)
 	memset(&f->want, 0, sizeof(f->want));
 	if (eu == NULL || !json_object_is_type(eu, json_type_object))
 		return;
+	if (f->dialect == METER_GEMINI) {
+		/* prompt (cached included) + tool-use prompt; candidates +
+		   thoughts */
+		f->want.u_input = jcount(eu, "promptTokenCount", &any) +
+		    jcount(eu, "toolUsePromptTokenCount", NULL);
+		f->want.u_cached = jcount(eu, "cachedContentTokenCount", NULL);
+		f->want.u_output = jcount(eu, "candidatesTokenCount", &any) +
+		    jcount(eu, "thoughtsTokenCount", &any);
+		f->want.u_found = any;
+		return;
+	}
 	if (f->dialect == METER_OPENAI) {
 		f->want.u_input = jcount(eu, "prompt_tokens", &any) +
 		    jcount(eu, "input_tokens", &any);
@@ -679,44 +773,38 @@ expect_usage(struct fixture *f, json_object *eu)
 	f->want.u_output = out;
 }
 
-static void
-load_fixtures(void)
+/* Add the fixtures of <base>/MANIFEST.json; 0, or -1 if there is none. */
+static int
+load_manifest(const char *base)
 {
 	json_object	*man, *e, *v;
-	const char	*top, *file, *prov;
-	char		*base = NULL, *mpath;
+	const char	*file, *prov;
+	char		*mpath;
 	size_t		 i, n;
 
-	if ((top = getenv("top_srcdir")) != NULL)
-		base = pathf("%s/../shared/testdata/llm", top);
-	mpath = base != NULL ? pathf("%s/MANIFEST.json", base) : NULL;
-	if (!is_file(mpath)) {
-		free(base);
-		free(mpath);
-		base = pathf("/work/shared/testdata/llm");
-		mpath = pathf("%s/MANIFEST.json", base);
-	}
+	mpath = pathf("%s/MANIFEST.json", base);
 	if (!is_file(mpath) ||
 	    (man = json_object_from_file(mpath)) == NULL) {
-		fprintf(stderr, "meter: %s not found: recorded LLM fixtures "
-		    "skipped (embedded cases still run)\n",
-		    mpath != NULL ? mpath : "MANIFEST.json");
-		free(base);
 		free(mpath);
-		return;
+		return -1;
 	}
 	free(mpath);
 	if (!json_object_is_type(man, json_type_array)) {
-		fprintf(stderr, "meter: MANIFEST.json is not an array\n");
+		fprintf(stderr, "meter: %s/MANIFEST.json is not an array\n",
+		    base);
 		json_object_put(man);
-		free(base);
-		return;
+		return -1;
 	}
 	n = json_object_array_length(man);
-	fixtures = calloc(n == 0 ? 1 : n, sizeof(*fixtures));
-	for (i = 0; fixtures != NULL && i < n; i++) {
+	fixtures = realloc(fixtures, (fixtures_cap + n + 1) *
+	    sizeof(*fixtures));
+	if (fixtures == NULL)
+		abort();	/* not in a test yet: no ck_assert */
+	fixtures_cap += n + 1;
+	for (i = 0; i < n; i++) {
 		struct fixture	*f = &fixtures[nfixtures];
 
+		memset(f, 0, sizeof(*f));
 		e = json_object_array_get_idx(man, i);
 		if (!json_object_object_get_ex(e, "file", &v) ||
 		    (file = json_object_get_string(v)) == NULL ||
@@ -727,6 +815,8 @@ load_fixtures(void)
 			f->dialect = METER_OPENAI;
 		else if (strcmp(prov, "anthropic") == 0)
 			f->dialect = METER_ANTHROPIC;
+		else if (strcmp(prov, "gemini") == 0)
+			f->dialect = METER_GEMINI;
 		else
 			continue;
 		f->sse = json_object_object_get_ex(e, "stream", &v) &&
@@ -739,11 +829,45 @@ load_fixtures(void)
 		nfixtures++;
 	}
 	json_object_put(man);
+	return 0;
+}
+
+/*
+ * The recorded fixtures of ../shared/testdata/llm when present, and the
+ * in-tree ones of tests/data/llm (Gemini) always.
+ */
+static void
+load_fixtures(void)
+{
+	const char	*top = getenv("top_srcdir");
+	char		*base;
+
+	if (top == NULL)
+		top = ".";
+	base = pathf("%s/../shared/testdata/llm", top);
+	if (load_manifest(base) == -1 &&
+	    load_manifest("/work/shared/testdata/llm") == -1)
+		fprintf(stderr, "meter: ../shared/testdata/llm not found: "
+		    "recorded LLM fixtures skipped (embedded cases and "
+		    "tests/data/llm still run)\n");
+	free(base);
+	base = pathf("%s/tests/data/llm", top);
+	if (load_manifest(base) == -1)
+		fprintf(stderr, "meter: %s/MANIFEST.json not found\n", base);
 	free(base);
 }
 
-static char *
-slurp(const char *path, size_t *lenp)
+const struct unit_llm_fixture *
+unit_llm_fixtures(size_t *n)
+{
+	if (fixtures == NULL)
+		load_fixtures();
+	*n = nfixtures;
+	return fixtures;
+}
+
+char *
+unit_slurp(const char *path, size_t *lenp)
 {
 	FILE	*fp;
 	char	*b = NULL;
@@ -774,11 +898,12 @@ START_TEST(test_fixture)
 	char			*body;
 	size_t			 len;
 
-	body = slurp(f->path, &len);
+	body = unit_slurp(f->path, &len);
 	ck_assert_msg(body != NULL, "%s: cannot read", f->path);
 	check_splits(f->name, f->dialect, f->sse, body, len, &f->want, &got);
 	/* The MANIFEST has no model: check the family at least. */
-	pfx = f->dialect == METER_OPENAI ? "gpt-" : "claude-";
+	pfx = f->dialect == METER_OPENAI ? "gpt-" : f->dialect ==
+	    METER_GEMINI ? "gemini-" : "claude-";
 	if (got.u_found)
 		ck_assert_msg(strncmp(got.u_model, pfx, strlen(pfx)) == 0,
 		    "%s: model \"%s\"", f->name, got.u_model);
@@ -1015,6 +1140,45 @@ START_TEST(test_response_shapes)
 }
 END_TEST
 
+/* Gemini's request fields and the model in its path. */
+START_TEST(test_req_scan_gemini)
+{
+	struct req_facts	rf;
+	char			model[128];
+	const char		*b;
+
+	b = "{\"contents\":[],\"generationConfig\":{\"maxOutputTokens\":256,"
+	    "\"candidateCount\":4}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), 0);
+	ck_assert_uint_eq(rf.rf_max_out, 256);
+	ck_assert_uint_eq(rf.rf_choices, 4);
+	ck_assert_int_eq(rf.rf_rewrite, 0);
+	b = "{\"generation_config\":{\"max_output_tokens\":99,"
+	    "\"candidate_count\":2}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), 0);
+	ck_assert_uint_eq(rf.rf_max_out, 99);
+	ck_assert_uint_eq(rf.rf_choices, 2);
+	b = "{\"generationConfig\":{\"maxOutputTokens\":1},"
+	    "\"generation_config\":{\"max_output_tokens\":99}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), -1);
+	b = "{\"generationConfig\":{\"candidateCount\":\"8\"}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), -1);
+	b = "{\"generationConfig\":{\"maxOutputTokens\":1,"
+	    "\"maxOutputTokens\":900}}";
+	ck_assert_int_eq(req_scan(b, strlen(b), 0, &rf), -1);
+	req_path_model("/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+	    model, sizeof(model));
+	ck_assert_str_eq(model, "gemini-2.5-flash");
+	req_path_model("/v1/projects/p/locations/l/publishers/google/models/"
+	    "gemini-2.0-flash-001:generateContent", model, sizeof(model));
+	ck_assert_str_eq(model, "gemini-2.0-flash-001");
+	req_path_model("/v1/chat/completions", model, sizeof(model));
+	ck_assert_str_eq(model, "");
+	ck_assert_int_eq(req_async_path("POST",
+	    "/v1beta/models/gemini-2.0-flash:batchGenerateContent"), 1);
+}
+END_TEST
+
 Suite *
 suite_meter(void)
 {
@@ -1040,11 +1204,11 @@ suite_meter(void)
 	tcase_add_test(tc, test_req_scan_refused);
 	tcase_add_test(tc, test_req_scan_rewrite);
 	tcase_add_test(tc, test_req_scan_shapes);
+	tcase_add_test(tc, test_req_scan_gemini);
 	tcase_add_test(tc, test_response_shapes);
 	suite_add_tcase(s, tc);
 
-	if (fixtures == NULL)
-		load_fixtures();
+	(void)unit_llm_fixtures(&nfixtures);
 	if (nfixtures == 0)
 		return s;
 	tc = tcase_create("fixtures");

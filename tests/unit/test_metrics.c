@@ -31,7 +31,7 @@ Suite	*suite_metrics(void);
 /* ---- a strict parser of the text format ----------------------------- */
 
 #define EX_MAXFAM	64
-#define EX_MAXSAMPLE	1024
+#define EX_MAXSAMPLE	16384	/* LLM series: 2048 pairs x 6 */
 
 struct ex_family {
 	char		 f_name[128];
@@ -601,6 +601,9 @@ static const struct {
 	{ "airlock_sandboxes",			"gauge" },
 	{ "airlock_spend_usd",			"gauge" },
 	{ "airlock_spend_reserved_usd",		"gauge" },
+	{ "airlock_llm_tokens_total",		"counter" },
+	{ "airlock_llm_requests_total",		"counter" },
+	{ "airlock_llm_cost_usd_total",		"counter" },
 	{ "airlock_audit_write_errors_total",	"counter" },
 	{ "airlock_audit_available",		"gauge" },
 	{ "airlock_reloads_total",		"counter" },
@@ -842,6 +845,61 @@ START_TEST(test_spend_by_sandbox)
 }
 END_TEST
 
+/* Tokens by sandbox, model and kind; the label bounds. */
+START_TEST(test_llm_tokens)
+{
+	struct expo	e;
+	char		sb[32], model[32];
+	size_t		i, n;
+
+	met_llm_usage("m1", "gpt-4o", 100, 30, 10, 5, 1500);
+	met_llm_usage("m1", "gpt-4o", 1, 0, 0, 2, 1);
+	met_llm_usage("m1", "we\"ird\\", 7, 0, 0, 0, 0);
+	met_llm_usage("m1", "", 3, 0, 0, 0, 0);
+	for (i = 0; i < MET_LLM_MODELS + 10; i++) {
+		snprintf(model, sizeof(model), "model-%zu", i);
+		met_llm_usage("m2", model, 1, 0, 0, 1, 1);
+	}
+	render_parse(&e);
+#define TOK(sbx, m, k) "sandbox=\"" sbx "\",model=\"" m "\",kind=\"" k "\""
+	ck_assert(ex_get(&e, "airlock_llm_tokens_total",
+	    TOK("m1", "gpt-4o", "input")) == 61);
+	ck_assert(ex_get(&e, "airlock_llm_tokens_total",
+	    TOK("m1", "gpt-4o", "cached")) == 30);
+	ck_assert(ex_get(&e, "airlock_llm_tokens_total",
+	    TOK("m1", "gpt-4o", "cache_write")) == 10);
+	ck_assert(ex_get(&e, "airlock_llm_tokens_total",
+	    TOK("m1", "gpt-4o", "output")) == 7);
+	ck_assert(ex_get(&e, "airlock_llm_tokens_total",
+	    TOK("m1", "unknown", "input")) == 3);
+	ck_assert(ex_has(&e, "airlock_llm_tokens_total",
+	    TOK("m1", "we\\\"ird\\\\", "input")));
+	ck_assert(ex_get(&e, "airlock_llm_requests_total",
+	    "sandbox=\"m1\",model=\"gpt-4o\"") == 2);
+	ck_assert(ex_get(&e, "airlock_llm_cost_usd_total",
+	    "sandbox=\"m1\",model=\"gpt-4o\"") == 0.001501);
+	/* MET_LLM_MODELS per sandbox, then "other" */
+	ck_assert(ex_get(&e, "airlock_llm_requests_total",
+	    "sandbox=\"m2\",model=\"other\"") == 10);
+	ck_assert(!ex_has(&e, "airlock_llm_requests_total",
+	    "sandbox=\"m2\",model=\"model-40\""));
+	ex_free(&e);
+	/* MET_LLM_SERIES pairs in all, then sandbox="other" */
+	for (i = 0; i < MET_LLM_SERIES + 5; i++) {
+		snprintf(sb, sizeof(sb), "many-%zu", i);
+		met_llm_usage(sb, "x", 1, 0, 0, 1, 1);
+	}
+	render_parse(&e);
+	for (i = n = 0; i < e.nsmp; i++)
+		n += strcmp(e.smp[i].s_name, "airlock_llm_requests_total") == 0;
+	ck_assert_uint_le(n, MET_LLM_SERIES + 1);
+	ck_assert(ex_get(&e, "airlock_llm_requests_total",
+	    "sandbox=\"other\",model=\"other\"") >= 5);
+#undef TOK
+	ex_free(&e);
+}
+END_TEST
+
 Suite *
 suite_metrics(void)
 {
@@ -861,6 +919,7 @@ suite_metrics(void)
 	tcase_add_test(tc, test_reloads);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_spend_by_sandbox);
+	tcase_add_test(tc, test_llm_tokens);
 	suite_add_tcase(s, tc);
 	return s;
 }

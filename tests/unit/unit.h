@@ -2,6 +2,22 @@
 #define AIRLOCK_UNIT_H
 
 #include <check.h>
+#include <stddef.h>
+
+#include "budget/bud.h"
+
+/* test_meter.c: the recorded LLM response fixtures (../shared/testdata/llm
+ * when present, tests/data/llm always) with their expected usage. */
+struct unit_llm_fixture {
+	char			*path;
+	char			*name;
+	enum meter_dialect	 dialect;
+	int			 sse;
+	struct usage		 want;
+};
+const struct unit_llm_fixture *unit_llm_fixtures(size_t *n);
+/* A whole file, NUL-terminated; NULL if unreadable. */
+char	*unit_slurp(const char *path, size_t *lenp);
 
 /* One suite per module; tests/unit/main.c runs them all. */
 Suite	*suite_cfg(void);
@@ -17,7 +33,9 @@ Suite	*suite_sec_scan(void);
 Suite	*suite_sec_encode(void);
 Suite	*suite_sec_trip(void);
 Suite	*suite_meter(void);
+Suite	*suite_decode(void);
 Suite	*suite_bud(void);
+Suite	*suite_bud_use(void);
 Suite	*suite_geo(void);
 /* test_geo.c: writes a small .mmdb with tests/integration/mkmmdb.pl. */
 int	 unit_mkmmdb(const char *out);

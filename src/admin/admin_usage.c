@@ -1,0 +1,114 @@
+/*
+ * GET /v1/sandboxes/{id}/usage?by=model|day: the sandbox's spend broken
+ * down from the budget ledger's rows (src/budget/usage_tab.c), added to
+ * the usage object route_usage() builds.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "admin/admin_internal.h"
+#include "budget/bud.h"
+
+/* µUSD as an exact decimal JSON number. */
+static json_object *
+usd_json(uint64_t micro)
+{
+	char	text[32];
+
+	snprintf(text, sizeof(text), "%" PRIu64 ".%06" PRIu64,
+	    micro / 1000000, micro % 1000000);
+	return json_object_new_double_s((double)micro / 1e6, text);
+}
+
+static json_object *
+row_json(const struct bud_use_row *u, enum bud_by by)
+{
+	json_object	*o = json_object_new_object();
+	char		 day[16];
+	time_t		 t;
+	struct tm	 tm;
+
+	if (by == BUD_BY_MODEL)
+		json_object_object_add(o, "model",
+		    json_object_new_string(u->ur_model));
+	else {
+		t = (time_t)(u->ur_day * 86400);
+		gmtime_r(&t, &tm);
+		strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+		json_object_object_add(o, "day", json_object_new_string(day));
+	}
+	json_object_object_add(o, "requests",
+	    json_object_new_int64((int64_t)u->ur_requests));
+	json_object_object_add(o, "cost_microusd",
+	    json_object_new_int64((int64_t)u->ur_cost));
+	json_object_object_add(o, "cost_usd", usd_json(u->ur_cost));
+	json_object_object_add(o, "input_tokens",
+	    json_object_new_int64((int64_t)u->ur_input));
+	json_object_object_add(o, "cached_tokens",
+	    json_object_new_int64((int64_t)u->ur_cached));
+	json_object_object_add(o, "cache_write_tokens",
+	    json_object_new_int64((int64_t)u->ur_cache_write));
+	json_object_object_add(o, "output_tokens",
+	    json_object_new_int64((int64_t)u->ur_output));
+	return o;
+}
+
+/*
+ * The value of "by" in the query of <url>: 0 and *by set, 1 when there
+ * is no query parameter at all, -1 (with <why>) for anything else.
+ */
+static int
+query_by(const char *url, enum bud_by *by, char *why, size_t whysz)
+{
+	const char	*q = strchr(url, '?');
+
+	if (q == NULL || q[1] == '\0')
+		return 1;
+	q++;
+	if (strcmp(q, "by=model") == 0)
+		*by = BUD_BY_MODEL;
+	else if (strcmp(q, "by=day") == 0)
+		*by = BUD_BY_DAY;
+	else {
+		snprintf(why, whysz, "query must be by=model or by=day, not "
+		    "\"%.60s\"", q);
+		return -1;
+	}
+	return 0;
+}
+
+int
+admin_usage_by(const struct admin_req *q, struct admin_resp *r,
+    const char *sandbox, json_object *o)
+{
+	struct bud_use_row	*rows;
+	json_object		*a;
+	enum bud_by		 by = BUD_BY_MODEL;
+	size_t			 n, i;
+	char			 why[120];
+	int			 rc;
+
+	if ((rc = query_by(q->aq_url, &by, why, sizeof(why))) == 1)
+		return 0;
+	if (rc == -1) {
+		admin_error(r, 400, "bad_request", why);
+		return -1;
+	}
+	if (bud_usage_by(sandbox, by, &rows, &n) == -1)
+		n = 0, rows = NULL;	/* no traffic yet */
+	a = json_object_new_array();
+	for (i = 0; i < n; i++)
+		json_object_array_add(a, row_json(&rows[i], by));
+	free(rows);
+	json_object_object_add(o, "by", json_object_new_string(
+	    by == BUD_BY_MODEL ? "model" : "day"));
+	json_object_object_add(o, "breakdown", a);
+	return 0;
+}
