@@ -500,6 +500,8 @@ freezer_state(const char *cg, const char *want)
 	return -1;
 }
 
+static void	thaw(struct lnc_sbx *, struct snap_freeze *);
+
 static int
 freeze(struct lnc_sbx *s, struct snap_freeze *f)
 {
@@ -525,7 +527,7 @@ freeze(struct lnc_sbx *s, struct snap_freeze *f)
 		}
 		log_warnx("launcher: freezer %s: %s; SIGSTOP instead", f->cg,
 		    strerror(errno));
-		(void)rmdir(f->cg);
+		thaw(s, f);	/* out of the half-frozen cgroup first */
 	}
 	f->cg[0] = '\0';
 	for (i = 0; i < 3; i++)

@@ -66,11 +66,18 @@ for i in 1 2 3; do
 	in_sbx "$B" 'cat /data/new.txt; ls /data' >"$T/r$i.out" || fail "restore $i"
 	grep -q '^v1$' "$T/r$i.out" || fail "restore $i: $(cat "$T/r$i.out")"
 	grep -q 'later.txt\|base.txt' "$T/r$i.out" && fail "restore $i shows later or deleted files: $(cat "$T/r$i.out")"
+	if [ $i = 1 ]; then	# its own identity, not the source's
+		in_sbx "$B" 'cat /etc/hostname /etc/airlock/ca-bundle.pem' >"$T/id.out" || fail "identity"
+		[ "$(head -1 "$T/id.out")" = "$B" ] || fail "restored hostname $(head -1 "$T/id.out"), not $B"
+		ctl sandbox ca "$B" >"$T/caB.pem" && ctl sandbox ca "$A" >"$T/caA.pem" || fail "sandbox ca"
+		grep -q "$(sed -n 2p "$T/caB.pem")" "$T/id.out" || fail "restored sandbox lacks its own CA"
+		grep -q "$(sed -n 2p "$T/caA.pem")" "$T/id.out" && fail "restored sandbox trusts the source's CA"
+	fi
 	H=$(in_sbx "$B" "$TREE") || fail "tree hash $i"
 	[ "$H" = "$H1" ] || fail "restore $i: tree hash $H, snapshot's $H1"
 	ctl sandbox delete "$B" >/dev/null || fail "delete $B"
 done
-ok "restored three times: the snapshot's tree (hash equal), not the later changes"
+ok "restored three times: the snapshot's tree (hash equal), not the later changes; its own hostname and CA"
 
 # --- a chain of three versions
 B=$(claim v1) || exit 1

@@ -29,6 +29,15 @@ CT_POOL='{warm: 0, max: 8}'
 ct_start
 wait_admin
 
+# --- config errors name FILE:LINE:COL
+sed 's/^  pool: .*/  pool: {warm: 1, from: "..bad"}/' "$T/airlock.yaml" >"$T/bad.yaml"
+"$AIRLOCKD" -t -c "$T/bad.yaml" >"$T/bad.out" 2>&1 && fail "airlockd -t took pool.from ..bad"
+grep -q "bad.yaml:[0-9]*:[0-9]*: \"from\" must be a snapshot name" "$T/bad.out" || fail "pool.from error: $(cat "$T/bad.out")"
+sed 's/^  snapshots: .*/  snapshots: {max_bytes: 10}/' "$T/airlock.yaml" >"$T/bad.yaml"
+"$AIRLOCKD" -t -c "$T/bad.yaml" >"$T/bad.out" 2>&1 && fail "airlockd -t took max_bytes 10"
+grep -q "bad.yaml:[0-9]*:[0-9]*: .*max_bytes" "$T/bad.out" || fail "max_bytes error: $(cat "$T/bad.out")"
+ok "pool.from and snapshots.max_bytes errors with FILE:LINE:COL"
+
 # --- a base snapshot, then the gateway again with a pool from it
 A=$(claim) || exit 1
 in_sbx "$A" 'echo pooled >/data/pool.txt; rm /data/base.txt' || fail "write"
