@@ -114,7 +114,6 @@ ok "full disk during a snapshot: refused, s2 and s3 intact and restorable"
 # --- 50 cycles: nothing left behind
 ctl snapshot delete s2 >/dev/null && ctl snapshot delete s3 >/dev/null || fail "delete s2 s3"
 M0=$(cat /proc/self/mountinfo | sort)
-P0=$(pgrep -x airlock-init | wc -l)
 L0=$(ls "$T/state/snapshots/layers" | wc -l)
 for i in $(seq 1 50); do
 	X=$(claim base) || exit 1
@@ -126,9 +125,15 @@ for i in $(seq 1 50); do
 	ctl sandbox delete "$Y" >/dev/null 2>&1; ctl sandbox delete "$X" >/dev/null 2>&1
 	ctl snapshot delete cy >/dev/null || fail "cycle $i snapshot delete"
 done
+# our launcher's inits: one per sandbox the gateway still has (warm or
+# claimed), nothing else
+our_inits() { for l in $(pgrep -P "$AIRLOCK_PID"); do pgrep -x -P "$l" airlock-init; done | wc -l; }
+live_sbx() { ctl --json sandbox list | "$PYTHON" -c '
+import json, sys
+print(sum(1 for s in json.load(sys.stdin)["sandboxes"] if s["state"] in ("warm", "launched")))'; }
 i=0
-while [ "$(pgrep -x airlock-init | wc -l)" != "$P0" ]; do
-	i=$((i + 1)); [ $i -le 100 ] || fail "airlock-init: $(pgrep -x airlock-init | wc -l), was $P0"; sleep 0.1
+while [ "$(our_inits)" != "$(live_sbx)" ]; do
+	i=$((i + 1)); [ $i -le 100 ] || fail "airlock-init: $(our_inits) for $(live_sbx) sandboxes"; sleep 0.1
 done
 [ "$(cat /proc/self/mountinfo | sort)" = "$M0" ] || fail "mountinfo changed: $(echo "$M0" >"$T/m0"; cat /proc/self/mountinfo | sort | diff "$T/m0" -)"
 [ "$(ls "$T/state/snapshots/layers" | wc -l)" = "$L0" ] || fail "layers left: $(ls "$T/state/snapshots/layers")"
