@@ -77,7 +77,16 @@ for i in 1 2 3; do
 	[ "$H" = "$H1" ] || fail "restore $i: tree hash $H, snapshot's $H1"
 	ctl sandbox delete "$B" >/dev/null || fail "delete $B"
 done
-ok "restored three times: the snapshot's tree (hash equal), not the later changes; its own hostname and CA"
+# the other two ways in: airlockctl run --from, POST /v1/sandboxes {"from"}
+[ "$(ctl run --from v1 -- cat /data/new.txt)" = v1 ] || fail "run --from v1"
+api POST /v1/sandboxes '{"policy": "default", "from": "v1"}' >"$T/post.out"
+read -r st rest <"$T/post.out"
+[ "$st" = 200 ] || fail "POST /v1/sandboxes from: $(cat "$T/post.out")"
+P=$(printf '%s\n' "$rest" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+[ "$(in_sbx "$P" "$TREE")" = "$H1" ] || fail "POST /v1/sandboxes from v1: tree"
+ctl sandbox delete "$P" >/dev/null || fail "delete $P"
+api POST /v1/sandboxes/claim '{"from": "nosuch"}' | grep -q '^404 .*not_found' || fail "claim from a missing snapshot not 404"
+ok "restored three times (claim from), by run --from and POST /v1/sandboxes from: the snapshot's tree (hash equal), not the later changes; its own hostname and CA"
 
 # --- a chain of three versions
 B=$(claim v1) || exit 1
