@@ -23,6 +23,7 @@
 
 #include "cfg/cfg_internal.h"
 #include "ctl/ctl.h"
+#include "ctl/ctl_policy.h"
 #include "util/util.h"
 
 #define CTL_DEFAULT_CONFIG	"conf/airlock.yaml"
@@ -81,6 +82,11 @@ static const struct ctl_command ctl_commands[] = {
 	{ "reload", NULL, ctl_cmd_reload, 0, 0, 0, 0, "reload" },
 	{ "audit", "verify", ctl_cmd_audit_verify, CTL_O_PREV, 1, -1, 1,
 	    "audit verify [--prev HEX] FILE..." },
+	{ "policy", "replay", ctl_cmd_policy_replay, 0, 1, -1, 1,
+	    "policy replay --config NEW.yaml AUDIT.jsonl..." },
+	{ "policy", "suggest", ctl_cmd_policy_suggest,
+	    CTL_O_POLICY | CTL_O_SANDBOX, 1, -1, 1,
+	    "policy suggest [--sandbox ID] [--policy NAME] AUDIT.jsonl..." },
 	{ NULL, NULL, NULL, 0, 0, 0, 0, NULL },
 };
 
@@ -124,6 +130,16 @@ usage(FILE *f)
 "  reload                                 reload the config (as SIGHUP)\n"
 "  audit verify [--prev HEX] FILE...      check the audit hash chain"
 " (local)\n"
+"  policy replay --config NEW.yaml AUDIT.jsonl...\n"
+"                                         what NEW would have decided on"
+" the\n"
+"                                         recorded requests (local; exit 1"
+" on\n"
+"                                         any allow -> deny)\n"
+"  policy suggest [--sandbox ID] [--policy NAME] AUDIT.jsonl...\n"
+"                                         a policy (YAML) allowing what was"
+"\n"
+"                                         allowed (local)\n"
 "\n"
 "options:\n"
 "  -a, --admin ADDR        admin API, unix:PATH or HOST:PORT\n"
@@ -620,6 +636,7 @@ main(int argc, char *argv[])
 	c.c_json = opt_json;
 	if (!cm->cm_local && (rc = ctl_locate(&c)) != CTL_OK)
 		goto out;
+	a.a_config = opt_config;
 	rc = cm->cm_fn(&c, &a);
 out:
 	free(a.a_pos);

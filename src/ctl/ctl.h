@@ -51,6 +51,7 @@ struct ctl_args {
 	const char	*a_id;		/* --id */
 	const char	*a_prev;	/* --prev */
 	const char	*a_by;		/* --by (usage) */
+	const char	*a_config;	/* -c/--config (policy replay) */
 	const char	*a_name;	/* --name (snapshot create) */
 	const char	*a_from;	/* --from SNAPSHOT (run) */
 	char		**a_pos;	/* positional words (argv's) */

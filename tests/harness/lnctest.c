@@ -932,7 +932,7 @@ check_spoof(const struct lnc_sandbox *s1, const struct lnc_sandbox *s2)
 
 struct census {
 	int	links;		/* <prefix>* links */
-	int	netns, mntns, pidns;	/* distinct, all processes */
+	int	netns, mntns, pidns;	/* distinct, the launcher's tree */
 	int	lnc_mounts;	/* lines in the launcher's mountinfo */
 	int	host_mounts;
 	int	children;	/* processes whose parent is the launcher */
@@ -972,8 +972,48 @@ count_dir(const char *path, int dirs)
 	return n;
 }
 
+/* The parent of <pid>, or -1. */
+static pid_t
+parent_of(pid_t pid)
+{
+	char	path[64], buf[512], *p;
+	int	fd;
+	ssize_t	len;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY)) == -1)
+		return -1;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL)
+		return -1;
+	return (pid_t)atoi(p + 4);	/* ") S PPID" */
+}
+
+/* Is <pid> <root> or below it? */
 static int
-distinct_ns(const char *type)
+descends_from(pid_t pid, pid_t root)
+{
+	int	depth;
+
+	for (depth = 0; pid > 1 && depth < 64; depth++) {
+		if (pid == root)
+			return 1;
+		pid = parent_of(pid);
+	}
+	return 0;
+}
+
+/*
+ * Distinct namespaces of <type> held by the launcher <root> and the
+ * processes below it (its sandboxes): other tests that make namespaces
+ * at the same time (make -j check) do not count.
+ */
+static int
+distinct_ns(const char *type, pid_t root)
 {
 	DIR		*d = opendir("/proc");
 	struct dirent	*de;
@@ -984,6 +1024,8 @@ distinct_ns(const char *type)
 
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (!descends_from((pid_t)atoi(de->d_name), root))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/ns/%s", de->d_name,
 		    type);
@@ -1071,9 +1113,9 @@ census_take(struct census *c, pid_t lpid)
 	char	path[64];
 
 	c->links = count_links(o_prefix);
-	c->netns = distinct_ns("net");
-	c->mntns = distinct_ns("mnt");
-	c->pidns = distinct_ns("pid");
+	c->netns = distinct_ns("net", lpid);
+	c->mntns = distinct_ns("mnt", lpid);
+	c->pidns = distinct_ns("pid", lpid);
 	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)lpid);
 	c->lnc_mounts = count_lines(path);
 	c->host_mounts = count_lines("/proc/self/mountinfo");

@@ -13,6 +13,7 @@ main(void)
 
 	sr = srunner_create(suite_cfg());
 	srunner_add_suite(sr, suite_pol());
+	srunner_add_suite(sr, suite_pol_replay());
 	srunner_add_suite(sr, suite_net_guard());
 	srunner_add_suite(sr, suite_net_self());
 	srunner_add_suite(sr, suite_http());

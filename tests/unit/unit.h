@@ -22,6 +22,7 @@ char	*unit_slurp(const char *path, size_t *lenp);
 /* One suite per module; tests/unit/main.c runs them all. */
 Suite	*suite_cfg(void);
 Suite	*suite_pol(void);
+Suite	*suite_pol_replay(void);
 Suite	*suite_net_guard(void);
 Suite	*suite_net_self(void);
 Suite	*suite_http(void);
