@@ -234,6 +234,14 @@ int	lnc_snap_op(struct lnc *, const struct lnc_m_snap *, char *out,
 	    size_t);
 int	lnc_snap_lowers(struct lnc *, const char *name,
 	    char dirs[][PATH_MAX], size_t max, size_t *n, char *why, size_t);
+/* lnc_freeze.c: stop every process of <s> (always succeeds, by SIGSTOP
+ * at worst; .stopped says which) and let them go again. */
+struct lnc_freeze {
+	char	cg[128];	/* freezer cgroup, or "" (SIGSTOP) */
+	int	stopped;
+};
+int	lnc_freeze(struct lnc_sbx *, struct lnc_freeze *);
+void	lnc_thaw(struct lnc_sbx *, struct lnc_freeze *);
 
 /* The launcher's main: never returns. */
 void	lnc_main(int sock, const struct launcher_opts *)
