@@ -49,6 +49,21 @@ void	admin_route(const struct admin_req *, struct admin_resp *);
 struct json_object;
 int	admin_usage_by(const struct admin_req *, struct admin_resp *,
 	    const char *sandbox, struct json_object *o);
+/* Shared by the route files (admin_routes.c). */
+void	admin_json(struct admin_resp *, int status, struct json_object *);
+struct json_object *admin_body_object(const struct admin_req *,
+	    struct admin_resp *, const char *const *allowed);
+int	admin_body_string(struct json_object *, const char *key,
+	    const char **out, struct admin_resp *);
+/* /v1/snapshots[/NAME] (adm_snap.c): <seg> after "snapshots". */
+void	adm_snap_route(const struct admin_req *, struct admin_resp *,
+	    char **seg, int n);
+/* Snapshot <from> exists (0), or -1 after answering 404/409. */
+int	adm_snap_from_ok(struct admin_resp *, const char *from);
+/* POST /v1/sandboxes/ID/rollback {"snapshot"} (adm_snap.c). */
+struct sbx;
+void	adm_snap_rollback(const struct admin_req *, struct admin_resp *,
+	    struct sbx *);
 /* The gateway's error shape: {"error","reason","request_id"}. */
 void	admin_error(struct admin_resp *, int status, const char *code,
 	    const char *reason);

@@ -46,7 +46,7 @@ admin_count_reload(int ok)
 }
 
 /* Serialize <o> as the response body (and drop it). */
-static void
+void
 admin_json(struct admin_resp *r, int status, json_object *o)
 {
 	const char	*text;
@@ -87,7 +87,7 @@ fmt_time(int64_t t, char *buf, size_t bufsz)
  * The request body as a JSON object whose keys are all in <allowed>
  * (NULL-terminated). An empty body is {}. NULL after answering 400.
  */
-static json_object *
+json_object *
 admin_body_object(const struct admin_req *q, struct admin_resp *r,
     const char *const *allowed)
 {
@@ -136,7 +136,7 @@ admin_body_object(const struct admin_req *q, struct admin_resp *r,
 }
 
 /* A string member, NULL when absent; -1 after answering 400. */
-static int
+int
 admin_body_string(json_object *o, const char *key, const char **out,
     struct admin_resp *r)
 {
@@ -379,21 +379,26 @@ route_sandbox_list(const struct admin_req *q, struct admin_resp *r)
 	admin_json(r, 200, o);
 }
 
+static void	claim_answer(struct admin_resp *, enum sbx_err, struct sbx *,
+		    int warm, const char *policy);
+
 static void
 route_sandbox_create(const struct admin_req *q, struct admin_resp *r)
 {
-	static const char *const fields[] = { "policy", "id", NULL };
+	static const char *const fields[] = { "policy", "id", "from", NULL };
 	const struct cfg *cfg = admin_hooks.ah_cfg();
 	json_object	*body;
-	const char	*policy, *id;
+	const char	*policy, *id, *from;
 	struct sbx	*s;
 	enum sbx_err	 e;
 	char		 why[256];
+	int		 warm;
 
 	if ((body = admin_body_object(q, r, fields)) == NULL)
 		return;
 	if (admin_body_string(body, "policy", &policy, r) == -1 ||
-	    admin_body_string(body, "id", &id, r) == -1) {
+	    admin_body_string(body, "id", &id, r) == -1 ||
+	    admin_body_string(body, "from", &from, r) == -1) {
 		json_object_put(body);
 		return;
 	}
@@ -410,6 +415,20 @@ route_sandbox_create(const struct admin_req *q, struct admin_resp *r)
 			    "\"default\")");
 			return;
 		}
+	}
+	if (from != NULL) {
+		/* a launched sandbox from a snapshot (issue 22, point 2) */
+		if (id != NULL)
+			admin_error(r, 400, "bad_request", "\"id\" and "
+			    "\"from\" do not go together");
+		else if (adm_snap_from_ok(r, from) == 0) {
+			s = NULL;
+			e = pool_claim_from(policy, from, &s, &warm);
+			claim_answer(r, e, s, warm, policy);
+			sbx_unref(s);
+		}
+		json_object_put(body);
+		return;
 	}
 	e = sbx_create(cfg, policy, id, 0, &s);
 	if (e != SBX_OK) {
@@ -699,17 +718,28 @@ claim_done(enum sbx_err e, struct sbx *s, int warm, void *arg)
 static void
 route_claim(const struct admin_req *q, struct admin_resp *r)
 {
-	static const char *const fields[] = { "policy", NULL };
+	static const char *const fields[] = { "policy", "from", NULL };
 	struct claim_later	*cl;
 	json_object		*body;
-	const char		*policy;
+	const char		*policy, *from;
 	struct sbx		*s = NULL;
 	enum sbx_err		 e;
 	int			 warm = 0;
 
 	if ((body = admin_body_object(q, r, fields)) == NULL)
 		return;
-	if ((policy = body_policy(body, r)) == NULL) {
+	if ((policy = body_policy(body, r)) == NULL ||
+	    admin_body_string(body, "from", &from, r) == -1) {
+		json_object_put(body);
+		return;
+	}
+	if (from != NULL) {
+		/* from a snapshot (issue 22): netns, answered here */
+		if (adm_snap_from_ok(r, from) == 0) {
+			e = pool_claim_from(policy, from, &s, &warm);
+			claim_answer(r, e, s, warm, policy);
+			sbx_unref(s);
+		}
 		json_object_put(body);
 		return;
 	}
@@ -889,6 +919,8 @@ admin_route(const struct admin_req *q, struct admin_resp *r)
 			return method_not_allowed(r, "POST");
 		return route_prewarm(q, r);
 	}
+	if (IS(1, "snapshots"))
+		return adm_snap_route(q, r, seg + 2, n - 2);
 	if (n == 2 && IS(1, "pool")) {
 		if (m != HTTP_GET)
 			return method_not_allowed(r, "GET");
@@ -935,6 +967,10 @@ admin_route(const struct admin_req *q, struct admin_resp *r)
 		method_not_allowed(r, "POST");
 	else if (n == 4 && IS(3, "probe") && m == HTTP_POST)
 		route_sandbox_probe(q, r, s);
+	else if (n == 4 && IS(3, "rollback") && m == HTTP_POST)
+		adm_snap_rollback(q, r, s);
+	else if (n == 4 && IS(3, "rollback"))
+		method_not_allowed(r, "POST");
 	else if (n == 4 && IS(3, "probe"))
 		method_not_allowed(r, "POST");
 	else

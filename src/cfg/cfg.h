@@ -258,6 +258,10 @@ struct cfg {
 	uint32_t		  c_launcher_gid;	/* 65534 */
 	uint64_t		  c_launcher_memory;	/* bytes; 512MiB */
 	uint64_t		  c_launcher_pids;	/* 256 */
+	uint64_t		  c_launcher_snap_max;	/* snapshots.max_bytes;
+							   1GiB */
+	char			 *c_pool_from;		/* pool.from: a snapshot,
+							   or NULL */
 	uint64_t		  c_launcher_dns_max_names; /* per sandbox;
 							       4096 */
 	uint64_t		  c_launcher_dns_per_min; /* new names per

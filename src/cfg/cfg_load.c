@@ -89,6 +89,7 @@ cfg_new(char *file, char *dir)
 	c->c_gateway_gid = 65533;
 	c->c_launcher_memory = 512ULL * 1024 * 1024;
 	c->c_launcher_pids = 256;
+	c->c_launcher_snap_max = 1ULL << 30;
 	c->c_launcher_dns_max_names = 4096;
 	c->c_launcher_dns_per_min = 30;
 	c->c_qemu_memory = 256ULL << 20;
@@ -433,6 +434,7 @@ cfg_free(struct cfg *c)
 	free(c->c_listen_transparent);
 	free(c->c_listen_dns);
 	free(c->c_launcher_rootfs);
+	free(c->c_pool_from);
 	free(c->c_launcher_ifprefix);
 	free(c->c_qemu_kernel);
 	free(c->c_qemu_initrd);

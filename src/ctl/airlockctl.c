@@ -35,6 +35,8 @@
 #define CTL_O_TAIL	0x08	/* "-- CMD [ARGS...]" */
 #define CTL_O_SANDBOX	0x10	/* --sandbox ID (into a_id) */
 #define CTL_O_BY	0x20	/* --by model|day */
+#define CTL_O_NAME	0x40	/* --name NAME */
+#define CTL_O_FROM	0x80	/* --from SNAPSHOT */
 
 struct ctl_command {
 	const char	*cm_word1;
@@ -65,8 +67,18 @@ static const struct ctl_command ctl_commands[] = {
 	    "usage reset ID" },
 	{ "usage", NULL, ctl_cmd_usage, CTL_O_BY, 1, 1, 0,
 	    "usage ID [--by model|day]" },
-	{ "run", NULL, ctl_cmd_run, CTL_O_POLICY | CTL_O_SANDBOX | CTL_O_TAIL,
-	    0, 0, 0, "run [--policy P | --sandbox ID] -- CMD [ARGS...]" },
+	{ "run", NULL, ctl_cmd_run, CTL_O_POLICY | CTL_O_SANDBOX | CTL_O_TAIL |
+	    CTL_O_FROM, 0, 0, 0,
+	    "run [--policy P | --sandbox ID] [--from SNAPSHOT] -- CMD [ARGS...]" },
+	{ "snapshot", "create", ctl_cmd_snap_create, CTL_O_NAME, 1, 1, 0,
+	    "snapshot create SANDBOX --name NAME" },
+	{ "snapshot", "list", ctl_cmd_snap_list, 0, 0, 0, 0, "snapshot list" },
+	{ "snapshot", "show", ctl_cmd_snap_show, 0, 1, 1, 0,
+	    "snapshot show NAME" },
+	{ "snapshot", "delete", ctl_cmd_snap_delete, 0, 1, 1, 0,
+	    "snapshot delete NAME" },
+	{ "snapshot", "rollback", ctl_cmd_snap_rollback, 0, 2, 2, 0,
+	    "snapshot rollback SANDBOX NAME" },
 	{ "reload", NULL, ctl_cmd_reload, 0, 0, 0, 0, "reload" },
 	{ "audit", "verify", ctl_cmd_audit_verify, CTL_O_PREV, 1, -1, 1,
 	    "audit verify [--prev HEX] FILE..." },
@@ -101,6 +113,10 @@ usage(FILE *f)
 "  sandbox ca ID                          its CA certificate (PEM)\n"
 "  sandbox probe ID                       containment checks inside it\n"
 "                                         (escape canary; exit 1 on a failure)\n"
+"  snapshot create SANDBOX --name NAME    freeze it, keep its writable\n"
+"                                         layer (netns with rootfs: DIR)\n"
+"  snapshot list | show NAME | delete NAME\n"
+"  snapshot rollback SANDBOX NAME         restart it on that snapshot\n"
 "  usage ID                               counters and spend of a sandbox\n"
 "  usage ID --by model|day                its spend and tokens by model or\n"
 "                                         UTC day\n"
@@ -110,6 +126,7 @@ usage(FILE *f)
 "  run --sandbox ID -- CMD [ARGS...]      run CMD in a sandbox claimed"
 " before\n"
 "                                         (kept; a paused VM is resumed)\n"
+"  run --from SNAPSHOT -- CMD [ARGS...]   a sandbox started from a snapshot\n"
 "  reload                                 reload the config (as SIGHUP)\n"
 "  audit verify [--prev HEX] FILE...      check the audit hash chain"
 " (local)\n"
@@ -487,6 +504,10 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			slot = &a->a_prev;
 		else if ((cm->cm_opts & CTL_O_BY) && is_opt(arg, "--by"))
 			slot = &a->a_by;
+		else if ((cm->cm_opts & CTL_O_NAME) && is_opt(arg, "--name"))
+			slot = &a->a_name;
+		else if ((cm->cm_opts & CTL_O_FROM) && is_opt(arg, "--from"))
+			slot = &a->a_from;
 		else if (strcmp(arg, "-a") == 0 || is_opt(arg, "--admin"))
 			slot = &opt_addr;
 		else if (strcmp(arg, "-k") == 0 || is_opt(arg, "--token-file"))

@@ -52,6 +52,8 @@ struct ctl_args {
 	const char	*a_prev;	/* --prev */
 	const char	*a_by;		/* --by (usage) */
 	const char	*a_config;	/* -c/--config (policy replay) */
+	const char	*a_name;	/* --name (snapshot create) */
+	const char	*a_from;	/* --from SNAPSHOT (run) */
 	char		**a_pos;	/* positional words (argv's) */
 	int		  a_npos;
 	char		**a_tail;	/* after "--" (run) */
@@ -110,6 +112,12 @@ int	ctl_cmd_usage_reset(struct ctl *, struct ctl_args *);
 int	ctl_cmd_run(struct ctl *, struct ctl_args *);
 int	ctl_cmd_reload(struct ctl *, struct ctl_args *);
 int	ctl_cmd_audit_verify(struct ctl *, struct ctl_args *);
+/* ctl_snap.c: snapshot create | list | show | delete */
+int	ctl_cmd_snap_create(struct ctl *, struct ctl_args *);
+int	ctl_cmd_snap_list(struct ctl *, struct ctl_args *);
+int	ctl_cmd_snap_show(struct ctl *, struct ctl_args *);
+int	ctl_cmd_snap_delete(struct ctl *, struct ctl_args *);
+int	ctl_cmd_snap_rollback(struct ctl *, struct ctl_args *);
 
 /* Print "airlockctl: MESSAGE\n" to stderr. */
 void	ctl_err(const char *, ...) __attribute__((format(printf, 1, 2)));

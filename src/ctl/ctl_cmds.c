@@ -1017,6 +1017,9 @@ ctl_cmd_run(struct ctl *c, struct ctl_args *a)
 		if (a->a_policy != NULL)
 			json_object_object_add(body, "policy",
 			    json_object_new_string(a->a_policy));
+		if (a->a_from != NULL)	/* a snapshot (issue 22) */
+			json_object_object_add(body, "from",
+			    json_object_new_string(a->a_from));
 		rc = call(c, "POST", "/v1/sandboxes/claim", body,
 		    CTL_CLAIM_TIMEOUT_MS, &r);
 		json_object_put(body);

@@ -184,6 +184,12 @@ launcher_opts_from_cfg(struct launcher_opts *o, const struct cfg *cfg)
 		o->lo_gwname = o->lo_own_gw;
 		o->lo_cgroup = o->lo_own_table;
 	}
+	if (cfg->c_state_dir != NULL && snprintf(o->lo_own_snapdir,
+	    sizeof(o->lo_own_snapdir), "%s/snapshots", cfg->c_state_dir) <
+	    (int)sizeof(o->lo_own_snapdir))
+		o->lo_snapdir = o->lo_own_snapdir;
+	o->lo_snap_max = cfg->c_launcher_snap_max;
+	o->lo_pool_from = cfg->c_pool_from;
 	o->lo_uid = cfg->c_launcher_uid;
 	o->lo_gid = cfg->c_launcher_gid;
 	o->lo_memory = cfg->c_launcher_memory;
@@ -472,6 +478,15 @@ launcher_create(struct launcher *lc, const struct lnc_create_req *req,
 	m = xcalloc(1, sizeof(*m));
 	m->mc_hdr.lh_type = LNC_M_CREATE;
 	snprintf(m->mc_id, sizeof(m->mc_id), "%s", req->cr_id);
+	if (req->cr_from != NULL) {
+		if (!lnc_id_valid(req->cr_from)) {
+			free(m);
+			snprintf(why, whysz, "bad snapshot name");
+			errno = EINVAL;
+			return -1;
+		}
+		snprintf(m->mc_from, sizeof(m->mc_from), "%s", req->cr_from);
+	}
 	m->mc_ca_len = (uint32_t)req->cr_ca_len;
 	if (req->cr_ca_len > 0)
 		memcpy(m->mc_ca_pem, req->cr_ca_pem, req->cr_ca_len);
@@ -610,6 +625,36 @@ launcher_probe(struct launcher *lc, const char *id, char *res, size_t ressz)
 		return -1;
 	}
 	snprintf(res, ressz, "%s", r.mr_msg);
+	if (r.mr_hdr.lh_type != LNC_R_OK) {
+		errno = r.mr_errno;
+		return -1;
+	}
+	return 0;
+}
+
+int
+launcher_snap(struct launcher *lc, int op, const char *id, const char *name,
+    unsigned index, char *out, size_t outsz)
+{
+	struct lnc_m_snap	m;
+	struct lnc_m_reply	r;
+
+	memset(&m, 0, sizeof(m));
+	m.ms_hdr.lh_type = LNC_M_SNAP;
+	m.ms_op = (uint32_t)op;
+	m.ms_index = index;
+	if ((id != NULL && snprintf(m.ms_id, sizeof(m.ms_id), "%s", id) >=
+	    (int)sizeof(m.ms_id)) || (name != NULL && snprintf(m.ms_name,
+	    sizeof(m.ms_name), "%s", name) >= (int)sizeof(m.ms_name))) {
+		snprintf(out, outsz, "bad sandbox or snapshot name");
+		errno = EINVAL;
+		return -1;
+	}
+	if (rpc(lc, &m.ms_hdr, sizeof(m), &r) == -1) {
+		snprintf(out, outsz, "launcher: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(out, outsz, "%s", r.mr_msg);
 	if (r.mr_hdr.lh_type != LNC_R_OK) {
 		errno = r.mr_errno;
 		return -1;

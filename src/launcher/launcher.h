@@ -104,12 +104,18 @@ struct launcher_opts {
 	uint32_t	 lo_qemu_vcpus;
 	int		 lo_qemu_accel;	/* CFG_ACCEL_* */
 	uint32_t	 lo_qemu_boot_ms;	/* ready within, or killed */
+	/* <state_dir>/snapshots, or NULL; its bound in bytes (0 = 1 GiB);
+	   the snapshot a pool is built from (never pruned), or NULL */
+	const char	*lo_snapdir;
+	uint64_t	 lo_snap_max;
+	const char	*lo_pool_from;
 	/* process name; default "airlock-launch" */
 	const char	*lo_title;
 	/* storage for names launcher_opts_from_cfg() derives */
 	char		 lo_own_prefix[16];
 	char		 lo_own_table[32];
 	char		 lo_own_gw[16];
+	char		 lo_own_snapdir[LNC_PATH_MAX];
 };
 
 /* What the caller names for one sandbox. Borrowed for the call only. */
@@ -118,6 +124,9 @@ struct lnc_create_req {
 	/* its CA certificate, PEM (below LNC_PEM_MAX), or NULL */
 	const char	*cr_ca_pem;
 	size_t		 cr_ca_len;
+	/* a snapshot to start from (its layers under a fresh upper), or
+	   NULL */
+	const char	*cr_from;
 	/* more host paths to hide: secret files, the config file, the admin
 	   socket; absolute; NULL-terminated unless full */
 	const char	*cr_masks[LNC_MASK_MAX];
@@ -211,6 +220,10 @@ int		 launcher_resume(struct launcher *, const char *id,
 extern const char *const launcher_probe_checks[LNC_PROBE_N + 1];
 int		 launcher_probe(struct launcher *, const char *id, char *res,
 		    size_t);
+/* A snapshot operation (enum lnc_snap_op, lnc_proto.h): 0 with the
+ * snapshot's line in <out>, or -1 with errno and the reason there. */
+int		 launcher_snap(struct launcher *, int op, const char *id,
+		    const char *name, unsigned index, char *out, size_t);
 
 /*
  * Kill it: its processes, mounts and cgroup are gone when this returns,

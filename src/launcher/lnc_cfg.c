@@ -18,6 +18,7 @@
 #include "dns/net_guard.h"
 #include "util/util.h"
 #include "cfg/cfg_planes.h"
+#include "launcher/lnc_internal.h"
 
 /* launcher */
 
@@ -42,7 +43,25 @@ cfg_k_launcher_backend(struct cfg_parse *cp, const struct cfg_key *k,
 }
 
 #define LCH(m)	offsetof(struct cfg, m)
+/* pool.from: the snapshot every warm and cold sandbox starts from. */
+static void
+cfg_k_pool_from(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s = cfg_str(v);
+
+	if (!lnc_id_valid(s)) {
+		cfg_err(cp, v, "\"from\" must be a snapshot name "
+		    "([A-Za-z0-9._-], 1-63, not starting with '.')");
+		return;
+	}
+	free(cp->cp_cfg->c_pool_from);
+	cp->cp_cfg->c_pool_from = xstrdup(s);
+}
+
 static const struct cfg_key cfg_pool_keys[] = {
+	CFG_SCALAR("from", CFG_K_RESTART, cfg_k_pool_from, 0,
+	    "a snapshot name"),
 	CFG_COUNT("warm", 0, LCH(c_pool_warm), 0, 0),
 	CFG_COUNT("max", 0, LCH(c_pool_max), 1, 0),
 	CFG_DURATION("idle_timeout", 0, LCH(c_pool_idle_ms), 1, 0),
@@ -220,6 +239,11 @@ cfg_k_launcher_qemu(struct cfg_parse *cp, const struct cfg_key *k,
 	cfg_walk_map(cp, v, "launcher qemu", cfg_qemu_keys, cp->cp_cfg);
 }
 
+static const struct cfg_key cfg_lsnap_keys[] = {
+	CFG_SIZE64("max_bytes", 0, LCH(c_launcher_snap_max), 1 << 20, 0),
+	CFG_END,
+};
+
 static const struct cfg_key cfg_launcher_keys[] = {
 	CFG_SCALAR("backend", CFG_K_RESTART, cfg_k_launcher_backend, 0,
 	    "netns, qemu or none"),
@@ -240,6 +264,8 @@ static const struct cfg_key cfg_launcher_keys[] = {
 	CFG_DURATION("canary", 0, LCH(c_launcher_canary_ms), 1000, 0),
 	CFG_BOOL("io_uring", 0, LCH(c_launcher_io_uring)),
 	CFG_MAP("qemu", CFG_K_RESTART, cfg_k_launcher_qemu),
+	CFG_NEST("snapshots", CFG_K_RESTART, cfg_lsnap_keys,
+	    "launcher snapshots", 0),
 	CFG_END,
 };
 #undef LCH

@@ -21,6 +21,10 @@
 #define LNC_CG1_MEM	1
 #define LNC_CG1_N	2
 
+/* the init's fd of its overlay's upper layer (lnc_root.c, lnc_snap.c) */
+#define LNC_UPPER_FD	4
+#define LNC_SNAP_DEPTH	16	/* layers in a snapshot chain */
+
 /* comm of every sandbox init */
 #define LNC_INIT_NAME	"airlock-init"
 
@@ -68,6 +72,7 @@ struct lnc_sbx {
 	int		 s_qmp;		/* QMP, -1 until first needed */
 	int		 s_paused;
 	char		 s_dir[96];	/* its run directory */
+	char		 s_from[LNC_ID_MAX];	/* its snapshot, or "" */
 };
 TAILQ_HEAD(lnc_sbxq, lnc_sbx);
 
@@ -170,6 +175,9 @@ struct lnc_child {
 	size_t		 c_pemlen;
 	char		 c_masks[LNC_OPT_MASK_MAX + LNC_MASK_MAX][PATH_MAX];
 	size_t		 c_nmasks;
+	/* started from a snapshot: its layers, top first (host paths) */
+	char		 c_lowers[LNC_SNAP_DEPTH][PATH_MAX];
+	size_t		 c_nlowers;
 };
 
 /* In the new init: report <err> (0 = EIO) and why to the launcher, exit. */
@@ -218,6 +226,22 @@ int	lnc_probe(struct lnc *, struct lnc_sbx *, char *res, size_t);
  * Call with NO_NEW_PRIVS set, just before execve. io_uring stays allowed
  * with <allow_io_uring> (launcher.io_uring). */
 int	lnc_seccomp_apply(int allow_io_uring);
+
+/* Snapshots (lnc_snap.c): one LNC_M_SNAP; 0 or an errno value, the
+ * answer or the reason in <out>. _lowers: the lower layers of a sandbox
+ * started from snapshot <name> (top first, host paths) into <dirs>. */
+int	lnc_snap_op(struct lnc *, const struct lnc_m_snap *, char *out,
+	    size_t);
+int	lnc_snap_lowers(struct lnc *, const char *name,
+	    char dirs[][PATH_MAX], size_t max, size_t *n, char *why, size_t);
+/* lnc_freeze.c: stop every process of <s> (always succeeds, by SIGSTOP
+ * at worst; .stopped says which) and let them go again. */
+struct lnc_freeze {
+	char	cg[128];	/* freezer cgroup, or "" (SIGSTOP) */
+	int	stopped;
+};
+int	lnc_freeze(struct lnc_sbx *, struct lnc_freeze *);
+void	lnc_thaw(struct lnc_sbx *, struct lnc_freeze *);
 
 /* The launcher's main: never returns. */
 void	lnc_main(int sock, const struct launcher_opts *)

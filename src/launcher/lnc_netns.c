@@ -176,7 +176,9 @@ child_init_loop(void)
 		(void)dup2(fd, 1);
 		(void)dup2(fd, 2);
 	}
-	close_range(3, ~0U, 0);
+	/* only the upper layer's fd stays (snapshots read it, lnc_snap.c) */
+	close_range(3, 3, 0);
+	close_range(LNC_UPPER_FD + 1, ~0U, 0);
 	/* nothing privileged stays behind inside the sandbox */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	memset(&hdr, 0, sizeof(hdr));
@@ -566,6 +568,15 @@ lnc_sbx_create(struct lnc *l, const struct lnc_m_create *m,
 	c->c_pem = m->mc_ca_pem;
 	c->c_pemlen = m->mc_ca_len;
 	masks_resolve(l, m, c);
+	if (m->mc_from[0] != '\0') {
+		if ((err = lnc_snap_lowers(l, m->mc_from, c->c_lowers,
+		    LNC_SNAP_DEPTH, &c->c_nlowers, why, whysz)) != 0) {
+			free(c);
+			lnc_sbx_free(l, s);
+			return err;
+		}
+		snprintf(s->s_from, sizeof(s->s_from), "%s", m->mc_from);
+	}
 
 #define FAIL(w) do { err = errno ? errno : EIO; what = (w); goto fail; } \
 	while (0)

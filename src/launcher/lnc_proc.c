@@ -206,6 +206,26 @@ dispatch(struct lnc *l, const void *buf, size_t len)
 		reply(l, h, err, res, NULL);
 		return;
 	}
+	case LNC_M_SNAP: {
+		const struct lnc_m_snap *m = buf;
+		char	out[sizeof(((struct lnc_m_reply *)0)->mr_msg)];
+
+		if (len != sizeof(*m))
+			break;
+		if (memchr(m->ms_id, '\0', sizeof(m->ms_id)) == NULL ||
+		    memchr(m->ms_name, '\0', sizeof(m->ms_name)) == NULL ||
+		    (m->ms_id[0] != '\0' && !lnc_id_valid(m->ms_id)) ||
+		    (m->ms_op != LNC_SNAP_LIST && !lnc_id_valid(m->ms_name))) {
+			reply(l, h, EINVAL, "bad sandbox or snapshot name",
+			    NULL);
+			return;
+		}
+		err = lnc_snap_op(l, m, out, sizeof(out));
+		if (err && err != ENOENT && err != EEXIST && err != EBUSY)
+			log_warnx("launcher: snapshot: %s", out);
+		reply(l, h, err, out, NULL);
+		return;
+	}
 	case LNC_M_DESTROY: {
 		const struct lnc_m_destroy *m = buf;
 
@@ -248,7 +268,7 @@ reap(struct lnc *l)
 static void
 opts_copy(struct lnc *l, const struct launcher_opts *o)
 {
-	const char	**fields[9 + LNC_OPT_MASK_MAX];
+	const char	**fields[11 + LNC_OPT_MASK_MAX];
 	size_t		  n = 0, i, len = 0;
 	char		 *p;
 
@@ -268,6 +288,8 @@ opts_copy(struct lnc *l, const struct launcher_opts *o)
 	fields[n++] = &l->l_o.lo_qemu_bin;
 	fields[n++] = &l->l_o.lo_qemu_kernel;
 	fields[n++] = &l->l_o.lo_qemu_initrd;
+	fields[n++] = &l->l_o.lo_snapdir;
+	fields[n++] = &l->l_o.lo_pool_from;
 	for (i = 0; i < LNC_OPT_MASK_MAX; i++)
 		fields[n++] = &l->l_o.lo_masks[i];
 	for (i = 0; i < n; i++)

@@ -47,6 +47,7 @@ enum lnc_type {
 	LNC_M_PAUSE,
 	LNC_M_RESUME,
 	LNC_M_PROBE,		/* struct lnc_m_vmop; mv_if_idle unused */
+	LNC_M_SNAP,		/* struct lnc_m_snap (lnc_snap.c) */
 	LNC_R_OK = 100,
 	LNC_R_ERR,
 };
@@ -59,6 +60,7 @@ struct lnc_hdr {
 struct lnc_m_create {
 	struct lnc_hdr	mc_hdr;
 	char		mc_id[LNC_ID_MAX];
+	char		mc_from[LNC_ID_MAX];	/* a snapshot, or "" */
 	uint32_t	mc_ca_len;
 	uint32_t	mc_nmasks;
 	char		mc_masks[LNC_MASK_MAX][LNC_PATH_MAX];
@@ -76,6 +78,24 @@ struct lnc_m_vmop {
 	uint32_t	mv_if_idle;	/* PAUSE: not while attached */
 };
 
+/* LNC_M_SNAP: CREATE (id, name), SHOW/DELETE (name), LIST (index: the
+ * ms_index-th snapshot, oldest first; ENOENT past the end). The OK's
+ * mr_msg: "name layer parent bytes created sandbox" ("-": no parent). */
+enum lnc_snap_op {
+	LNC_SNAP_CREATE = 1,
+	LNC_SNAP_LIST,
+	LNC_SNAP_SHOW,
+	LNC_SNAP_DELETE,
+};
+
+struct lnc_m_snap {
+	struct lnc_hdr	ms_hdr;
+	uint32_t	ms_op;
+	uint32_t	ms_index;
+	char		ms_id[LNC_ID_MAX];
+	char		ms_name[LNC_ID_MAX];
+};
+
 struct lnc_m_sandbox {
 	char		ms_id[LNC_ID_MAX];
 	char		ms_ifname[16];
@@ -90,7 +110,7 @@ struct lnc_m_sandbox {
 struct lnc_m_reply {
 	struct lnc_hdr	mr_hdr;
 	int32_t		mr_errno;	/* 0 with LNC_R_OK */
-	char		mr_msg[160];	/* NUL-terminated reason */
+	char		mr_msg[320];	/* NUL-terminated reason */
 	struct lnc_m_sandbox mr_sb;	/* LNC_M_CREATE only */
 };
 

@@ -435,7 +435,9 @@ fs_host_tools(struct lnc_child *c, uint64_t size)
 static void
 fs_rootfs(struct lnc_child *c)
 {
-	char	opt[PATH_MAX + 64];
+	char	opt[PATH_MAX + 64], dir[32];
+	size_t	i, len;
+	int	fd;
 
 	/* through a bind on the scratch (detached later): the overlay's
 	   options in mountinfo then name no host path */
@@ -443,8 +445,29 @@ fs_rootfs(struct lnc_child *c)
 	CHECK(c, mkdir("/lower", 0755), "mkdir /lower");
 	CHECK(c, mount(opt, "/lower", NULL, MS_BIND | MS_REC, NULL),
 	    "bind %s", c->c_l->l_o.lo_rootfs);
-	snprintf(opt, sizeof(opt),
-	    "lowerdir=/lower,upperdir=/gen,workdir=/work/root");
+	/* from a snapshot: its layers above the base, read-only */
+	for (i = 0; i < c->c_nlowers; i++) {
+		snprintf(dir, sizeof(dir), "/snap%zu", i);
+		CHECK(c, mkdir(dir, 0755), "mkdir %s", dir);
+		if (snprintf(opt, sizeof(opt), "/oldroot%s",
+		    c->c_lowers[i]) >= (int)sizeof(opt))
+			lnc_child_fail(c, ENAMETOOLONG, "snapshot layer");
+		CHECK(c, bind_ro(opt, dir, 1), "bind snapshot layer %zu", i);
+	}
+	len = 0;
+	len += (size_t)snprintf(opt + len, sizeof(opt) - len, "lowerdir=");
+	for (i = 0; i < c->c_nlowers; i++)
+		len += (size_t)snprintf(opt + len, sizeof(opt) - len,
+		    "/snap%zu:", i);
+	snprintf(opt + len, sizeof(opt) - len,
+	    "/lower,upperdir=/gen,workdir=/work/root");
+	/* the upper layer stays reachable for snapshots (lnc_snap.c) */
+	CHECK(c, fd = open("/gen", O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+	    "open the upper layer");
+	if (fd != LNC_UPPER_FD) {
+		CHECK(c, dup2(fd, LNC_UPPER_FD), "keep the upper layer");
+		close(fd);
+	}
 	CHECK(c, mkdir("/work/root", 0700), "mkdir /work/root");
 	CHECK(c, mount("overlay", "/newroot", "overlay", MS_NOSUID | MS_NODEV,
 	    opt), "overlay %s", c->c_l->l_o.lo_rootfs);

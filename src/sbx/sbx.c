@@ -433,6 +433,16 @@ sbx_set_addr(struct sbx *s, const struct net_addr *a)
 	return rv;
 }
 
+void
+sbx_clear_addrs(struct sbx *s)
+{
+	pthread_rwlock_wrlock(&sbx_lock);
+	free(s->sb_addrs);
+	s->sb_addrs = NULL;
+	s->sb_naddrs = 0;
+	pthread_rwlock_unlock(&sbx_lock);
+}
+
 struct sbx *
 sbx_auth(const char *id, const char *token, size_t tokenlen)
 {

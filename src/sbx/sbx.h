@@ -80,6 +80,8 @@ struct sbx	*sbx_find_addr(const struct net_addr *);
 /* Give a dynamic sandbox its (single) source address. 0, or -1 when
  * another sandbox has it. */
 int		 sbx_set_addr(struct sbx *, const struct net_addr *);
+/* Forget its source addresses (a rollback gives it a new one). */
+void		 sbx_clear_addrs(struct sbx *);
 struct sbx	*sbx_ref(struct sbx *);
 void		 sbx_unref(struct sbx *);	/* NULL ok */
 /* Create a dynamic sandbox under policy <policy> of <cfg>; <id> NULL =

@@ -94,6 +94,12 @@ pool_set_launcher(struct launcher *l)
 	pool_launcher = l;
 }
 
+struct launcher *
+pool_get_launcher(void)
+{
+	return pool_launcher;
+}
+
 /*
  * Build one sandbox of <policy> with <flags> (SBX_F_POOLED: warm, or
  * SBX_F_LAUNCHED: claimed now). With the netns backend it gets its
@@ -101,8 +107,8 @@ pool_set_launcher(struct launcher *l)
  * they are up.
  */
 static enum sbx_err
-pool_build(const struct cfg *cfg, const char *policy, int flags,
-    struct sbx **out)
+pool_build_from(const struct cfg *cfg, const char *policy, const char *from,
+    int flags, struct sbx **out)
 {
 	struct lnc_create_req	 req;
 	struct lnc_sandbox	 ls;
@@ -120,6 +126,7 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 	snprintf(id, sizeof(id), "%s", (*out)->sb_id);
 	memset(&req, 0, sizeof(req));
 	req.cr_id = id;
+	req.cr_from = from;	/* its snapshot's layers (issue 22) */
 	if ((ca = ca_get(cfg->c_state_dir, id)) != NULL) {
 		req.cr_ca_pem = ca_cert_pem(ca);
 		req.cr_ca_len = strlen(req.cr_ca_pem);
@@ -149,6 +156,14 @@ pool_build(const struct cfg *cfg, const char *policy, int flags,
 	    __ATOMIC_RELAXED);
 	sbx_add_flags(*out, flags & (SBX_F_POOLED | SBX_F_LAUNCHED));
 	return SBX_OK;
+}
+
+/* The pool's own: from launcher.pool.from, the same warm and cold. */
+static enum sbx_err
+pool_build(const struct cfg *cfg, const char *policy, int flags,
+    struct sbx **out)
+{
+	return pool_build_from(cfg, policy, cfg->c_pool_from, flags, out);
 }
 
 int
@@ -698,6 +713,64 @@ pool_claim(const char *policy, struct sbx **out, int *warm)
 	e = pool_build(cfg, policy, SBX_F_LAUNCHED, out);
 	pool_kick(0);
 	return e;
+}
+
+int
+pool_rollback(struct sbx *s, const char *from, char *why, size_t whysz)
+{
+	const struct cfg	*cfg = pool_cfg();
+	struct lnc_create_req	 req;
+	struct lnc_sandbox	 ls;
+	struct ca		*ca;
+	char			 id[64];
+
+	if (pool_launcher == NULL || (s->sb_flags & SBX_F_VM) ||
+	    !(s->sb_flags & SBX_F_NETNS)) {
+		snprintf(why, whysz, "sandbox %s is not a netns sandbox of "
+		    "this gateway's launcher", s->sb_id);
+		errno = ENOTSUP;
+		return -1;
+	}
+	snprintf(id, sizeof(id), "%s", s->sb_id);
+	/* its old address names no one from here on */
+	sbx_clear_addrs(s);
+	if (launcher_destroy(pool_launcher, id) == -1)
+		log_warnx("rollback %s: destroy: %s", id, strerror(errno));
+	memset(&req, 0, sizeof(req));
+	req.cr_id = id;
+	req.cr_from = from;
+	if ((ca = ca_get(cfg->c_state_dir, id)) != NULL) {
+		req.cr_ca_pem = ca_cert_pem(ca);
+		req.cr_ca_len = strlen(req.cr_ca_pem);
+	}
+	if (launcher_create(pool_launcher, &req, &ls, why, whysz) == -1 ||
+	    sbx_set_addr(s, &ls.ls_addr) == -1) {
+		log_warnx("rollback %s: %s (the sandbox is gone)", id, why);
+		sbx_delete(id);
+		errno = EIO;
+		return -1;
+	}
+	s->sb_init_pid = (int)ls.ls_init_pid;
+	log_info("sandbox %s: rolled back to snapshot %s", id, from);
+	return 0;
+}
+
+/* A sandbox from snapshot <from>: the pool's when it is built from that
+ * one, else cold (issue 22, points 2, 3). */
+enum sbx_err
+pool_claim_from(const char *policy, const char *from, struct sbx **out,
+    int *warm)
+{
+	const struct cfg	*cfg = pool_cfg();
+
+	if (cfg->c_pool_from != NULL && strcmp(cfg->c_pool_from, from) == 0)
+		return pool_claim(policy, out, warm);
+	if (cfg_policy_find(cfg, policy) == NULL)
+		return SBX_E_POLICY;
+	if (pool_launcher == NULL)
+		return SBX_E_LAUNCH;
+	*warm = 0;
+	return pool_build_from(cfg, policy, from, SBX_F_LAUNCHED, out);
 }
 
 long

@@ -63,6 +63,16 @@ void		 pool_stats_free(struct pool_stat *, size_t);
 /* launcher.backend netns: sandboxes get namespaces from <launcher>. */
 struct launcher;
 void		 pool_set_launcher(struct launcher *);
+struct launcher	*pool_get_launcher(void);
+/* pool_claim, from snapshot <from> (cold unless the pool is built from
+ * it); SBX_E_LAUNCH without a netns launcher. */
+enum sbx_err	 pool_claim_from(const char *policy, const char *from,
+		    struct sbx **out, int *warm);
+/* Restart launched netns sandbox <s> from snapshot <from>: the same id,
+ * token and CA, new processes and namespaces, a fresh upper layer over
+ * the snapshot's (issue 22, point 2). 0, or -1 with the reason. */
+int		 pool_rollback(struct sbx *s, const char *from, char *why,
+		    size_t);
 /*
  * Backend qemu: pause a VM (QMP stop; with <if_idle> refused while
  * someone is attached to its agent) or resume it. 0, or -1 with the
