@@ -312,9 +312,16 @@ for r in rs:
              (r.header("Retry-After") or "").isdigit(), "the reason names "
              "llm_concurrency; Retry-After given", (r.json(), r.headers))
         break
-st, _, u = adminlib.call("unix:" + T + "/state/admin.sock", "GET",
-                         "/v1/sandboxes/conc/usage",
-                         token=adminlib.token(T + "/state"))
+# a request is settled when its exchange ends, which may be just after
+# its client read the answer: wait until no reservation is outstanding
+deadline = time.time() + 10
+while True:
+    st, _, u = adminlib.call("unix:" + T + "/state/admin.sock", "GET",
+                             "/v1/sandboxes/conc/usage",
+                             token=adminlib.token(T + "/state"))
+    if u.get("reserved_microusd", -1) == 0 or time.time() > deadline:
+        break
+    time.sleep(0.05)
 spend, cap, each = u.get("spend_microusd", -1), 10000, 5100
 # worst overshoot: llm_concurrency requests, each costing what it did not
 # reserve (its prompt beyond the body's bytes)
