@@ -47,6 +47,9 @@
  * claims for the CPU; below half it refills at once.
  */
 #define POOL_QUIET_MS	200
+/* a sandbox claimed (or used) this recently is not evicted for pool.max:
+   its claimer has had no time to use it yet */
+#define POOL_CLAIM_GRACE_MS	3000
 
 struct pool_pol {
 	char		*pp_name;
@@ -417,7 +420,8 @@ pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
 			/* the least recently used paused VM gives way */
 			pool_evict(pp, s, "memory pressure");
 			*pressure = 0;
-		} else if (idle && nwarm + nl - evicted > cfg->c_pool_max)
+		} else if (idle && nwarm + nl - evicted > cfg->c_pool_max &&
+		    used + POOL_CLAIM_GRACE_MS <= now)
 			pool_evict(pp, s, "over pool.max");
 		else if (idle && now - used > cfg->c_pool_idle_ms &&
 		    (s->sb_flags & SBX_F_VM)) {
