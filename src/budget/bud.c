@@ -1,7 +1,9 @@
 /*
- * Per-sandbox counters, caps, money reservations and the durable ledger
- * (admission and the other cap operations are in bud_caps.c, bytes in
- * flight and LLM concurrency in bud_flow.c).
+ * The file store: per-sandbox counters, caps and money reservations made
+ * durable in a ledger (the sandbox table and its windows are in
+ * bud_tab.c, admission and the other cap operations in bud_caps.c, bytes
+ * in flight and LLM concurrency in bud_flow.c, the Redis store in
+ * bud_redis.c).
  *
  * State: a hash table of sandboxes, each with its own mutex. Admission
  * (roll the window, check every cap, take a rate token, count, reserve)
@@ -73,22 +75,11 @@
 #define BUD_FILE_MODE		0600
 #define BUD_FLUSH_MS		1000	/* deltas reach the ledger */
 #define BUD_COMPACT_SIZE	(64ULL << 20)
-#define BUD_NBUCKETS0		256
 
 
-/* The sandbox table. Entries live until bud_close(), so a pointer found
- * under the table lock stays valid after it is released. */
-static struct {
-	pthread_mutex_t	  mtx;
-	struct bud_sb	**tab;
-	size_t		  nbuckets;
-	size_t		  count;
-} sbt = {
-	.mtx = PTHREAD_MUTEX_INITIALIZER,
-};
 
 /*
- * The ledger and its writer. Lock order: sbt.mtx, then a sandbox's
+ * The ledger and its writer. Lock order: the table (bud_tab.c), then a sandbox's
  * sb_lock, then led.mtx.
  */
 static struct {
@@ -127,22 +118,10 @@ struct bud_watch {
 	struct event		*w_ev;
 };
 
-static uint64_t		 (*bud_clock)(void);
 static uint64_t		 bud_compact_size = BUD_COMPACT_SIZE;
 
-/* Test hooks (tests/unit/test_bud.c); not for the daemon. */
-void	bud_test_set_clock(uint64_t (*)(void));
+/* Test hook (tests/unit/test_bud.c); not for the daemon. */
 void	bud_test_set_compact_size(uint64_t);
-
-/*
- * One clock for windows and rate while testing: the hook returns unix
- * milliseconds and stands for both the wall and the monotonic clock.
- */
-void
-bud_test_set_clock(uint64_t (*fn)(void))
-{
-	bud_clock = fn;
-}
 
 void
 bud_test_set_compact_size(uint64_t bytes)
@@ -150,110 +129,10 @@ bud_test_set_compact_size(uint64_t bytes)
 	bud_compact_size = bytes != 0 ? bytes : BUD_COMPACT_SIZE;
 }
 
-uint64_t
-bud_wall_ms(void)
-{
-	return bud_clock != NULL ? bud_clock() : util_wall_ms();
-}
-
-uint64_t
-bud_mono_ms(void)
-{
-	return bud_clock != NULL ? bud_clock() : util_now_ms();
-}
-
 static uint64_t
 sat_add(uint64_t a, uint64_t b)
 {
 	return a + b < a ? UINT64_MAX : a + b;
-}
-
-/* ---- the sandbox table ---------------------------------------------- */
-
-static size_t
-bud_hash(const char *s)
-{
-	uint64_t	h = 1469598103934665603ULL;	/* FNV-1a */
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return (size_t)h;
-}
-
-/* Call with sbt.mtx held. */
-static void
-bud_grow(void)
-{
-	struct bud_sb	**tab, *sb, *next;
-	size_t		  i, n, b;
-
-	n = sbt.nbuckets == 0 ? BUD_NBUCKETS0 : sbt.nbuckets * 2;
-	tab = xcalloc(n, sizeof(*tab));
-	for (i = 0; i < sbt.nbuckets; i++)
-		for (sb = sbt.tab[i]; sb != NULL; sb = next) {
-			next = sb->sb_next;
-			b = bud_hash(sb->sb_id) & (n - 1);
-			sb->sb_next = tab[b];
-			tab[b] = sb;
-		}
-	free(sbt.tab);
-	sbt.tab = tab;
-	sbt.nbuckets = n;
-}
-
-/* The sandbox <id>, created (empty, lifetime) if <create>; else NULL. */
-struct bud_sb *
-bud_find(const char *id, int create)
-{
-	struct bud_sb	*sb = NULL;
-	size_t		 b;
-
-	pthread_mutex_lock(&sbt.mtx);
-	if (sbt.nbuckets != 0) {
-		b = bud_hash(id) & (sbt.nbuckets - 1);
-		for (sb = sbt.tab[b]; sb != NULL; sb = sb->sb_next)
-			if (strcmp(sb->sb_id, id) == 0)
-				break;
-	}
-	if (sb == NULL && create) {
-		if (sbt.count >= sbt.nbuckets)
-			bud_grow();
-		sb = xcalloc(1, sizeof(*sb));
-		sb->sb_id = xstrdup(id);
-		sb->sb_esc = bud_escape(id);
-		if (pthread_mutex_init(&sb->sb_lock, NULL) != 0)
-			fatalx("pthread_mutex_init");
-		b = bud_hash(id) & (sbt.nbuckets - 1);
-		sb->sb_next = sbt.tab[b];
-		sbt.tab[b] = sb;
-		sbt.count++;
-	}
-	pthread_mutex_unlock(&sbt.mtx);
-	return sb;
-}
-
-static void
-bud_table_free(void)
-{
-	struct bud_sb	*sb, *next;
-	size_t		 i;
-
-	pthread_mutex_lock(&sbt.mtx);
-	for (i = 0; i < sbt.nbuckets; i++)
-		for (sb = sbt.tab[i]; sb != NULL; sb = next) {
-			next = sb->sb_next;
-			pthread_mutex_destroy(&sb->sb_lock);
-			bud_use_clear(sb);
-			free(sb->sb_id);
-			free(sb->sb_esc);
-			free(sb);
-		}
-	free(sbt.tab);
-	sbt.tab = NULL;
-	sbt.nbuckets = sbt.count = 0;
-	pthread_mutex_unlock(&sbt.mtx);
 }
 
 /* ---- ledger queue --------------------------------------------------- */
@@ -362,85 +241,27 @@ led_install(const char *snap, size_t len)
 	return -1;
 }
 
-/* ---- windows, snapshots, deltas ------------------------------------- */
-
-/*
- * Move <sb> to the window starting at <ws> (ms; 0 = lifetime). A later
- * window resets the counters; reservations carry over, as they belong to
- * requests still in flight. Switching to no window keeps the counters (no
- * fresh budget from a config change); an earlier start (the wall clock
- * went back) is ignored. replay_line() follows the same rule, so a
- * replayed ledger lands where the live state was. Pending deltas are
- * queued first under the window they were counted in.
- */
 static void
-bud_roll(struct bud_sb *sb, uint64_t ws)
+flush_one(struct bud_sb *sb, void *arg)
 {
-	if (ws == sb->sb_ws_ms || (ws < sb->sb_ws_ms && ws != 0))
-		return;
+	(void)arg;
+	pthread_mutex_lock(&sb->sb_lock);
 	if (sb->sb_d_in != 0 || sb->sb_d_out != 0 || sb->sb_d_req != 0) {
 		(void)bud_led_queue("B %s %" PRIu64 " %" PRIu64 " %" PRIu64
 		    " %" PRIu64 "\n", sb->sb_esc, sb->sb_ws_ms, sb->sb_d_in,
 		    sb->sb_d_out, sb->sb_d_req);
 		sb->sb_d_in = sb->sb_d_out = sb->sb_d_req = 0;
 	}
-	if (ws > sb->sb_ws_ms) {
-		sb->sb_c.bc_requests = 0;
-		sb->sb_c.bc_bytes_in = 0;
-		sb->sb_c.bc_bytes_out = 0;
-		sb->sb_c.bc_spend = 0;
-	}
-	sb->sb_ws_ms = ws;
-}
-
-/* Fixed windows aligned to the unix epoch, i.e. to UTC. */
-static uint64_t
-bud_window_start(uint64_t now_ms, uint64_t win_ms)
-{
-	return win_ms == 0 ? 0 : now_ms / win_ms * win_ms;
-}
-
-/* Roll to the current window of the last caps seen, if any were. */
-void
-bud_roll_known(struct bud_sb *sb)
-{
-	if (sb->sb_win_known)
-		bud_roll(sb, bud_window_start(bud_wall_ms(), sb->sb_win_ms));
-}
-
-/* Roll under <caps> (NULL: none, lifetime) and remember its window. */
-void
-bud_roll_caps(struct bud_sb *sb, const struct cfg_caps *caps)
-{
-	uint64_t	win = caps != NULL ? caps->cp_window_ms : 0;
-
-	sb->sb_win_ms = win;
-	sb->sb_win_known = 1;
-	bud_roll(sb, bud_window_start(bud_wall_ms(), win));
+	pthread_mutex_unlock(&sb->sb_lock);
 }
 
 /* Queue the pending counter deltas of every sandbox (writer, 1/s). */
 static void
 bud_flush_deltas(void)
 {
-	struct bud_sb	*sb;
-	size_t		 i;
-
-	pthread_mutex_lock(&sbt.mtx);
-	for (i = 0; i < sbt.nbuckets; i++)
-		for (sb = sbt.tab[i]; sb != NULL; sb = sb->sb_next) {
-			pthread_mutex_lock(&sb->sb_lock);
-			if (sb->sb_d_in != 0 || sb->sb_d_out != 0 ||
-			    sb->sb_d_req != 0) {
-				(void)bud_led_queue("B %s %" PRIu64 " %" PRIu64
-				    " %" PRIu64 " %" PRIu64 "\n", sb->sb_esc,
-				    sb->sb_ws_ms, sb->sb_d_in, sb->sb_d_out,
-				    sb->sb_d_req);
-				sb->sb_d_in = sb->sb_d_out = sb->sb_d_req = 0;
-			}
-			pthread_mutex_unlock(&sb->sb_lock);
-		}
-	pthread_mutex_unlock(&sbt.mtx);
+	bud_tab_lock();
+	bud_tab_each(flush_one, NULL);
+	bud_tab_unlock();
 }
 
 struct strbuf {
@@ -612,6 +433,20 @@ bud_led_unwatch(struct event *ev)
 	pthread_mutex_unlock(&led.mtx);
 }
 
+static void
+lock_one(struct bud_sb *sb, void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&sb->sb_lock);
+}
+
+static void
+snap_unlock_one(struct bud_sb *sb, void *arg)
+{
+	bud_snap_one(arg, sb);
+	pthread_mutex_unlock(&sb->sb_lock);
+}
+
 /*
  * Compact at run time. With the table and every sandbox locked no state
  * can change, so the lines queued so far and the snapshot describe the
@@ -623,16 +458,13 @@ static void
 led_compact(void)
 {
 	struct strbuf	 snap = { NULL, 0, 0 };
-	struct bud_sb	*sb;
 	char		*pend;
-	size_t		 i, plen;
+	size_t		 plen;
 	uint64_t	 seq;
 	int		 rc;
 
-	pthread_mutex_lock(&sbt.mtx);
-	for (i = 0; i < sbt.nbuckets; i++)
-		for (sb = sbt.tab[i]; sb != NULL; sb = sb->sb_next)
-			pthread_mutex_lock(&sb->sb_lock);
+	bud_tab_lock();
+	bud_tab_each(lock_one, NULL);
 	pthread_mutex_lock(&led.mtx);
 	pend = led.buf;
 	plen = led.len;
@@ -640,12 +472,8 @@ led_compact(void)
 	led.buf = NULL;
 	led.len = led.cap = 0;
 	pthread_mutex_unlock(&led.mtx);
-	for (i = 0; i < sbt.nbuckets; i++)
-		for (sb = sbt.tab[i]; sb != NULL; sb = sb->sb_next) {
-			bud_snap_one(&snap, sb);
-			pthread_mutex_unlock(&sb->sb_lock);
-		}
-	pthread_mutex_unlock(&sbt.mtx);
+	bud_tab_each(snap_unlock_one, &snap);
+	bud_tab_unlock();
 
 	rc = plen == 0 ? 0 : led_append(pend, plen);
 	free(pend);
@@ -878,6 +706,15 @@ replay(const char *path)
 	return 0;
 }
 
+/* An open reservation at start-up becomes spend (see bud_open). */
+static void
+open_spend_one(struct bud_sb *sb, void *arg)
+{
+	sb->sb_c.bc_spend = sat_add(sb->sb_c.bc_spend, sb->sb_c.bc_reserved);
+	sb->sb_c.bc_reserved = 0;
+	bud_snap_one(arg, sb);
+}
+
 /* ---- open / close --------------------------------------------------- */
 
 static int
@@ -902,11 +739,9 @@ int
 bud_open(const char *state_dir)
 {
 	struct strbuf	 snap = { NULL, 0, 0 };
-	struct bud_sb	*sb;
 	pthread_condattr_t ca;
 	char		*lock = NULL;
 	const char	*s;
-	size_t		 i;
 
 	if (led.open || led.fd != -1) {
 		log_warnx("bud: ledger already open");
@@ -946,13 +781,7 @@ bud_open(const char *state_dir)
 	 * requests may have been forwarded and consumed, so they become
 	 * spend at the reserved (worst case) amount.
 	 */
-	for (i = 0; i < sbt.nbuckets; i++)
-		for (sb = sbt.tab[i]; sb != NULL; sb = sb->sb_next) {
-			sb->sb_c.bc_spend = sat_add(sb->sb_c.bc_spend,
-			    sb->sb_c.bc_reserved);
-			sb->sb_c.bc_reserved = 0;
-			bud_snap_one(&snap, sb);
-		}
+	bud_tab_each(open_spend_one, &snap);
 	if (led_install(snap.s_buf != NULL ? snap.s_buf : "", snap.s_len) ==
 	    -1)
 		goto fail;

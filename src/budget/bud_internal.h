@@ -40,6 +40,15 @@ struct bud_sb {
 /* The sandbox <id>, created (empty, lifetime) if <create>; else NULL.
  * Entries live until bud_close(). */
 struct bud_sb	*bud_find(const char *id, int create);
+/* The table's lock; bud_tab_each() walks every entry with it held. */
+void		 bud_tab_lock(void);
+void		 bud_tab_unlock(void);
+void		 bud_tab_each(void (*fn)(struct bud_sb *, void *), void *);
+/* Forget every sandbox (bud_close). */
+void		 bud_table_free(void);
+/* Move to the window starting at <ws> (ms, 0 = lifetime); sb_lock held
+ * (or replay, alone). */
+void		 bud_roll(struct bud_sb *, uint64_t ws);
 /* Roll to the current window of the last caps seen; sb_lock held. */
 void		 bud_roll_known(struct bud_sb *);
 /* Roll under <caps> (NULL: lifetime) and remember its window; locked. */
