@@ -519,7 +519,10 @@ main(int argc, char *argv[])
 	conn_ident_warn(current_cfg);
 	if (aud_start(current_cfg) == -1)
 		fatalx("audit: cannot start");
-	if (bud_open(current_cfg->c_state_dir) == -1)
+	if (current_cfg->c_bs_redis) {
+		if (bud_redis_open(current_cfg) == -1)
+			fatalx("budget store: cannot start");
+	} else if (bud_open(current_cfg->c_state_dir) == -1)
 		fatalx("budget ledger: cannot open");
 
 	if ((base = event_base_new()) == NULL)
@@ -568,6 +571,7 @@ main(int argc, char *argv[])
 	dns_synth_free(worker_dns_synth);
 	worker_dns_synth = NULL;
 	bud_close();
+	bud_redis_close();
 	aud_stop();
 	event_free(ev_term);
 	event_free(ev_int);

@@ -33,6 +33,8 @@
 	    "a secret could not be obtained")				\
 	X(BUDGET_EXCEEDED, "budget_exceeded", 402, AUD_D_KEEP,		\
 	    "a cap of the sandbox is spent")				\
+	X(BUDGET_UNAVAILABLE, "budget_unavailable", 503, AUD_D_KEEP,	\
+	    "the shared budget store did not answer")			\
 	X(PROXY_AUTH_REQUIRED, "proxy_auth_required", 407, AUD_D_DENY,	\
 	    "proxy credentials required")				\
 	X(RATE_LIMITED, "rate_limited", 429, AUD_D_DENY,		\

@@ -421,6 +421,7 @@ bud_led_unwatch(struct event *ev)
 {
 	struct bud_watch	**wp, *w;
 
+	bud_rop_unwatch(ev);	/* the Redis store's waits too */
 	pthread_mutex_lock(&led.mtx);
 	for (wp = &led.watch; (w = *wp) != NULL;) {
 		if (w->w_ev != ev) {

@@ -149,6 +149,7 @@ enum bud_verdict {
 	BUD_OK = 0,
 	BUD_EXCEEDED,		/* 402 budget_exceeded */
 	BUD_RATE,		/* 429 rate_limited */
+	BUD_UNAVAILABLE,	/* 503 budget_unavailable (Redis store) */
 };
 
 /*
@@ -231,6 +232,46 @@ int	bud_usage_by(const char *sandbox, enum bud_by, struct bud_use_row **,
 int	bud_get(const char *sandbox, const struct cfg_caps *caps,
 	    struct bud_counters *out);
 void	bud_reset(const char *sandbox);
+
+/* ---- the Redis store (bud_redis.c) --------------------------------- */
+
+/*
+ * budget_store: redis://... or unix:...: read the password source and
+ * get ready (connections are made by each worker on first use). 0, or
+ * -1 (logged). Nothing to do for the file store.
+ */
+int	bud_redis_open(const struct cfg *);
+void	bud_redis_close(void);
+/* The Redis store is in use. */
+int	bud_redis_on(void);
+/* On a worker's thread once its loop is over (conn/worker.c). */
+void	bud_redis_worker_fini(void);
+
+struct bud_rop;		/* an admission waiting for Redis */
+struct bud_rres;	/* a reservation held in Redis (its lease) */
+struct event;
+/*
+ * Admit a request of <sandbox> under <caps> reserving <reserve> µUSD, in
+ * Redis, on the connection of the thread running <ev>'s base: a new
+ * operation whose answer makes <ev> active (or is there already, see
+ * bud_rop_done: no connection). Never blocks.
+ */
+struct bud_rop	*bud_redis_admit(struct event *ev, const char *sandbox,
+		    const struct cfg_caps *caps, uint64_t reserve);
+int		 bud_rop_done(const struct bud_rop *);
+/* The answer of a done operation, which it frees; on BUD_OK *res is the
+ * reservation to settle (bud_redis_settle). */
+enum bud_verdict bud_rop_take(struct bud_rop *, char *why, size_t whysz,
+		    int *retry, struct bud_rres **res);
+/* The exchange is gone: its answer, when it comes, releases what it got. */
+void		 bud_rop_abandon(struct bud_rop *);
+/* <ev> is about to be freed: no operation makes it active any more. */
+void		 bud_rop_unwatch(struct event *ev);
+/* Settle (takes <res>): cost, bytes in and out added to the shared
+ * window, the reservation released. Kept for later while Redis is
+ * away. */
+void		 bud_redis_settle(struct bud_rres *res, uint64_t cost,
+		    uint64_t in, uint64_t out);
 
 /* ---- in flight (bud_flow.c) ---------------------------------------- */
 

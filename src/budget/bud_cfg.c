@@ -225,38 +225,173 @@ cfg_k_pricing(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 
 /* budget_store */
 
+/* A URL with its user part (a password) shown as "***". */
+static void
+store_shown(const char *s, char *dst, size_t dstsz)
+{
+	const char	*auth, *end, *at;
+
+	if ((auth = strstr(s, "://")) == NULL) {
+		snprintf(dst, dstsz, "%s", s);
+		return;
+	}
+	auth += 3;
+	end = auth + strcspn(auth, "/?#");
+	for (at = end; at > auth && *at != '@'; at--)
+		;
+	if (*at == '@')
+		snprintf(dst, dstsz, "%.*s***%s", (int)(auth - s), s, at);
+	else
+		snprintf(dst, dstsz, "%s", s);
+}
+
+static int
+store_uint(const char *s, size_t len, unsigned max, unsigned *out)
+{
+	unsigned long	v = 0;
+	size_t		i;
+
+	if (len == 0 || len > 6)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/*
+ * redis://[HOST]:PORT[/DB] (HOST defaults to 127.0.0.1, IPv6 in
+ * brackets) or unix:PATH[?db=N]; 0, or -1 with <why>.
+ */
+static int
+store_parse(struct cfg *c, const char *s, char *why, size_t whysz)
+{
+	const char	*h, *colon, *slash, *q;
+	unsigned	 port, db = 0;
+
+	if (strncmp(s, "rediss://", 9) == 0) {
+		snprintf(why, whysz, "rediss:// (TLS) needs hiredis >= 1.0 "
+		    "with hiredis_ssl; this build's hiredis has no TLS: use "
+		    "redis:// over a trusted network or unix:");
+		return -1;
+	}
+	if (strncmp(s, "unix:", 5) == 0) {
+		if (s[5] != '/') {
+			snprintf(why, whysz, "unix: needs an absolute path");
+			return -1;
+		}
+		q = strchr(s, '?');
+		if (q != NULL && (strncmp(q, "?db=", 4) != 0 ||
+		    store_uint(q + 4, strlen(q + 4), 15, &db) == -1)) {
+			snprintf(why, whysz, "unix:PATH takes only ?db=N "
+			    "(0-15)");
+			return -1;
+		}
+		c->c_bs_unix = q != NULL ? xstrndup(s + 5, (size_t)(q - s - 5)) :
+		    xstrdup(s + 5);
+		c->c_bs_db = (int)db;
+		c->c_bs_redis = 1;
+		return 0;
+	}
+	if (strncmp(s, "redis://", 8) != 0) {
+		snprintf(why, whysz, "\"budget_store\" must be \"file\", a "
+		    "redis:// URL or unix:PATH");
+		return -1;
+	}
+	h = s + 8;
+	slash = h + strcspn(h, "/?#");
+	if (memchr(h, '@', (size_t)(slash - h)) != NULL) {
+		snprintf(why, whysz, "no credentials in the URL: give the "
+		    "password with budget_store_auth");
+		return -1;
+	}
+	if (*h == '[') {
+		if ((colon = memchr(h, ']', (size_t)(slash - h))) == NULL) {
+			snprintf(why, whysz, "unterminated [IPv6] host");
+			return -1;
+		}
+		c->c_bs_host = xstrndup(h + 1, (size_t)(colon - h - 1));
+		colon++;
+	} else {
+		colon = memchr(h, ':', (size_t)(slash - h));
+		if (colon == NULL)
+			colon = slash;
+		c->c_bs_host = colon == h ? xstrdup("127.0.0.1") :
+		    xstrndup(h, (size_t)(colon - h));
+	}
+	if (*colon != ':' || store_uint(colon + 1, (size_t)(slash - colon -
+	    1), 65535, &port) == -1 || port == 0) {
+		snprintf(why, whysz, "the URL needs a port (1-65535): "
+		    "redis://[HOST]:PORT/DB");
+		return -1;
+	}
+	if (*slash == '/' && slash[1] != '\0' &&
+	    store_uint(slash + 1, strlen(slash + 1), 15, &db) == -1) {
+		snprintf(why, whysz, "the database must be a number 0-15");
+		return -1;
+	}
+	if (*slash != '\0' && *slash != '/') {
+		snprintf(why, whysz, "no query or fragment in the URL");
+		return -1;
+	}
+	c->c_bs_port = (int)port;
+	c->c_bs_db = (int)db;
+	c->c_bs_redis = 1;
+	return 0;
+}
+
 static void
 cfg_k_budget_store(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
-	const char	*s, *auth, *end, *at;
+	char		 shown[512], why[200];
+	const char	*s;
 
+	(void)k;
+	(void)arg;
 	s = cfg_str(v);
 	if (strcmp(s, "file") == 0) {
 		cp->cp_cfg->c_budget_store = xstrdup(s);
 		return;
 	}
-	if (strncmp(s, "redis://", 8) != 0 && strncmp(s, "rediss://", 9) != 0) {
-		cfg_err(cp, v, "\"budget_store\" must be \"file\", not \"%s\"",
-		    s);
+	if (store_parse(cp->cp_cfg, s, why, sizeof(why)) == -1) {
+		store_shown(s, shown, sizeof(shown));
+		cfg_err(cp, v, "budget_store \"%s\": %s", shown, why);
 		return;
 	}
-	/* A password in the URL's user part is not echoed. */
-	auth = strstr(s, "://") + 3;
-	end = auth + strcspn(auth, "/?#");
-	for (at = end; at > auth && *at != '@'; at--)
-		;
-	if (*at == '@')
-		cfg_err(cp, v, "budget_store \"%.*s***%s\" is not supported "
-		    "yet (only \"file\")", (int)(auth - s), s, at);
-	else
-		cfg_err(cp, v, "budget_store \"%s\" is not supported yet "
-		    "(only \"file\")", s);
+	store_shown(s, shown, sizeof(shown));
+	cp->cp_cfg->c_budget_store = xstrdup(shown);
+}
+
+/* budget_store_auth: the Redis password's source (read at start). */
+static void
+cfg_k_budget_store_auth(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s = cfg_str(v);
+
+	(void)k;
+	(void)arg;
+	if ((strncmp(s, "env:", 4) != 0 || s[4] == '\0') &&
+	    (strncmp(s, "file:", 5) != 0 || s[5] != '/')) {
+		cfg_err(cp, v, "\"budget_store_auth\" must be env:NAME or "
+		    "file:/PATH");
+		return;
+	}
+	free(cp->cp_cfg->c_bs_auth);
+	cp->cp_cfg->c_bs_auth = xstrdup(s);
 }
 
 const struct cfg_key bud_cfg_keys[] = {
 	CFG_SEQ("pricing", 0, cfg_k_pricing),
 	CFG_SCALAR("budget_store", CFG_K_RESTART, cfg_k_budget_store, 0,
-	    "\"file\""),
+	    "\"file\", redis://HOST:PORT/DB or unix:PATH"),
+	CFG_SCALAR("budget_store_auth", CFG_K_RESTART,
+	    cfg_k_budget_store_auth, 0, "env:NAME or file:/PATH"),
 	CFG_END,
 };

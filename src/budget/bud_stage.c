@@ -320,6 +320,51 @@ bud_ready_resume(struct xs_call *xc)
 	return XS_DENY;
 }
 
+/*
+ * The Redis store answered (or could not): go on, or refuse with the
+ * cap, the rate, or 503 budget_unavailable.
+ */
+static enum xs_verdict
+bud_redis_resume(struct xs_call *xc)
+{
+	struct xchg		*x = xc->xc_x;
+	const struct cfg_caps	*caps = &xc->xc_policy->p_caps;
+	struct bud_rres		*res = NULL;
+	enum bud_verdict	 v;
+	char			 why[120];
+	int			 retry = 0;
+
+	if (!bud_rop_done(x->x_bud.b_rop))
+		return XS_WAIT;		/* woken by something else */
+	v = bud_rop_take(x->x_bud.b_rop, why, sizeof(why), &retry, &res);
+	x->x_bud.b_rop = NULL;
+	if (v != BUD_OK && x->x_bud.b_llm) {
+		bud_llm_leave(x->x_bud.b_sb);
+		x->x_bud.b_llm = 0;
+	}
+	x->x_allowed = v == BUD_OK ? x->x_allowed : 0;
+	switch (v) {
+	case BUD_OK:
+		x->x_bud.b_admitted = 1;
+		x->x_bud.b_rres = res;
+		x->x_bud.b_room_in = x->x_bud.b_room_out = UINT64_MAX;
+		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out)
+			(void)bud_xchg_charge(x, bud_caps_of(xc->xc_policy));
+		return XS_GO;
+	case BUD_EXCEEDED:
+		x->x_bud.b_reserved = 0;
+		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "%s", why);
+	case BUD_RATE:
+		x->x_bud.b_reserved = 0;
+		x->x_bud.b_retry_after = retry > 0 ? retry : 1;
+		return xs_deny(xc, AUD_R_RATE_LIMITED, "%s", why);
+	case BUD_UNAVAILABLE:
+		break;
+	}
+	x->x_bud.b_reserved = 0;
+	return xs_deny(xc, AUD_R_BUDGET_UNAVAILABLE, "%s", why);
+}
+
 /* Admission against the caps, reserving a metered call's worst case. */
 static enum xs_verdict
 bud_req_ready(struct xs_call *xc)
@@ -329,12 +374,15 @@ bud_req_ready(struct xs_call *xc)
 	const struct cfg_caps	*caps;
 	struct bud_sb		*sb;
 	enum bud_verdict	 v;
+	struct event		*ev;
 	uint64_t		 reserve = 0, seq = 0;
 	char			 why[200];
 	int			 retry = 0, metered;
 
 	if (x->x_bud.b_waiting)
 		return bud_ready_resume(xc);
+	if (x->x_bud.b_rop != NULL)
+		return bud_redis_resume(xc);
 	if (xc->xc_sandbox == NULL || xc->xc_policy == NULL)
 		return XS_GO;
 	caps = &xc->xc_policy->p_caps;
@@ -357,6 +405,19 @@ bud_req_ready(struct xs_call *xc)
 			    (unsigned long long)caps->cp_llm_concurrency);
 		}
 		x->x_bud.b_llm = caps->cp_llm_concurrency != 0;
+	}
+	/*
+	 * The Redis store, for a rule that needs it (capped or metered) and
+	 * an exchange that can wait (spliced and raw tunnels cannot: they
+	 * are counted by this gateway alone).
+	 */
+	if (bud_redis_on() && (caps_any(caps) || metered) &&
+	    xc->xc_resume != NULL && (ev = xc->xc_resume(xc)) != NULL) {
+		x->x_bud.b_sb = sb;
+		x->x_bud.b_reserved = reserve;
+		x->x_bud.b_rop = bud_redis_admit(ev, xc->xc_sandbox,
+		    caps_any(caps) ? caps : NULL, reserve);
+		return bud_redis_resume(xc);
 	}
 	/* with an event to resume on, the worker does not wait for the
 	 * ledger's fsync: the exchange does */
@@ -390,6 +451,8 @@ bud_req_ready(struct xs_call *xc)
 		x->x_bud.b_retry_after = retry > 0 ? retry : 1;
 		x->x_allowed = 0;
 		return xs_deny(xc, AUD_R_RATE_LIMITED, "%s", why);
+	case BUD_UNAVAILABLE:	/* the file store does not say it */
+		break;
 	}
 	return XS_DENY;
 }
@@ -473,6 +536,16 @@ bud_done(struct xs_call *xc)
 	uint64_t	 cost = 0;
 	int		 unpriced = 0, done = x->x_resp_done;
 
+	if (x->x_bud.b_rop != NULL) {
+		/* ended before Redis answered: never forwarded */
+		bud_rop_abandon(x->x_bud.b_rop);
+		x->x_bud.b_rop = NULL;
+		if (x->x_bud.b_llm) {
+			bud_llm_leave(x->x_bud.b_sb);
+			x->x_bud.b_llm = 0;
+		}
+		return;
+	}
 	if (!x->x_bud.b_admitted || xc->xc_sandbox == NULL)
 		return;
 	x->x_bud.b_admitted = 0;
@@ -507,6 +580,11 @@ bud_done(struct xs_call *xc)
 	    x->x_bud.b_meter != NULL ? u->u_model : x->x_bud.b_async ||
 	    (x->x_rule_p != NULL && x->x_rule_p->r_meter != CFG_METER_NONE) ?
 	    x->x_bud.b_model : NULL);
+	if (x->x_bud.b_rres != NULL) {
+		bud_redis_settle(x->x_bud.b_rres, cost, x->x_bytes_in,
+		    x->x_bytes_out);
+		x->x_bud.b_rres = NULL;
+	}
 	if (x->x_bud.b_sb == NULL)
 		x->x_bud.b_sb = bud_handle(xc->xc_sandbox);
 	(void)bud_charge(x->x_bud.b_sb, NULL, x->x_bytes_in -

@@ -171,6 +171,9 @@ struct cfg_limits {
 	uint64_t	 l_identify_timeout_ms;	/* 10s: from accept to a
 						   head that identifies */
 	uint64_t	 l_body_bytes;		/* 16MiB */
+	uint64_t	 l_store_timeout_ms;	/* 2s: a shared store's answer */
+	uint64_t	 l_store_lease_ms;	/* 30s: a Redis reservation's
+						   lease (renewed) */
 	uint64_t	 l_default_max_tokens;	/* 128000: max_output of a model
 						   whose pricing names none */
 };
@@ -224,7 +227,15 @@ struct cfg {
 
 	struct cfg_price	 *c_pricing;
 	size_t			  c_npricing;
-	char			 *c_budget_store;	/* "file" */
+	char			 *c_budget_store;	/* "file" or its URL */
+	/* budget_store: redis://HOST:PORT/DB or unix:PATH[?db=N] */
+	int			  c_bs_redis;
+	char			 *c_bs_host;		/* NULL: unix socket */
+	int			  c_bs_port;
+	char			 *c_bs_unix;
+	int			  c_bs_db;
+	char			 *c_bs_auth;	/* env:NAME | file:PATH, or
+						   NULL (no AUTH) */
 
 	struct cfg_secret	 *c_secrets;
 	size_t			  c_nsecrets;

@@ -184,6 +184,8 @@ static const struct cfg_key cfg_limits_keys[] = {
 	CFG_SIZE("header_bytes", 0, LIM(l_header_bytes), 1024, 0),
 	CFG_DURATION("header_timeout", 0, LIM(l_header_timeout_ms), 1, 0),
 	CFG_DURATION("connect_timeout", 0, LIM(l_connect_timeout_ms), 1, 0),
+	CFG_DURATION("store_timeout", 0, LIM(l_store_timeout_ms), 1, 0),
+	CFG_DURATION("store_lease", 0, LIM(l_store_lease_ms), 300, 0),
 	CFG_DURATION("idle_timeout", 0, LIM(l_idle_timeout_ms), 1, 0),
 	CFG_DURATION("shutdown_grace", 0, LIM(l_shutdown_grace_ms), 0, 0),
 	CFG_DURATION("reload_grace", 0, LIM(l_reload_grace_ms), 0, 0),

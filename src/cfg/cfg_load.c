@@ -65,6 +65,8 @@ cfg_new(char *file, char *dir)
 	c->c_reflect_min_run = 12;
 	c->c_limits.l_header_timeout_ms = 30 * 1000;
 	c->c_limits.l_connect_timeout_ms = 10 * 1000;
+	c->c_limits.l_store_timeout_ms = 2 * 1000;
+	c->c_limits.l_store_lease_ms = 30 * 1000;
 	c->c_limits.l_idle_timeout_ms = 120 * 1000;
 	c->c_limits.l_shutdown_grace_ms = 30 * 1000;
 	c->c_limits.l_reload_grace_ms = 10 * 1000;
@@ -474,6 +476,9 @@ cfg_free(struct cfg *c)
 		free(c->c_pricing[i].pr_model);
 	free(c->c_pricing);
 	free(c->c_budget_store);
+	free(c->c_bs_host);
+	free(c->c_bs_unix);
+	free(c->c_bs_auth);
 	for (i = 0; i < c->c_nsandboxes; i++) {
 		s = &c->c_sandboxes[i];
 		free(s->s_id);

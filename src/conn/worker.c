@@ -19,6 +19,7 @@
 #include <openssl/ssl.h>
 
 #include "ca/ca.h"
+#include "budget/bud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/conn_reload.h"
@@ -246,6 +247,7 @@ worker_main(void *arg)
 	while ((c = TAILQ_FIRST(&w->w_conns)) != NULL)
 		conn_free(c);
 	upstream_pool_flush(w);
+	bud_redis_worker_fini();	/* its settlements, then its Redis */
 	return NULL;
 }
 

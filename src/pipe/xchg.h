@@ -23,6 +23,8 @@ struct sec_req;
 struct sec_trip;
 struct meter;
 struct bud_sb;
+struct bud_rop;
+struct bud_rres;
 
 /* The secrets stage's slot. */
 struct xchg_secrets {
@@ -52,6 +54,8 @@ struct xchg_budget {
 	int		 b_waiting;	/* admitted, its reservation not yet
 					   durable (XS_WAIT) */
 	uint64_t	 b_wait_seq;	/* the ledger line it waits for */
+	struct bud_rop	*b_rop;		/* Redis admission in flight */
+	struct bud_rres	*b_rres;	/* its Redis reservation (lease) */
 };
 
 struct xchg {

@@ -665,18 +665,27 @@ static const struct err_case err_cases[] = {
 	{ POL "        meter: [openai]\n", "t.yaml:5:16: ",
 	    "\"meter\" must be openai, anthropic, gemini or none, not a list" },
 	/* budget_store */
-	{ "budget_store: \"redis://127.0.0.1:6379/0\"\n", "t.yaml:1:15: ",
-	    "budget_store \"redis://127.0.0.1:6379/0\" is not supported yet "
-	    "(only \"file\")" },
+	{ "budget_store: \"redis://127.0.0.1/0\"\n", "t.yaml:1:15: ",
+	    "budget_store \"redis://127.0.0.1/0\": the URL needs a port "
+	    "(1-65535): redis://[HOST]:PORT/DB" },
 	{ "budget_store: \"rediss://u:hunter2@cache.test/1\"\n",
-	    "t.yaml:1:15: ", "budget_store \"rediss://***@cache.test/1\" is "
-	    "not supported yet (only \"file\")" },
+	    "t.yaml:1:15: ", "budget_store \"rediss://***@cache.test/1\": "
+	    "rediss:// (TLS) needs hiredis >= 1.0" },
 	{ "budget_store: sqlite\n", "t.yaml:1:15: ",
-	    "\"budget_store\" must be \"file\", not \"sqlite\"" },
+	    "budget_store \"sqlite\": \"budget_store\" must be \"file\", a "
+	    "redis:// URL or unix:PATH" },
 	{ "budget_store: File\n", "t.yaml:1:15: ",
-	    "\"budget_store\" must be \"file\", not \"File\"" },
+	    "budget_store \"File\": \"budget_store\" must be \"file\"" },
+	{ "budget_store: \"redis://h:6379/16\"\n", "t.yaml:1:15: ",
+	    "budget_store \"redis://h:6379/16\": the database must be a "
+	    "number 0-15" },
+	{ "budget_store: \"unix:sock\"\n", "t.yaml:1:15: ",
+	    "budget_store \"unix:sock\": unix: needs an absolute path" },
+	{ "budget_store_auth: \"literal:x\"\n", "t.yaml:1:20: ",
+	    "\"budget_store_auth\" must be env:NAME or file:/PATH" },
 	{ "budget_store: [file]\n", "t.yaml:1:15: ",
-	    "\"budget_store\" must be \"file\", not a list" },
+	    "\"budget_store\" must be \"file\", redis://HOST:PORT/DB or "
+	    "unix:PATH, not a list" },
 	/* limits.default_max_tokens */
 	{ "limits:\n  default_max_tokens: 0\n", "t.yaml:2:23: ",
 	    "\"default_max_tokens\" must be at least 1, not \"0\"" },
@@ -715,7 +724,8 @@ static const struct err_case err_cases[] = {
 	{ "workers: \"a\\0b\"\n", "t.yaml:1:10: ",
 	    "\"workers\" contains a NUL character" },
 	{ "budget_store: [1]\n", "t.yaml:1:15: ",
-	    "\"budget_store\" must be \"file\", not a list" },
+	    "\"budget_store\" must be \"file\", redis://HOST:PORT/DB or "
+	    "unix:PATH, not a list" },
 	{ "listen:\n  admin: {a: 1}\n", "t.yaml:2:10: ",
 	    "\"admin\" must be \"unix:PATH\" or \"HOST:PORT\", not a "
 	    "mapping" },
@@ -2015,7 +2025,8 @@ START_TEST(test_cfg_meter)
 }
 END_TEST
 
-/* budget_store: "file" only; a redis URL's password is never echoed. */
+/* budget_store: "file" or Redis; a password in a URL is refused and
+ * never echoed. */
 START_TEST(test_cfg_budget_store)
 {
 	struct cfg	*c;
@@ -2038,14 +2049,39 @@ START_TEST(test_cfg_budget_store)
 	ck_assert_int_eq(nerr, 1);
 	ck_assert_ptr_null(strstr(out, "hunter2"));
 	ck_assert_msg(has_error(out, "t.yaml:1:15: ", "budget_store "
-	    "\"redis://***@10.0.0.5:6379/0\" is not supported yet (only "
-	    "\"file\")"), "%s", out);
+	    "\"redis://***@10.0.0.5:6379/0\": no credentials in the URL"),
+	    "%s", out);
 	free(out);
+	/* redis and unix: forms */
+	c = load("budget_store: \"redis://10.0.0.5:6380/3\"\n"
+	    "budget_store_auth: \"env:REDIS_PW\"\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_int_eq(c->c_bs_redis, 1);
+	ck_assert_str_eq(c->c_bs_host, "10.0.0.5");
+	ck_assert_int_eq(c->c_bs_port, 6380);
+	ck_assert_int_eq(c->c_bs_db, 3);
+	ck_assert_str_eq(c->c_bs_auth, "env:REDIS_PW");
+	free(out);
+	cfg_unref(c);
+	c = load("budget_store: \"redis://[::1]:6379\"\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_str_eq(c->c_bs_host, "::1");
+	ck_assert_int_eq(c->c_bs_db, 0);
+	free(out);
+	cfg_unref(c);
+	c = load("budget_store: \"unix:/run/redis.sock?db=2\"\n", &out,
+	    &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_ptr_null(c->c_bs_host);
+	ck_assert_str_eq(c->c_bs_unix, "/run/redis.sock");
+	ck_assert_int_eq(c->c_bs_db, 2);
+	free(out);
+	cfg_unref(c);
 	/* an "@" past the authority is not a user part */
 	ck_assert_ptr_null(load("budget_store: \"redis://h/0?x=a@b\"\n", &out,
 	    &nerr));
 	ck_assert_msg(has_error(out, "t.yaml:1:15: ", "budget_store "
-	    "\"redis://h/0?x=a@b\" is not supported yet"), "%s", out);
+	    "\"redis://h/0?x=a@b\": the URL needs a port"), "%s", out);
 	free(out);
 }
 END_TEST

@@ -1,0 +1,20 @@
+/*
+ * The Redis store's reply reading, apart for tests and the fuzz target
+ * (tests/fuzz/fuzz_redis_reply.c). The store's operations are in bud.h.
+ */
+#ifndef AIRLOCK_BUD_REDIS_H
+#define AIRLOCK_BUD_REDIS_H
+
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+/*
+ * An admission script's reply (borrowed, may be NULL): BUD_OK,
+ * BUD_EXCEEDED (<why> names the cap), BUD_RATE (*retry seconds), or -1
+ * for an error or any shape our script does not return.
+ */
+int	bud_redis_admit_reply(const redisReply *, char *why, size_t whysz,
+	    int *retry);
+
+#endif
