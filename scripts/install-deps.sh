@@ -15,6 +15,8 @@ QEMU_PKGS="qemu-system-x86"
 TEST_PKGS="curl python3 python3-websocket procps iproute2 nftables squid tinyproxy
            libmaxmind-db-writer-perl python3-prometheus-client python3-brotli
            bind9-dnsutils clang libclang-rt-14-dev"
+# fleet mode (53x-fleet-*): the shared store and the load balancer
+TEST_PKGS="$TEST_PKGS redis-server redis-tools haproxy"
 # real clients of 405/406 (run with the system python, /usr/bin/python3)
 TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
 # 470-deb-package builds the Debian package (dpkg-buildpackage, debhelper),

@@ -1,0 +1,86 @@
+# fleetlib.sh: a fleet for the 53x scripts (issue 18): redis-server and N
+# airlockd sharing it (budget_store: redis://), HAProxy in TCP mode in
+# front, all on loopback with their own ports and directories under $T.
+# Sourced after lib.sh.
+
+command -v redis-server >/dev/null 2>&1 ||
+    hard_error "redis-server not installed (scripts/install-deps.sh --test)"
+command -v redis-cli >/dev/null 2>&1 ||
+    hard_error "redis-cli not installed (scripts/install-deps.sh --test)"
+
+# start_redis: redis-server on $REDIS_PORT (picked if unset), its
+# directory $T/redis; no persistence (the tests need none). Sets REDIS_PID.
+start_redis()
+{
+	: "${REDIS_PORT:=$(free_port)}"
+	mkdir -p "$T/redis"
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' \
+	    --appendonly no --dir "$T/redis" --maxmemory-policy noeviction \
+	    --logfile "$T/redis/redis.log" &
+	REDIS_PID=$!
+	track_pid "$REDIS_PID"
+	wait_port "$REDIS_PORT" 10 "$REDIS_PID" ||
+	    hard_error "redis-server did not start: $(tail -5 "$T/redis/redis.log")"
+}
+
+stop_redis()
+{
+	kill -9 "$REDIS_PID" 2>/dev/null
+	wait "$REDIS_PID" 2>/dev/null
+	untrack_pid "$REDIS_PID"
+}
+
+rcli()
+{
+	redis-cli -p "$REDIS_PORT" "$@"
+}
+
+# start_gateway I CONFIG: airlockd number I (log $T/airlockd-I.log) on the
+# port its config names, $GW_PORT_I. Sets GW_PID_I.
+start_gateway()
+{
+	_gi=$1
+	eval "_gp=\$GW_PORT_$_gi"
+	"$AIRLOCKD" -c "$2" >>"$T/airlockd-$_gi.out" \
+	    2>>"$T/airlockd-$_gi.log" &
+	eval "GW_PID_$_gi=\$!"
+	track_pid "$!"
+	wait_port "$_gp" 20 "$!" ||
+	    hard_error "gateway $_gi did not start listening on $_gp"
+}
+
+# start_haproxy PORT BACKEND_PORT...: TCP mode, round robin, checks.
+start_haproxy()
+{
+	command -v haproxy >/dev/null 2>&1 ||
+	    hard_error "haproxy not installed (scripts/install-deps.sh --test)"
+	HAPROXY_PORT=$1
+	shift
+	{
+		printf 'global\n  maxconn 2000\n'
+		printf 'defaults\n  mode tcp\n  timeout connect 2s\n'
+		printf '  timeout client 60s\n  timeout server 60s\n'
+		printf 'frontend fe\n  bind 127.0.0.1:%s\n' "$HAPROXY_PORT"
+		printf '  default_backend gws\n'
+		printf 'backend gws\n  balance roundrobin\n'
+		_n=0
+		for _p in "$@"; do
+			_n=$((_n + 1))
+			printf '  server gw%s 127.0.0.1:%s check inter 500ms\n' \
+			    "$_n" "$_p"
+		done
+	} >"$T/haproxy.cfg"
+	haproxy -f "$T/haproxy.cfg" -db >"$T/haproxy.log" 2>&1 &
+	HAPROXY_PID=$!
+	track_pid "$HAPROXY_PID"
+	wait_port "$HAPROXY_PORT" 10 "$HAPROXY_PID" ||
+	    hard_error "haproxy did not start: $(tail -5 "$T/haproxy.log")"
+}
+
+# The budget a sandbox has in Redis: "spend reserved" of its lifetime.
+redis_spend()
+{
+	_s=$(rcli HGET "airlock:{$1}:w:0" spend)
+	_r=$(rcli GET "airlock:{$1}:rt")
+	echo "${_s:-0} ${_r:-0}"
+}
