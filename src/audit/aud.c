@@ -60,6 +60,8 @@ static struct {
 	/* atomics, read without the lock */
 	int			 unavail;	/* 1 while writes fail */
 	uint64_t		 errors;	/* records lost */
+	/* set by aud_start: a fleet's records name their gateway */
+	char			 gateway[65];
 	/* the writer thread's own (set up by aud_start before it runs) */
 	pthread_t		 thread;
 	int			 running;
@@ -560,6 +562,14 @@ aud_start(const struct cfg *cfg)
 	aud.unavail = 0;
 	aud.errors = aud.lost = 0;
 	aud.chain = cfg->c_audit_hash_chain;
+	aud.gateway[0] = '\0';
+	if (cfg->c_gateway != NULL)
+		snprintf(aud.gateway, sizeof(aud.gateway), "%s",
+		    cfg->c_gateway);
+	else if (cfg->c_bs_redis && gethostname(aud.gateway,
+	    sizeof(aud.gateway) - 1) == -1)
+		snprintf(aud.gateway, sizeof(aud.gateway), "unknown");
+	aud.gateway[sizeof(aud.gateway) - 1] = '\0';
 	aud.prev_known = 0;
 	memset(aud.prev, '0', AUD_HEX);
 	aud.prev[AUD_HEX] = '\0';
@@ -803,6 +813,8 @@ aud_rec_json(const struct aud_rec *r)
 	util_rfc3339_ms(r->ar_start_wall_ms, ts, sizeof(ts));
 	add_str(&b, "ts", ts);
 	add_str(&b, "id", r->ar_id);
+	if (aud.gateway[0] != '\0')
+		add_str(&b, "gateway", aud.gateway);
 	add_str(&b, "sandbox", r->ar_sandbox);
 	add_str(&b, "client", r->ar_client);
 	add_str(&b, "mode", r->ar_mode);

@@ -114,6 +114,7 @@ struct brc {
 	redisAsyncContext	*c_ac;		/* NULL: down */
 	int			 c_up;		/* connected */
 	int			 c_drop;	/* free c_ac from the tick */
+	int			 c_late;	/* dropping it: too slow */
 	uint64_t		 c_backoff;
 	uint64_t		 c_retry_at;	/* monotonic ms */
 	struct event		*c_tick;
@@ -221,8 +222,9 @@ admit_cb(redisAsyncContext *ac, void *reply, void *arg)
 			    ((redisReply *)reply)->str);
 			c->c_drop = 1;	/* NOSCRIPT after a flush: reload */
 		}
-		snprintf(o->o_why, sizeof(o->o_why), "budget store "
-		    "unavailable");
+		snprintf(o->o_why, sizeof(o->o_why), c->c_late ?
+		    "budget store did not answer within store_timeout" :
+		    "budget store unavailable");
 		v = BUD_UNAVAILABLE;
 	}
 	if (v != BUD_OK && o->o_res != NULL) {
@@ -437,7 +439,9 @@ brc_tick(evutil_socket_t fd, short what, void *arg)
 		if (!c->c_drop)
 			log_warnx("bud: redis store: no answer in %" PRIu64
 			    " ms; reconnecting", brs.timeout_ms);
+		c->c_late = !c->c_drop;
 		redisAsyncFree(c->c_ac);	/* NULL replies to all */
+		c->c_late = 0;
 		c->c_ac = NULL;
 		c->c_up = 0;
 		c->c_inflight = 0;

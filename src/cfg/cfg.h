@@ -228,6 +228,8 @@ struct cfg {
 	struct cfg_price	 *c_pricing;
 	size_t			  c_npricing;
 	char			 *c_budget_store;	/* "file" or its URL */
+	char			 *c_gateway;	/* this gateway's name, or NULL
+						   (the host name in a fleet) */
 	/* budget_store: redis://HOST:PORT/DB or unix:PATH[?db=N] */
 	int			  c_bs_redis;
 	char			 *c_bs_host;		/* NULL: unix socket */

@@ -161,6 +161,28 @@ cfg_k_state_dir(struct cfg_parse *cp, const struct cfg_key *k,
 	c->c_state_dir = cfg_path_join(c->c_dir, s);
 }
 
+/* gateway: this gateway's name in a fleet (audit records say it). */
+static void
+cfg_k_gateway(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	const char	*s = cfg_str(v), *p;
+
+	(void)k;
+	(void)arg;
+	for (p = s; *p != '\0'; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f ||
+		    *p == '"' || *p == '\\')
+			break;
+	if (*s == '\0' || *p != '\0' || p - s > 64) {
+		cfg_err(cp, v, "\"gateway\" must be 1 to 64 printable "
+		    "characters without spaces or quotes, not \"%s\"", s);
+		return;
+	}
+	free(cp->cp_cfg->c_gateway);
+	cp->cp_cfg->c_gateway = xstrdup(s);
+}
+
 static void
 cfg_k_workers(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
     void *arg)
@@ -371,6 +393,7 @@ const struct cfg_key cfg_core_keys[] = {
 	CFG_NEST("listen", 0, cfg_listen_keys, "listen", 0),
 	CFG_SCALAR("state_dir", CFG_K_RESTART, cfg_k_state_dir, 0, "a path"),
 	CFG_SCALAR("workers", CFG_K_RESTART, cfg_k_workers, 0, "a number"),
+	CFG_SCALAR("gateway", CFG_K_RESTART, cfg_k_gateway, 0, "a name"),
 	CFG_NEST("limits", 0, cfg_limits_keys, "limits",
 	    offsetof(struct cfg, c_limits)),
 	CFG_NEST("upstream", 0, cfg_upstream_keys, "upstream", 0),

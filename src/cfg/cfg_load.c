@@ -479,6 +479,7 @@ cfg_free(struct cfg *c)
 	free(c->c_bs_host);
 	free(c->c_bs_unix);
 	free(c->c_bs_auth);
+	free(c->c_gateway);
 	for (i = 0; i < c->c_nsandboxes; i++) {
 		s = &c->c_sandboxes[i];
 		free(s->s_id);
