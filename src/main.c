@@ -499,6 +499,10 @@ main(int argc, char *argv[])
 	   read (which ran with all defaults) */
 	if ((current_cfg = cfg_load(cfg_path, stderr, &nerr)) == NULL)
 		return 1;
+	/* before any sandbox CA is made (prepare_config) */
+	if (current_cfg->c_tls_fleet_ca_key != NULL &&
+	    ca_fleet_set_key(current_cfg->c_tls_fleet_ca_key) == -1)
+		fatalx("tls.fleet_ca_key: cannot read");
 	if (start_launcher(current_cfg) == -1 ||
 	    prepare_config(current_cfg, stderr) == -1) {
 		launcher_close(launcher);
@@ -572,6 +576,7 @@ main(int argc, char *argv[])
 	worker_dns_synth = NULL;
 	bud_close();
 	bud_redis_close();
+	ca_fleet_clear();
 	aud_stop();
 	event_free(ev_term);
 	event_free(ev_int);

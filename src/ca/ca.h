@@ -39,6 +39,16 @@ struct ca	*ca_get(const char *state_dir, const char *sandbox_id);
 int		 ca_registry_drop(const char *state_dir, const char *sandbox_id);
 void		 ca_registry_free(void);
 
+/*
+ * tls.fleet_ca_key: read the fleet master key (a 0600 file of at least 32
+ * bytes) at start. From then on a sandbox CA that does not exist yet is
+ * derived from it (ca_fleet.c), the same on every gateway with that key.
+ * 0, or -1 (logged).
+ */
+int		 ca_fleet_set_key(const char *path);
+int		 ca_fleet_on(void);
+void		 ca_fleet_clear(void);
+
 X509		*ca_cert(const struct ca *);		/* borrowed */
 EVP_PKEY	*ca_leaf_key(const struct ca *);	/* borrowed */
 const char	*ca_cert_path(const struct ca *);	/* ".../ca.crt" */

@@ -32,4 +32,12 @@ int		 ca_x509_serial(X509 *x);
 int		 ca_x509_ext(X509 *issuer, X509 *subject, int nid,
 		    const char *value);
 
+/* ---- the fleet CA (ca_fleet.c) ---- */
+
+/* The CA key of sandbox <id> derived from the fleet master key: new
+ * reference, or NULL (logged). */
+EVP_PKEY	*ca_fleet_key(const char *id);
+/* The serial and validity of <id>'s fleet CA certificate. 0 or -1. */
+int		 ca_fleet_cert_fields(X509 *x, const char *id, long valid_days);
+
 #endif

@@ -382,13 +382,18 @@ ca_make_cert(const char *id, EVP_PKEY *key)
 
 	if ((x = X509_new()) == NULL)
 		goto fail;
-	if (X509_set_version(x, 2) != 1 || ca_x509_serial(x) == -1)
+	if (X509_set_version(x, 2) != 1)
 		goto fail;
 	if ((name = ca_subject(id)) == NULL ||
 	    X509_set_subject_name(x, name) != 1 ||
 	    X509_set_issuer_name(x, name) != 1)
 		goto fail;
-	if (X509_gmtime_adj(X509_getm_notBefore(x), -CA_BACKDATE_S) == NULL ||
+	if (ca_fleet_on()) {
+		/* the same serial and dates on every gateway */
+		if (ca_fleet_cert_fields(x, id, CA_VALID_DAYS) == -1)
+			goto fail;
+	} else if (ca_x509_serial(x) == -1 ||
+	    X509_gmtime_adj(X509_getm_notBefore(x), -CA_BACKDATE_S) == NULL ||
 	    X509_time_adj_ex(X509_getm_notAfter(x), CA_VALID_DAYS, 0,
 	    NULL) == NULL)
 		goto fail;
@@ -423,7 +428,8 @@ ca_create(struct ca *ca)
 	long	 klen, clen;
 	int	 rv = -1;
 
-	if ((ca->ca_key = ca_keygen()) == NULL)
+	ca->ca_key = ca_fleet_on() ? ca_fleet_key(ca->ca_id) : ca_keygen();
+	if (ca->ca_key == NULL)
 		return -1;
 	if ((ca->ca_cert = ca_make_cert(ca->ca_id, ca->ca_key)) == NULL)
 		return -1;

@@ -224,6 +224,8 @@ struct cfg {
 	uint64_t		  c_tls_leaf_validity_ms; /* 7d, <= 30d */
 	int			  c_tls_min_version;	/* TLS1_2_VERSION or
 							   TLS1_3_VERSION */
+	char			 *c_tls_fleet_ca_key;	/* master key file, or
+							   NULL */
 
 	struct cfg_price	 *c_pricing;
 	size_t			  c_npricing;

@@ -35,6 +35,23 @@ cfg_k_min_version(struct cfg_parse *cp, const struct cfg_key *k,
 		    "not \"%s\"", s);
 }
 
+/* fleet_ca_key: a path (read at start by the daemon, ca_fleet.c) */
+static void
+cfg_k_fleet_ca_key(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s = cfg_str(v);
+
+	(void)k;
+	(void)arg;
+	if (*s == '\0') {
+		cfg_err(cp, v, "\"fleet_ca_key\" is empty");
+		return;
+	}
+	free(cp->cp_cfg->c_tls_fleet_ca_key);
+	cp->cp_cfg->c_tls_fleet_ca_key = cfg_path_join(cp->cp_cfg->c_dir, s);
+}
+
 #define TLS(m)	offsetof(struct cfg, m)
 static const struct cfg_key cfg_tls_keys[] = {
 	CFG_COUNT("cert_cache", 0, TLS(c_tls_cert_cache), 1, 0),
@@ -42,6 +59,8 @@ static const struct cfg_key cfg_tls_keys[] = {
 	    CFG_MAX_LEAF_VALIDITY_MS),
 	CFG_SCALAR("min_version", 0, cfg_k_min_version, 0,
 	    "\"1.2\" or \"1.3\""),
+	CFG_SCALAR("fleet_ca_key", CFG_K_RESTART, cfg_k_fleet_ca_key, 0,
+	    "a path"),
 	CFG_END,
 };
 #undef TLS

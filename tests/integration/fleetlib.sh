@@ -3,15 +3,15 @@
 # front, all on loopback with their own ports and directories under $T.
 # Sourced after lib.sh.
 
-command -v redis-server >/dev/null 2>&1 ||
-    hard_error "redis-server not installed (scripts/install-deps.sh --test)"
-command -v redis-cli >/dev/null 2>&1 ||
-    hard_error "redis-cli not installed (scripts/install-deps.sh --test)"
 
 # start_redis: redis-server on $REDIS_PORT (picked if unset), its
 # directory $T/redis; no persistence (the tests need none). Sets REDIS_PID.
 start_redis()
 {
+	command -v redis-server >/dev/null 2>&1 || hard_error \
+	    "redis-server not installed (scripts/install-deps.sh --test)"
+	command -v redis-cli >/dev/null 2>&1 || hard_error \
+	    "redis-cli not installed (scripts/install-deps.sh --test)"
 	: "${REDIS_PORT:=$(free_port)}"
 	mkdir -p "$T/redis"
 	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' \
