@@ -28,6 +28,7 @@ main(void)
 	srunner_add_suite(sr, suite_decode());
 	srunner_add_suite(sr, suite_bud());
 	srunner_add_suite(sr, suite_bud_use());
+	srunner_add_suite(sr, suite_bud_redis());
 	srunner_add_suite(sr, suite_geo());
 	srunner_add_suite(sr, suite_metrics());
 	srunner_add_suite(sr, suite_aud_verify());

@@ -37,6 +37,7 @@ Suite	*suite_meter(void);
 Suite	*suite_decode(void);
 Suite	*suite_bud(void);
 Suite	*suite_bud_use(void);
+Suite	*suite_bud_redis(void);
 Suite	*suite_geo(void);
 /* test_geo.c: writes a small .mmdb with tests/integration/mkmmdb.pl. */
 int	 unit_mkmmdb(const char *out);

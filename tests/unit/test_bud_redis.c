@@ -1,0 +1,134 @@
+/*
+ * The Redis store's reply reading (src/budget/bud_redis.c): replies as
+ * hiredis's own reader makes them from RESP bytes, each read as an
+ * admission script's answer. And the fleet CA (src/ca/ca_fleet.c): the
+ * same master key gives the same CA key for a sandbox, another key or
+ * sandbox another.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+
+#include "budget/bud.h"
+#include "budget/bud_redis.h"
+#include "ca/ca.h"
+#include "ca/ca_internal.h"
+#include "unit.h"
+
+static const struct {
+	const char	*resp;
+	int		 want;
+	const char	*why;
+	int		 retry;
+} replies[] = {
+	{ "*3\r\n:0\r\n$2\r\nok\r\n:0\r\n", BUD_OK, "", 0 },
+	{ "*3\r\n:1\r\n$3\r\nusd\r\n:1700000000000\r\n", BUD_EXCEEDED,
+	    "usd cap reached (shared)", 0 },
+	{ "*3\r\n:2\r\n:3\r\n:0\r\n", BUD_RATE, "rate cap (shared)", 3 },
+	{ "*3\r\n:2\r\n:999999\r\n:0\r\n", BUD_RATE, "rate cap (shared)",
+	    3600 },
+	{ "*3\r\n:2\r\n:0\r\n:0\r\n", -1, NULL, 0 },
+	{ "-NOSCRIPT No matching script\r\n", -1, NULL, 0 },
+	{ ":0\r\n", -1, NULL, 0 },
+	{ "*2\r\n:0\r\n$2\r\nok\r\n", -1, NULL, 0 },
+	{ "*3\r\n$1\r\n0\r\n$2\r\nok\r\n:0\r\n", -1, NULL, 0 },
+	{ "*3\r\n:7\r\n$2\r\nok\r\n:0\r\n", -1, NULL, 0 },
+	{ "*3\r\n:1\r\n:5\r\n:0\r\n", -1, NULL, 0 },
+	{ "*3\r\n:1\r\n$-1\r\n:0\r\n", -1, NULL, 0 },
+	{ "*3\r\n:1\r\n$40\r\n0123456789012345678901234567890123456789"
+	    "\r\n:0\r\n", -1, NULL, 0 },
+};
+
+START_TEST(test_admit_reply)
+{
+	redisReader	*rd = redisReaderCreate();
+	void		*r = NULL;
+	char		 why[96] = "";
+	int		 retry = 0, v;
+
+	ck_assert_ptr_nonnull(rd);
+	ck_assert_int_eq(redisReaderFeed(rd, replies[_i].resp,
+	    strlen(replies[_i].resp)), REDIS_OK);
+	ck_assert_int_eq(redisReaderGetReply(rd, &r), REDIS_OK);
+	ck_assert_ptr_nonnull(r);
+	v = bud_redis_admit_reply(r, why, sizeof(why), &retry);
+	ck_assert_int_eq(v, replies[_i].want);
+	if (replies[_i].why != NULL)
+		ck_assert_str_eq(why, replies[_i].why);
+	if (v == BUD_RATE)
+		ck_assert_int_eq(retry, replies[_i].retry);
+	freeReplyObject(r);
+	redisReaderFree(rd);
+	ck_assert_int_eq(bud_redis_admit_reply(NULL, why, sizeof(why),
+	    &retry), -1);
+}
+END_TEST
+
+static char *
+key_file(const char *fill)
+{
+	char	*path = strdup("/tmp/airlock-fleetkey-XXXXXX");
+	int	 fd = mkstemp(path);
+
+	ck_assert_int_ne(fd, -1);
+	ck_assert_int_eq(write(fd, fill, strlen(fill)), (ssize_t)strlen(fill));
+	close(fd);
+	return path;
+}
+
+START_TEST(test_fleet_key)
+{
+	char		*a = key_file("0123456789abcdef0123456789abcdef");
+	char		*b = key_file("fedcba9876543210fedcba9876543210");
+	char		*s = key_file("too short");
+	EVP_PKEY	*k1, *k2, *k3, *k4;
+
+	ck_assert_int_eq(ca_fleet_set_key(s), -1);
+	ck_assert_int_eq(ca_fleet_on(), 0);
+	ck_assert_int_eq(ca_fleet_set_key(a), 0);
+	ck_assert_int_eq(ca_fleet_on(), 1);
+	k1 = ca_fleet_key("sb-1");
+	k2 = ca_fleet_key("sb-1");
+	k3 = ca_fleet_key("sb-2");
+	ck_assert_int_eq(ca_fleet_set_key(b), 0);
+	k4 = ca_fleet_key("sb-1");
+	ck_assert_ptr_nonnull(k1);
+	ck_assert_int_eq(EVP_PKEY_eq(k1, k2), 1);
+	ck_assert_int_ne(EVP_PKEY_eq(k1, k3), 1);
+	ck_assert_int_ne(EVP_PKEY_eq(k1, k4), 1);
+	EVP_PKEY_free(k1);
+	EVP_PKEY_free(k2);
+	EVP_PKEY_free(k3);
+	EVP_PKEY_free(k4);
+	ca_fleet_clear();
+	ck_assert_int_eq(ca_fleet_on(), 0);
+	unlink(a);
+	unlink(b);
+	unlink(s);
+	free(a);
+	free(b);
+	free(s);
+}
+END_TEST
+
+Suite *
+suite_bud_redis(void)
+{
+	Suite	*s = suite_create("bud_redis");
+	TCase	*tc = tcase_create("reply");
+
+	tcase_add_loop_test(tc, test_admit_reply, 0,
+	    (int)(sizeof(replies) / sizeof(replies[0])));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("fleet_ca");
+	tcase_add_test(tc, test_fleet_key);
+	suite_add_tcase(s, tc);
+	return s;
+}
