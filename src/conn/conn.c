@@ -517,6 +517,7 @@ conn_upstream_ready(struct conn *c)
 
 	util_copy_str(c->c_x->x_upstream, u->u_addr,
 	    sizeof(c->c_x->x_upstream));
+	util_copy_str(c->c_x->x_via, u->u_via, sizeof(c->c_x->x_via));
 	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
 	    upstream_event_cb, c);
 	conn_bev_bound(u->u_bev);

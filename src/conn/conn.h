@@ -33,6 +33,8 @@ struct meter;
 struct cfg_rule;
 struct conn_slot;
 struct bud_sb;
+struct up_parent;
+struct up_dial;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
@@ -60,6 +62,8 @@ struct upstream {
 	char			 u_country[3];	/* GeoIP of u_addr, "" unknown */
 	uint32_t		 u_asn;		/* 0 unknown */
 	int			 u_reused;	/* came from the pool */
+	char			 u_via[96];	/* parent proxy URL, "" direct */
+	struct up_dial		*u_dial;	/* the parent's tunnel, opening */
 };
 
 /*
@@ -220,6 +224,12 @@ void	upstream_pool_flush(struct worker *);
 /* Connect to c->c_r.r_addrs[r_next_addr]; results come to conn. -1
  * (errno set) when no address could even be tried. */
 int	conn_upstream_connect(struct conn *);
+/* conn_parent.c: the parent proxy the exchange goes through, or NULL. */
+const struct up_parent *conn_via(const struct conn *);
+/* Like conn_upstream_connect, through <p>. */
+int	conn_parent_connect(struct conn *, const struct up_parent *p);
+/* conn_upstream.c: the parent's tunnel is open, go on as connected. */
+int	conn_upstream_tunnel_open(struct conn *);
 /* Answer after conn_upstream_connect() returned -1: 503 overloaded when
  * errno says we ran out of descriptors, else 502 with <reason>. */
 void	conn_upstream_connect_failed(struct conn *, const char *reason);

@@ -210,6 +210,7 @@ conn_audit(struct conn *c)
 	dur_us = util_now_us() - x->x_start_us;
 	r.ar_duration_ms = (int64_t)(dur_us / 1000);
 	r.ar_upstream = x->x_upstream[0] ? x->x_upstream : NULL;
+	r.ar_via = x->x_via[0] ? x->x_via : NULL;
 	r.ar_country = x->x_country[0] ? x->x_country : NULL;
 	r.ar_asn = x->x_asn;
 	r.ar_tls = x->x_tls;
