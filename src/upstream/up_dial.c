@@ -271,7 +271,7 @@ s5_read(struct up_dial *d)
 		if (p[1] == 0xff || (p[1] == 2 && d->d_p->p_auth == NULL) ||
 		    (p[1] != 0 && p[1] != 2)) {
 			dial_fail(d, "%s", d->d_p->p_auth == NULL ?
-			    "wants authentication (set upstream.proxy_auth)" :
+			    "wants authentication, and this parent has no proxy_auth" :
 			    "accepts none of our authentication methods");
 			return;
 		}
