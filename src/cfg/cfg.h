@@ -249,6 +249,7 @@ struct cfg {
 	size_t			  c_nsandboxes;
 
 	char			 *c_listen_transparent;	/* "IP:PORT" or NULL */
+	char			 *c_listen_socks5;	/* "IP:PORT" or NULL */
 	char			 *c_listen_dns;		/* "IP:PORT" or NULL */
 	struct net_cidr		  c_launcher_network;	/* IPv4; default
 							   10.88.0.0/16 */

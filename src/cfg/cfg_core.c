@@ -137,6 +137,8 @@ static const struct cfg_key cfg_listen_keys[] = {
 	    "a sandbox id"),
 	CFG_SCALAR("transparent", CFG_K_RESTART, cfg_k_listen_one,
 	    offsetof(struct cfg, c_listen_transparent), "\"IP:PORT\""),
+	CFG_SCALAR("socks5", CFG_K_RESTART, cfg_k_listen_one,
+	    offsetof(struct cfg, c_listen_socks5), "\"IP:PORT\""),
 	CFG_SCALAR("dns", CFG_K_RESTART, cfg_k_listen_one,
 	    offsetof(struct cfg, c_listen_dns), "\"IP:PORT\""),
 	CFG_SCALAR("admin", CFG_K_RESTART, cfg_k_listen_admin, 0,

@@ -434,6 +434,7 @@ cfg_free(struct cfg *c)
 	free(c->c_default_sandbox);
 	free(c->c_listen_admin);
 	free(c->c_listen_transparent);
+	free(c->c_listen_socks5);
 	free(c->c_listen_dns);
 	free(c->c_launcher_rootfs);
 	free(c->c_pool_from);

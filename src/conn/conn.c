@@ -383,7 +383,9 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 			conn_reply_error(c, AUD_R_OVERLOADED, why, 1);
 		return;
 	}
-	if (transparent)
+	if (transparent == CONN_ACCEPT_SOCKS5)
+		conn_socks5_begin(c, sa);
+	else if (transparent)
 		conn_transparent_begin(c, fd, sa);
 }
 
@@ -714,6 +716,8 @@ client_read_cb(struct bufferevent *bev, void *arg)
 		conn_tls_peek(c);
 	else if (c->c_state == CONN_TRANS_PEEK)
 		conn_transparent_peek(c, 0);
+	else if (c->c_state == CONN_SOCKS5)
+		conn_socks5_read(c);
 	else if (c->c_state != CONN_TLS_HANDSHAKE)
 		conn_feed_request(c);
 	conn_leave(c);
@@ -957,6 +961,9 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case CONN_TRANS_PEEK:
 		conn_transparent_peek(c, 1);
+		break;
+	case CONN_SOCKS5:
+		conn_socks5_timeout(c);
 		break;
 	case CONN_CLOSING:
 		/* drained (conn_under_drained), or the 5 s grace is over */

@@ -50,6 +50,15 @@ enum conn_state {
 	CONN_CLOSING,		/* flushing the last bytes to the client */
 	CONN_LINGER,		/* written and half-closed: draining input */
 	CONN_TRANS_PEEK,	/* transparent: waiting for the first bytes */
+	CONN_SOCKS5,		/* listen.socks5: the handshake */
+};
+
+/* Where a SOCKS5 handshake is (conn_socks5.c). */
+enum conn_s5_step {
+	CONN_S5_GREET = 0,
+	CONN_S5_AUTH,
+	CONN_S5_REQUEST,
+	CONN_S5_DONE,
 };
 
 /* An upstream connection, owned by a conn or parked in the worker pool. */
@@ -137,7 +146,11 @@ struct conn {
 						   drain before closing */
 	int			 c_closing;
 	int			 c_nreq;	/* requests served */
-	int			 c_transparent;	/* from listen.transparent */
+	int			 c_transparent;	/* from listen.transparent (or
+						   listen.socks5: c_socks5) */
+	int			 c_socks5;	/* from listen.socks5 */
+	enum conn_s5_step	 c_s5_step;
+	struct net_addr		 c_s5_src;	/* the client's address */
 	int			 c_trans_named;	/* c_trans_host is a name (DNS
 						   stub address or SNI) */
 	int			 c_trans_raw;	/* relayed as raw TCP */
@@ -169,7 +182,13 @@ struct conn {
 void	conn_transparent_begin(struct conn *, int fd, const struct sockaddr *);
 void	conn_transparent_peek(struct conn *, int timed_out);
 void	req_begin_transparent(struct conn *);
+/* conn_socks5.c: listen.socks5 */
+void	conn_socks5_begin(struct conn *, const struct sockaddr *);
+void	conn_socks5_read(struct conn *);
+void	conn_socks5_timeout(struct conn *);
 extern struct dns_synth *worker_dns_synth;	/* names of stub addresses */
+/* <transparent>: 0 explicit, 1 transparent, CONN_ACCEPT_SOCKS5 */
+#define CONN_ACCEPT_SOCKS5	2
 void	conn_accept(struct worker *, int fd, const struct sockaddr *,
 	    int socklen, int transparent);
 /*

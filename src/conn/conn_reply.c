@@ -192,7 +192,8 @@ conn_audit(struct conn *c)
 	r.ar_id = x->x_id;
 	r.ar_sandbox = c->c_sbx ? c->c_sbx->sb_id : NULL;
 	r.ar_client = c->c_client;
-	r.ar_mode = c->c_transparent ? "transparent" : "explicit";
+	r.ar_mode = c->c_socks5 ? "socks5" : c->c_transparent ?
+	    "transparent" : "explicit";
 	r.ar_proto = x->x_proto;
 	r.ar_method = x->x_method[0] ? x->x_method : NULL;
 	r.ar_host = x->x_host[0] ? x->x_host : NULL;
