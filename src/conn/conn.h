@@ -35,6 +35,7 @@ struct conn_slot;
 struct bud_sb;
 struct up_parent;
 struct up_dial;
+struct event;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
@@ -73,6 +74,8 @@ struct upstream {
 	int			 u_reused;	/* came from the pool */
 	char			 u_via[96];	/* parent proxy URL, "" direct */
 	struct up_dial		*u_dial;	/* the parent's tunnel, opening */
+	struct event		*u_he_ev;	/* happy eyeballs: give way to
+						   the other family */
 };
 
 /*

@@ -189,6 +189,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	if (naddrs > sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]))
 		naddrs = sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]);
 	memcpy(c->c_r.r_addrs, addrs, naddrs * sizeof(addrs[0]));
+	net_addrs_interleave(c->c_r.r_addrs, naddrs);
 	c->c_r.r_naddrs = naddrs;
 	c->c_r.r_next_addr = 0;
 	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);

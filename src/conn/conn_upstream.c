@@ -31,6 +31,10 @@
 #include "util/util.h"
 
 #define POOL_MAX	256	/* idle upstream connections per worker */
+/* An attempt not connected in this time gives way to the next address
+   when that is of the other family (RFC 8305's connection attempt delay;
+   here one attempt at a time, the last with the rest of connect_timeout). */
+#define HE_DELAY_MS	250
 
 void
 upstream_free(struct upstream *u)
@@ -38,6 +42,8 @@ upstream_free(struct upstream *u)
 	if (u == NULL)
 		return;
 	up_dial_free(u->u_dial);
+	if (u->u_he_ev != NULL)
+		event_free(u->u_he_ev);
 	if (u->u_bev != NULL)
 		bufferevent_free(u->u_bev);
 	free(u);
@@ -167,6 +173,10 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 	int		 err = EVUTIL_SOCKET_ERROR(), via;
 
 	conn_enter(c);
+	if (c->c_up->u_he_ev != NULL) {
+		event_free(c->c_up->u_he_ev);
+		c->c_up->u_he_ev = NULL;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		/* the address actually used is the one audited */
 		memcpy(c->c_x->x_country, c->c_up->u_country,
@@ -252,6 +262,54 @@ conn_upstream_connect_failed(struct conn *c, const char *reason)
 		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, reason);
 }
 
+/* The attempt is slow: unless its TCP connection is up (TLS may be
+   under way), the next address, of the other family, is tried instead. */
+static void
+he_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn		*c = arg;
+	struct bufferevent	*sock;
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof(ss);
+
+	conn_enter(c);
+	event_free(c->c_up->u_he_ev);
+	c->c_up->u_he_ev = NULL;
+	sock = bufferevent_get_underlying(c->c_up->u_bev);
+	if (sock == NULL)
+		sock = c->c_up->u_bev;
+	if (getpeername(bufferevent_getfd(sock), (struct sockaddr *)&ss,
+	    &len) == 0)
+		goto out;
+	log_info("%s: %s not connected in %d ms: trying the next address",
+	    c->c_client, c->c_up->u_addr, HE_DELAY_MS);
+	upstream_free(c->c_up);
+	c->c_up = NULL;
+	errno = 0;
+	if (conn_upstream_connect(c) == -1)
+		conn_upstream_connect_failed(c, "cannot connect");
+out:
+	conn_leave(c);
+}
+
+/* Arm he_cb when an address of another family than <a> is still left. */
+static void
+he_arm(struct conn *c, const struct net_addr *a)
+{
+	struct timeval	 tv = { 0, HE_DELAY_MS * 1000 };
+	size_t		 i;
+
+	for (i = c->c_r.r_next_addr; i < c->c_r.r_naddrs; i++)
+		if (c->c_r.r_addrs[i].na_family != a->na_family)
+			break;
+	if (i >= c->c_r.r_naddrs)
+		return;
+	/* interleaved (dns_done): the next address is of the other family */
+	c->c_up->u_he_ev = evtimer_new(c->c_worker->w_base, he_cb, c);
+	if (c->c_up->u_he_ev != NULL)
+		evtimer_add(c->c_up->u_he_ev, &tv);
+}
+
 int
 conn_upstream_connect(struct conn *c)
 {
@@ -323,6 +381,7 @@ conn_upstream_connect(struct conn *c)
 			free(u);
 			return -1;
 		}
+		he_arm(c, a);
 		return 0;
 	}
 	errno = err;
