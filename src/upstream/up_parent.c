@@ -107,6 +107,12 @@ up_parent_new(const char *url, const char **why)
 		}
 	} else {
 		colon = memchr(s, ':', (size_t)(end - s));
+		if (colon != NULL && memchr(colon + 1, ':',
+		    (size_t)(end - colon - 1)) != NULL) {
+			*why = "IPv6 addresses need brackets, e.g. "
+			    "http://[::1]:3128";
+			return NULL;
+		}
 		if (colon == NULL) {
 			*why = "missing \":PORT\"";
 			return NULL;
@@ -118,11 +124,6 @@ up_parent_new(const char *url, const char **why)
 		}
 		memcpy(host, s, hl);
 		host[hl] = '\0';
-		if (strchr(host, ':') != NULL) {
-			*why = "IPv6 addresses need brackets, e.g. "
-			    "http://[::1]:3128";
-			return NULL;
-		}
 	}
 	port = strtol(colon + 1, &ep, 10);
 	if (ep == colon + 1 || ep != end || port < 1 || port > 65535) {
