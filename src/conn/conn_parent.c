@@ -24,10 +24,38 @@
 #include "upstream/upstream.h"
 #include "util/util.h"
 
+/*
+ * The rule that allowed the exchange. A tunnel (CONNECT spliced or raw,
+ * transparent or SOCKS5 raw TCP) has no x_rule_p, only its "policy#N"
+ * in x_rule, under the connection's policy.
+ */
+static const struct cfg_rule *
+via_rule(const struct conn *c)
+{
+	const struct cfg_policy	*p = c->c_policy;
+	const char		*hash;
+	size_t			 n, idx = 0;
+
+	if (c->c_x->x_rule_p != NULL)
+		return c->c_x->x_rule_p;
+	if (p == NULL || (hash = strrchr(c->c_x->x_rule, '#')) == NULL)
+		return NULL;
+	n = (size_t)(hash - c->c_x->x_rule);
+	if (strlen(p->p_name) != n || strncmp(p->p_name, c->c_x->x_rule, n))
+		return NULL;
+	if (hash[1] == '\0')
+		return NULL;
+	for (hash++; *hash >= '0' && *hash <= '9'; hash++)
+		idx = idx * 10 + (size_t)(*hash - '0');
+	if (*hash != '\0' || idx >= p->p_nrules)
+		return NULL;
+	return &p->p_rules[idx];
+}
+
 const struct up_parent *
 conn_via(const struct conn *c)
 {
-	const struct cfg_rule	*r = c->c_x->x_rule_p;
+	const struct cfg_rule	*r = via_rule(c);
 
 	if (r != NULL && r->r_via_direct)
 		return NULL;

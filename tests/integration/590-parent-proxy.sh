@@ -81,7 +81,8 @@ upstream:
   allow_networks: ["127.0.0.1/32"]
   hosts: {"api.test": "127.0.0.1", "plain.test": "127.0.0.1",
           "direct.test": "127.0.0.1", "localhost": "127.0.0.1",
-          "inside.test": "10.1.2.3", "dead.test": "127.0.0.1"}
+          "inside.test": "10.1.2.3", "dead.test": "127.0.0.1",
+          "splice.test": "127.0.0.1"}
 policies:
   - name: p
     rules:
@@ -91,6 +92,7 @@ policies:
       - {host: "localhost", ports: [$TLS_PORT, $PLAIN_PORT, $REFUSED_PORT], via: "http://127.0.0.1:$SQ"}
       - {host: "dead.test", ports: [$PLAIN_PORT], via: "http://127.0.0.1:$DEAD"}
       - {host: "inside.test", ports: [$PLAIN_PORT]}
+      - {host: "splice.test", ports: [$TLS_PORT], intercept: false, via: "http://127.0.0.1:$SQ"}
 sandboxes:
   - {id: a, policy: p, token: "literal:tok-a"}
 YAML
@@ -193,6 +195,15 @@ if [ "$code" = 502 ] && grep -q "parent proxy http://127.0.0.1:$SQ: refused the 
 	ok "Squid refuses (http_access deny): 502 naming its 403, TCP_DENIED in Squid's log"
 else
 	check_fail "Squid refusal: '$code' $(cat "$T/t9")"
+fi
+
+# --- a spliced CONNECT tunnel follows its rule's parent too
+code=$(curl -sS -k -x "$X" -o "$T/t11" -w '%{http_code}' "https://splice.test:$TLS_PORT/json/11" 2>"$T/t11.err")
+rec=$(last_for "splice.test")
+if [ "$code" = 200 ] && has "$rec" via "http://127.0.0.1:$SQ" && has "$rec" tls splice; then
+	ok "a spliced tunnel goes through its rule's parent (Squid): 200, audit via, tls splice"
+else
+	check_fail "spliced via Squid: '$code' $(cat "$T/t11.err") audit $rec"
 fi
 
 # --- a dead parent
