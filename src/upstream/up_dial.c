@@ -258,6 +258,7 @@ s5_read(struct up_dial *d)
 	unsigned char	*p;
 	size_t		 have = evbuffer_get_length(in), need;
 	char		 st[96];
+	int		 method;
 
 	switch (d->d_state) {
 	case D_S5_METHOD:
@@ -275,8 +276,9 @@ s5_read(struct up_dial *d)
 			    "accepts none of our authentication methods");
 			return;
 		}
-		evbuffer_drain(in, 2);
-		if (p[1] == 2)
+		method = p[1];
+		evbuffer_drain(in, 2);	/* <p> is gone */
+		if (method == 2)
 			s5_auth(d);
 		else
 			s5_request(d);
