@@ -19,6 +19,9 @@ TEST_PKGS="curl python3 python3-websocket procps iproute2 nftables squid tinypro
 TEST_PKGS="$TEST_PKGS redis-server redis-tools haproxy"
 # real clients of 405/406 (run with the system python, /usr/bin/python3)
 TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
+# 59x (parent proxies, the SOCKS5 listener): a SOCKS5 parent, and ssh
+# through SOCKS5 (nc -X 5) to an sshd the test starts
+TEST_PKGS="$TEST_PKGS microsocks openssh-server openssh-client netcat-openbsd"
 # 470-deb-package builds the Debian package (dpkg-buildpackage, debhelper),
 # installs it and rotates its audit log; devscripts without its
 # recommends (mail and web tooling)

@@ -332,6 +332,8 @@ reload_restart_keys(const struct cfg *cur, const struct cfg *next, FILE *errs)
 	    "budget_store");
 	CHANGED(!same_str(cur->c_listen_transparent,
 	    next->c_listen_transparent), "listen.transparent");
+	CHANGED(!same_str(cur->c_listen_socks5, next->c_listen_socks5),
+	    "listen.socks5");
 	CHANGED(!same_str(cur->c_listen_dns, next->c_listen_dns),
 	    "listen.dns");
 	CHANGED(memcmp(&cur->c_dns_pool, &next->c_dns_pool,

@@ -841,6 +841,7 @@ aud_rec_json(const struct aud_rec *r)
 	add_int(&b, "bytes_out", r->ar_bytes_out);
 	add_int(&b, "duration_ms", r->ar_duration_ms);
 	add_str(&b, "upstream", r->ar_upstream);
+	add_str(&b, "via", r->ar_via);
 	add_str(&b, "country", r->ar_country);
 	if (r->ar_asn != 0)
 		add_int(&b, "asn", (int64_t)r->ar_asn);

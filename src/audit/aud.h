@@ -34,6 +34,7 @@ struct aud_rec {
 	int64_t		 ar_bytes_out;
 	int64_t		 ar_duration_ms;
 	const char	*ar_upstream;	/* IP:PORT */
+	const char	*ar_via;	/* parent proxy URL, NULL direct */
 	const char	*ar_tls;	/* intercept|splice|none */
 	const struct usage *ar_usage;	/* metered usage, or NULL */
 	int64_t		 ar_cost_micro;	/* -1: absent */

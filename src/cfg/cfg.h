@@ -13,6 +13,8 @@
 
 #include "dns/net_guard.h"
 
+struct up_parent;
+
 struct net_guard;
 struct net_self;
 struct sec_store;
@@ -40,6 +42,8 @@ struct cfg_rule {
 	int		  r_has_async;	/* async_usd given: async endpoints
 					   allowed, each charged r_async_usd */
 	uint64_t	  r_async_usd;	/* µUSD */
+	struct up_parent *r_via;	/* via: URL; NULL: upstream.proxy */
+	int		  r_via_direct;	/* via: direct */
 	int		  r_line;	/* 1-based position of the rule */
 	int		  r_col;
 };
@@ -215,6 +219,9 @@ struct cfg {
 	char			 *c_upstream_ca_file;	/* "system" or a path */
 	char			 *c_upstream_resolver;	/* "system" or "IP:PORT" */
 	struct cfg_host_override *c_upstream_hosts;
+	struct up_parent	 *c_upstream_proxy;	/* NULL: direct */
+	char			 *c_upstream_proxy_auth; /* until attached */
+	size_t			  c_upstream_proxy_auth_len;
 	size_t			  c_nupstream_hosts;
 	struct net_guard	 *c_guard;	/* deny_networks/allow_networks */
 	struct net_self		 *c_self;	/* our own listeners: never an
@@ -257,6 +264,7 @@ struct cfg {
 	size_t			  c_nsandboxes;
 
 	char			 *c_listen_transparent;	/* "IP:PORT" or NULL */
+	char			 *c_listen_socks5;	/* "IP:PORT" or NULL */
 	char			 *c_listen_dns;		/* "IP:PORT" or NULL */
 	struct net_cidr		  c_launcher_network;	/* IPv4; default
 							   10.88.0.0/16 */

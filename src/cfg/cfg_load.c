@@ -24,6 +24,7 @@
 #include "dns/net_self.h"
 #include "geo/geo.h"
 #include "secrets/sec.h"
+#include "upstream/upstream.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -191,6 +192,7 @@ cfg_finish(struct cfg_parse *cp)
 		c->c_budget_store = xstrdup("file");
 	if (!cp->cp_deny_seen)
 		net_guard_deny_default(c->c_guard);
+	up_cfg_attach_auth(cp);
 	c->c_self = net_self_from_cfg(c);
 	if (cp->cp_toobig)
 		return;
@@ -434,6 +436,7 @@ cfg_free(struct cfg *c)
 	free(c->c_default_sandbox);
 	free(c->c_listen_admin);
 	free(c->c_listen_transparent);
+	free(c->c_listen_socks5);
 	free(c->c_listen_dns);
 	free(c->c_launcher_rootfs);
 	free(c->c_pool_from);
@@ -454,6 +457,11 @@ cfg_free(struct cfg *c)
 		free(c->c_upstream_hosts[i].h_ip);
 	}
 	free(c->c_upstream_hosts);
+	up_parent_free(c->c_upstream_proxy);
+	if (c->c_upstream_proxy_auth != NULL)
+		OPENSSL_cleanse(c->c_upstream_proxy_auth,
+		    c->c_upstream_proxy_auth_len);
+	free(c->c_upstream_proxy_auth);
 	net_guard_free(c->c_guard);
 	net_self_free(c->c_self);
 	for (i = 0; i < c->c_npolicies; i++) {
@@ -466,6 +474,7 @@ cfg_free(struct cfg *c)
 			cfg_strv_free(r->r_methods, r->r_nmethods);
 			cfg_strv_free(r->r_paths, r->r_npaths);
 			free(r->r_secrets);
+			up_parent_free(r->r_via);
 		}
 		free(p->p_rules);
 		free(p->p_geo_deny);

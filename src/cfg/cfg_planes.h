@@ -25,4 +25,12 @@ extern const struct cfg_key lnc_cfg_keys[];	/* launcher/lnc_cfg.c */
 /* budget/bud_cfg.c: a policy's "caps" (arg: struct cfg_caps). */
 extern const struct cfg_key bud_cfg_caps_keys[];
 
+/* upstream/up_cfg.c: upstream.proxy, upstream.proxy_auth, a rule's "via"
+   (arg: struct cfg_rule), and proxy_auth given to the proxy after the
+   walk. */
+cfg_key_fn	up_cfg_k_proxy;
+cfg_key_fn	up_cfg_k_proxy_auth;
+cfg_key_fn	up_cfg_k_via;
+void		up_cfg_attach_auth(struct cfg_parse *);
+
 #endif

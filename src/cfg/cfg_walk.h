@@ -54,6 +54,7 @@ struct cfg_parse {
 	const yaml_node_t	 *cp_geo_node;	/* first policy "geo" */
 	const yaml_node_t	 *cp_backend_node;	/* launcher.backend */
 	const yaml_node_t	 *cp_qemu_node;		/* launcher.qemu */
+	const yaml_node_t	 *cp_proxy_auth_node;	/* upstream.proxy_auth */
 	struct cfg_secref	 *cp_secrefs;	/* rule "secrets" items */
 	size_t			  cp_nsecrefs;
 	size_t			  cp_secrefs_cap;

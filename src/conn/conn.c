@@ -389,7 +389,9 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 			conn_reply_error(c, AUD_R_OVERLOADED, why, 1);
 		return;
 	}
-	if (transparent)
+	if (transparent == CONN_ACCEPT_SOCKS5)
+		conn_socks5_begin(c, sa);
+	else if (transparent)
 		conn_transparent_begin(c, fd, sa);
 }
 
@@ -522,6 +524,7 @@ conn_upstream_ready(struct conn *c)
 
 	util_copy_str(c->c_x->x_upstream, u->u_addr,
 	    sizeof(c->c_x->x_upstream));
+	util_copy_str(c->c_x->x_via, u->u_via, sizeof(c->c_x->x_via));
 	bufferevent_setcb(u->u_bev, upstream_read_cb, upstream_write_cb,
 	    upstream_event_cb, c);
 	conn_bev_bound(u->u_bev);
@@ -714,6 +717,8 @@ client_read_cb(struct bufferevent *bev, void *arg)
 		conn_tls_peek(c);
 	else if (c->c_state == CONN_TRANS_PEEK)
 		conn_transparent_peek(c, 0);
+	else if (c->c_state == CONN_SOCKS5)
+		conn_socks5_read(c);
 	else if (c->c_state != CONN_TLS_HANDSHAKE)
 		conn_feed_request(c);
 	conn_leave(c);
@@ -960,6 +965,9 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		break;
 	case CONN_TRANS_PEEK:
 		conn_transparent_peek(c, 1);
+		break;
+	case CONN_SOCKS5:
+		conn_socks5_timeout(c);
 		break;
 	case CONN_CLOSING:
 		/* drained (conn_under_drained), or the 5 s grace is over */

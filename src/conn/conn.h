@@ -33,6 +33,9 @@ struct meter;
 struct cfg_rule;
 struct conn_slot;
 struct bud_sb;
+struct up_parent;
+struct up_dial;
+struct event;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
@@ -48,6 +51,15 @@ enum conn_state {
 	CONN_CLOSING,		/* flushing the last bytes to the client */
 	CONN_LINGER,		/* written and half-closed: draining input */
 	CONN_TRANS_PEEK,	/* transparent: waiting for the first bytes */
+	CONN_SOCKS5,		/* listen.socks5: the handshake */
+};
+
+/* Where a SOCKS5 handshake is (conn_socks5.c). */
+enum conn_s5_step {
+	CONN_S5_GREET = 0,
+	CONN_S5_AUTH,
+	CONN_S5_REQUEST,
+	CONN_S5_DONE,
 };
 
 /* An upstream connection, owned by a conn or parked in the worker pool. */
@@ -60,6 +72,10 @@ struct upstream {
 	char			 u_country[3];	/* GeoIP of u_addr, "" unknown */
 	uint32_t		 u_asn;		/* 0 unknown */
 	int			 u_reused;	/* came from the pool */
+	char			 u_via[96];	/* parent proxy URL, "" direct */
+	struct up_dial		*u_dial;	/* the parent's tunnel, opening */
+	struct event		*u_he_ev;	/* happy eyeballs: give way to
+						   the other family */
 };
 
 /*
@@ -135,7 +151,11 @@ struct conn {
 						   drain before closing */
 	int			 c_closing;
 	int			 c_nreq;	/* requests served */
-	int			 c_transparent;	/* from listen.transparent */
+	int			 c_transparent;	/* from listen.transparent (or
+						   listen.socks5: c_socks5) */
+	int			 c_socks5;	/* from listen.socks5 */
+	enum conn_s5_step	 c_s5_step;
+	struct net_addr		 c_s5_src;	/* the client's address */
 	int			 c_trans_named;	/* c_trans_host is a name (DNS
 						   stub address or SNI) */
 	int			 c_trans_raw;	/* relayed as raw TCP */
@@ -167,7 +187,13 @@ struct conn {
 void	conn_transparent_begin(struct conn *, int fd, const struct sockaddr *);
 void	conn_transparent_peek(struct conn *, int timed_out);
 void	req_begin_transparent(struct conn *);
+/* conn_socks5.c: listen.socks5 */
+void	conn_socks5_begin(struct conn *, const struct sockaddr *);
+void	conn_socks5_read(struct conn *);
+void	conn_socks5_timeout(struct conn *);
 extern struct dns_synth *worker_dns_synth;	/* names of stub addresses */
+/* <transparent>: 0 explicit, 1 transparent, CONN_ACCEPT_SOCKS5 */
+#define CONN_ACCEPT_SOCKS5	2
 void	conn_accept(struct worker *, int fd, const struct sockaddr *,
 	    int socklen, int transparent);
 /*
@@ -222,6 +248,12 @@ void	upstream_pool_flush(struct worker *);
 /* Connect to c->c_r.r_addrs[r_next_addr]; results come to conn. -1
  * (errno set) when no address could even be tried. */
 int	conn_upstream_connect(struct conn *);
+/* conn_parent.c: the parent proxy the exchange goes through, or NULL. */
+const struct up_parent *conn_via(const struct conn *);
+/* Like conn_upstream_connect, through <p>. */
+int	conn_parent_connect(struct conn *, const struct up_parent *p);
+/* conn_upstream.c: the parent's tunnel is open, go on as connected. */
+int	conn_upstream_tunnel_open(struct conn *);
 /* Answer after conn_upstream_connect() returned -1: 503 overloaded when
  * errno says we ran out of descriptors, else 502 with <reason>. */
 void	conn_upstream_connect_failed(struct conn *, const char *reason);

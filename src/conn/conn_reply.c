@@ -192,7 +192,8 @@ conn_audit(struct conn *c)
 	r.ar_id = x->x_id;
 	r.ar_sandbox = c->c_sbx ? c->c_sbx->sb_id : NULL;
 	r.ar_client = c->c_client;
-	r.ar_mode = c->c_transparent ? "transparent" : "explicit";
+	r.ar_mode = c->c_socks5 ? "socks5" : c->c_transparent ?
+	    "transparent" : "explicit";
 	r.ar_proto = x->x_proto;
 	r.ar_method = x->x_method[0] ? x->x_method : NULL;
 	r.ar_host = x->x_host[0] ? x->x_host : NULL;
@@ -210,6 +211,7 @@ conn_audit(struct conn *c)
 	dur_us = util_now_us() - x->x_start_us;
 	r.ar_duration_ms = (int64_t)(dur_us / 1000);
 	r.ar_upstream = x->x_upstream[0] ? x->x_upstream : NULL;
+	r.ar_via = x->x_via[0] ? x->x_via : NULL;
 	r.ar_country = x->x_country[0] ? x->x_country : NULL;
 	r.ar_asn = x->x_asn;
 	r.ar_tls = x->x_tls;

@@ -44,6 +44,7 @@
 #include "secrets/sec_inject.h"
 #include "sbx/sbx.h"
 #include "util/log.h"
+#include "upstream/upstream.h"
 #include "util/util.h"
 
 /*
@@ -138,6 +139,13 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 
 	c->c_dns = NULL;
 	conn_enter(c);
+	if (err != NULL && conn_via(c) != NULL && (p == NULL ||
+	    (p->p_ngeo_deny == 0 && p->p_ngeo_allow == 0))) {
+		/* the parent may know names we cannot resolve: it gets the
+		   name, checked by policy (no address to check here) */
+		naddrs = 0;
+		err = NULL;
+	}
 	if (err != NULL) {
 		snprintf(reason, sizeof(reason), "%s: %s", c->c_x->x_host, err);
 		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, reason);
@@ -181,6 +189,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	if (naddrs > sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]))
 		naddrs = sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]);
 	memcpy(c->c_r.r_addrs, addrs, naddrs * sizeof(addrs[0]));
+	net_addrs_interleave(c->c_r.r_addrs, naddrs);
 	c->c_r.r_naddrs = naddrs;
 	c->c_r.r_next_addr = 0;
 	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
@@ -201,7 +210,13 @@ conn_upstream_key(struct conn *c, char *key, size_t keysz)
 	n += util_copy_str(key + n, c->c_x->x_host, keysz - n);
 	port[0] = ':';
 	util_u64_dec((uint64_t)c->c_x->x_port, port + 1);
-	util_copy_str(key + n, port, keysz - n);
+	n += util_copy_str(key + n, port, keysz - n);
+	/* through a parent or not: not the same connection */
+	if (conn_via(c) != NULL && n < keysz) {
+		n += util_copy_str(key + n, " via ", keysz - n);
+		if (n < keysz)
+			util_copy_str(key + n, conn_via(c)->p_url, keysz - n);
+	}
 }
 
 /*

@@ -26,16 +26,24 @@
 #include "conn/worker.h"
 #include "geo/geo.h"
 #include "tls/tls.h"
+#include "upstream/upstream.h"
 #include "util/log.h"
 #include "util/util.h"
 
 #define POOL_MAX	256	/* idle upstream connections per worker */
+/* An attempt not connected in this time gives way to the next address
+   when that is of the other family (RFC 8305's connection attempt delay;
+   here one attempt at a time, the last with the rest of connect_timeout). */
+#define HE_DELAY_MS	250
 
 void
 upstream_free(struct upstream *u)
 {
 	if (u == NULL)
 		return;
+	up_dial_free(u->u_dial);
+	if (u->u_he_ev != NULL)
+		event_free(u->u_he_ev);
 	if (u->u_bev != NULL)
 		bufferevent_free(u->u_bev);
 	free(u);
@@ -162,9 +170,13 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*c = arg;
 	char		 reason[512];
-	int		 err = EVUTIL_SOCKET_ERROR();
+	int		 err = EVUTIL_SOCKET_ERROR(), via;
 
 	conn_enter(c);
+	if (c->c_up->u_he_ev != NULL) {
+		event_free(c->c_up->u_he_ev);
+		c->c_up->u_he_ev = NULL;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		/* the address actually used is the one audited */
 		memcpy(c->c_x->x_country, c->c_up->u_country,
@@ -177,17 +189,67 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_upstream_failed(c, AUD_R_UPSTREAM_TLS_FAILED, reason);
 		goto out;
 	}
-	snprintf(reason, sizeof(reason), "connect to %s: %s",
-	    c->c_up->u_addr, err ? strerror(err) : "failed");
+	snprintf(reason, sizeof(reason), "connect to %s%s%s: %s",
+	    c->c_up->u_addr, c->c_up->u_via[0] ? " via " : "",
+	    c->c_up->u_via, err ? strerror(err) : "failed");
+	via = c->c_up->u_via[0] != '\0';
 	upstream_free(c->c_up);
 	c->c_up = NULL;
 	errno = 0;
-	if (c->c_r.r_next_addr < c->c_r.r_naddrs &&
+	if (!via && c->c_r.r_next_addr < c->c_r.r_naddrs &&
 	    conn_upstream_connect(c) == 0)
 		goto out;
 	conn_upstream_connect_failed(c, reason);
 out:
 	conn_leave(c);
+}
+
+/*
+ * <sock> is connected, or connecting, to the destination (or a parent's
+ * tunnel to it is open): TLS over it when the request is HTTPS, then
+ * connect_event_cb. On -1 <sock> is freed, c_up->u_bev is NULL.
+ */
+static int
+upstream_attach(struct conn *c, struct bufferevent *sock)
+{
+	struct upstream	*u = c->c_up;
+
+	if (c->c_tls) {
+		SSL *ssl = tls_client_ssl_new(c->c_worker->w_tls_client,
+		    c->c_x->x_host);
+
+		/* on failure libevent frees <ssl>, not <sock> */
+		u->u_bev = ssl == NULL ? NULL :
+		    bufferevent_openssl_filter_new(c->c_worker->w_base,
+		    sock, ssl, BUFFEREVENT_SSL_CONNECTING,
+		    BEV_OPT_CLOSE_ON_FREE);
+		if (u->u_bev != NULL)
+			bufferevent_openssl_set_allow_dirty_shutdown(
+			    u->u_bev, 1);
+		else
+			bufferevent_free(sock);
+	} else
+		u->u_bev = sock;
+	if (u->u_bev == NULL)
+		return -1;
+	bufferevent_setcb(u->u_bev, NULL, NULL, connect_event_cb, c);
+	/* a filter's handshake waits for reading to be enabled */
+	bufferevent_enable(u->u_bev, EV_READ | EV_WRITE);
+	return 0;
+}
+
+/* A parent's tunnel is open over c_up->u_bev: as if just connected. */
+int
+conn_upstream_tunnel_open(struct conn *c)
+{
+	struct bufferevent	*sock = c->c_up->u_bev;
+
+	c->c_up->u_bev = NULL;
+	if (upstream_attach(c, sock) == -1)
+		return -1;
+	if (!c->c_tls)
+		connect_event_cb(sock, BEV_EVENT_CONNECTED, c);
+	return 0;
 }
 
 void
@@ -198,6 +260,54 @@ conn_upstream_connect_failed(struct conn *c, const char *reason)
 		    "limit reached: no socket for the upstream connection");
 	else
 		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, reason);
+}
+
+/* The attempt is slow: unless its TCP connection is up (TLS may be
+   under way), the next address, of the other family, is tried instead. */
+static void
+he_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn		*c = arg;
+	struct bufferevent	*sock;
+	struct sockaddr_storage	 ss;
+	socklen_t		 len = sizeof(ss);
+
+	conn_enter(c);
+	event_free(c->c_up->u_he_ev);
+	c->c_up->u_he_ev = NULL;
+	sock = bufferevent_get_underlying(c->c_up->u_bev);
+	if (sock == NULL)
+		sock = c->c_up->u_bev;
+	if (getpeername(bufferevent_getfd(sock), (struct sockaddr *)&ss,
+	    &len) == 0)
+		goto out;
+	log_info("%s: %s not connected in %d ms: trying the next address",
+	    c->c_client, c->c_up->u_addr, HE_DELAY_MS);
+	upstream_free(c->c_up);
+	c->c_up = NULL;
+	errno = 0;
+	if (conn_upstream_connect(c) == -1)
+		conn_upstream_connect_failed(c, "cannot connect");
+out:
+	conn_leave(c);
+}
+
+/* Arm he_cb when an address of another family than <a> is still left. */
+static void
+he_arm(struct conn *c, const struct net_addr *a)
+{
+	struct timeval	 tv = { 0, HE_DELAY_MS * 1000 };
+	size_t		 i;
+
+	for (i = c->c_r.r_next_addr; i < c->c_r.r_naddrs; i++)
+		if (c->c_r.r_addrs[i].na_family != a->na_family)
+			break;
+	if (i >= c->c_r.r_naddrs)
+		return;
+	/* interleaved (dns_done): the next address is of the other family */
+	c->c_up->u_he_ev = evtimer_new(c->c_worker->w_base, he_cb, c);
+	if (c->c_up->u_he_ev != NULL)
+		evtimer_add(c->c_up->u_he_ev, &tv);
 }
 
 int
@@ -213,6 +323,8 @@ conn_upstream_connect(struct conn *c)
 	socklen_t		 len;
 	int			 one = 1, err = 0;
 
+	if (conn_via(c) != NULL)
+		return conn_parent_connect(c, conn_via(c));
 	while (c->c_r.r_next_addr < c->c_r.r_naddrs) {
 		a = &c->c_r.r_addrs[c->c_r.r_next_addr++];
 		memset(&ss, 0, sizeof(ss));
@@ -263,30 +375,13 @@ conn_upstream_connect(struct conn *c)
 		}
 		(void)setsockopt(bufferevent_getfd(sock), IPPROTO_TCP,
 		    TCP_NODELAY, &one, sizeof(one));
-		if (c->c_tls) {
-			SSL *ssl = tls_client_ssl_new(c->c_worker->w_tls_client,
-			    c->c_x->x_host);
-
-			/* on failure libevent frees <ssl>, not <sock> */
-			u->u_bev = ssl == NULL ? NULL :
-			    bufferevent_openssl_filter_new(c->c_worker->w_base,
-			    sock, ssl, BUFFEREVENT_SSL_CONNECTING,
-			    BEV_OPT_CLOSE_ON_FREE);
-			if (u->u_bev != NULL)
-				bufferevent_openssl_set_allow_dirty_shutdown(
-				    u->u_bev, 1);
-			else
-				bufferevent_free(sock);
-		} else
-			u->u_bev = sock;
-		if (u->u_bev == NULL) {
+		c->c_up = u;
+		if (upstream_attach(c, sock) == -1) {
+			c->c_up = NULL;
 			free(u);
 			return -1;
 		}
-		c->c_up = u;
-		bufferevent_setcb(u->u_bev, NULL, NULL, connect_event_cb, c);
-		/* a filter's handshake waits for reading to be enabled */
-		bufferevent_enable(u->u_bev, EV_READ | EV_WRITE);
+		he_arm(c, a);
 		return 0;
 	}
 	errno = err;

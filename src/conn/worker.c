@@ -111,6 +111,18 @@ accept_transparent_cb(struct evconnlistener *l, evutil_socket_t fd,
 	conn_accept(w, fd, sa, socklen, 1);
 }
 
+/* listen.socks5 */
+static void
+accept_socks5_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int socklen, void *arg)
+{
+	struct worker	*w = arg;
+
+	accept_ok(w);
+	__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
+	conn_accept(w, fd, sa, socklen, CONN_ACCEPT_SOCKS5);
+}
+
 static void
 listeners_enable(struct worker *w, int on)
 {
@@ -194,6 +206,12 @@ static void
 accept_transparent_error_cb(struct evconnlistener *l, void *arg)
 {
 	accept_failed(l, arg, 1);
+}
+
+static void
+accept_socks5_error_cb(struct evconnlistener *l, void *arg)
+{
+	accept_failed(l, arg, CONN_ACCEPT_SOCKS5);
 }
 
 static void
@@ -388,7 +406,7 @@ workers_start(struct cfg *cfg)
 		w->w_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (w->w_spare_fd == -1)
 			fatal("open /dev/null");
-		w->w_listeners = xcalloc(cfg->c_nlisten_proxy + 1,
+		w->w_listeners = xcalloc(cfg->c_nlisten_proxy + 2,
 		    sizeof(*w->w_listeners));
 		for (i = 0; i < cfg->c_nlisten_proxy; i++) {
 			fd = listen_socket(cfg->c_listen_proxy[i]);
@@ -412,6 +430,18 @@ workers_start(struct cfg *cfg)
 			    accept_transparent_error_cb);
 			w->w_nlisteners++;
 		}
+		if (cfg->c_listen_socks5 != NULL) {
+			fd = listen_socket(cfg->c_listen_socks5);
+			w->w_listeners[w->w_nlisteners] = evconnlistener_new(
+			    w->w_base, accept_socks5_cb, w,
+			    LEV_OPT_CLOSE_ON_FREE, -1, fd);
+			if (w->w_listeners[w->w_nlisteners] == NULL)
+				fatalx("evconnlistener_new failed");
+			evconnlistener_set_error_cb(
+			    w->w_listeners[w->w_nlisteners],
+			    accept_socks5_error_cb);
+			w->w_nlisteners++;
+		}
 	}
 	/* signals belong to the main thread */
 	sigfillset(&all);
@@ -426,6 +456,8 @@ workers_start(struct cfg *cfg)
 	if (cfg->c_listen_transparent != NULL)
 		log_info("transparent listener on %s",
 		    cfg->c_listen_transparent);
+	if (cfg->c_listen_socks5 != NULL)
+		log_info("SOCKS5 listener on %s", cfg->c_listen_socks5);
 	return 0;
 }
 

@@ -488,3 +488,32 @@ net_guard_check(const struct net_guard *g, const struct net_addr *a,
 	}
 	return 1;
 }
+
+void
+net_addrs_interleave(struct net_addr *a, size_t n)
+{
+	struct net_addr	 out[16];
+	size_t		 i = 0, j = 0, o = 0;
+	int		 first, turn = 0;
+
+	if (n < 2 || n > sizeof(out) / sizeof(out[0]))
+		return;
+	first = a[0].na_family;
+	/* i: the next of the first family, j: the next of the other; each
+	   two turns take at least one address while some are left */
+	while (o < n) {
+		if (turn == 0) {
+			while (i < n && a[i].na_family != first)
+				i++;
+			if (i < n)
+				out[o++] = a[i++];
+		} else {
+			while (j < n && a[j].na_family == first)
+				j++;
+			if (j < n)
+				out[o++] = a[j++];
+		}
+		turn = !turn;
+	}
+	memcpy(a, out, n * sizeof(out[0]));
+}

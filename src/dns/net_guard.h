@@ -38,6 +38,9 @@ int	net_host_literal(const char *host, struct net_addr *out);
 
 /* Canonical text: dotted quad, or RFC 5952 IPv6 without brackets. */
 void	net_addr_format(const struct net_addr *, char *, size_t);
+/* Reorder <a> in place so that the families alternate, the first
+   address's family first (RFC 8305 section 4). */
+void	net_addrs_interleave(struct net_addr *a, size_t n);
 int	net_addr_from_sockaddr(const struct sockaddr *, struct net_addr *);
 int	net_cidr_contains(const struct net_cidr *, const struct net_addr *);
 

@@ -191,6 +191,8 @@ net_self_from_cfg(const struct cfg *c)
 		(void)net_self_add(ns, c->c_listen_proxy[i], "proxy");
 	if (c->c_listen_transparent != NULL)
 		(void)net_self_add(ns, c->c_listen_transparent, "transparent");
+	if (c->c_listen_socks5 != NULL)
+		(void)net_self_add(ns, c->c_listen_socks5, "socks5");
 	if (c->c_listen_dns != NULL)
 		(void)net_self_add(ns, c->c_listen_dns, "DNS");
 	if (c->c_listen_admin != NULL &&

@@ -82,6 +82,7 @@ struct xchg {
 	uint64_t		 x_bytes_in;	/* to the client */
 	uint64_t		 x_bytes_out;	/* to the upstream */
 	char			 x_upstream[64];/* "IP:PORT" connected to */
+	char			 x_via[96];	/* parent proxy URL, or "" */
 	char			 x_country[3];	/* its GeoIP country, or "" */
 	uint32_t		 x_asn;		/* its AS number, 0 unknown */
 	int			 x_resp_done;	/* the response reached its

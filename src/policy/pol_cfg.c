@@ -208,6 +208,8 @@ static const struct cfg_key cfg_rule_keys[] = {
 	    "openai, anthropic, gemini or none"),
 	CFG_SCALAR("async_usd", 0, cfg_k_rule_async,
 	    offsetof(struct cfg_rule, r_async_usd), "an amount of USD"),
+	CFG_SCALAR("via", 0, up_cfg_k_via, 0,
+	    "direct, http://HOST:PORT or socks5://HOST:PORT"),
 	CFG_END,
 };
 

@@ -741,6 +741,26 @@ static const struct err_case err_cases[] = {
 	{ "secrets:\n  - name: s\n    source: env:X\n    placeholder: "
 	    "PLACEHOLDER1\n    hosts: {a: 1}\n", "t.yaml:5:12: ",
 	    "\"hosts\" must be a list, not a mapping" },
+	/* parent proxies (src/upstream/up_cfg.c) */
+	{ "upstream:\n  proxy: \"ftp://1.2.3.4:21\"\n", "t.yaml:2:10: ",
+	    "expected http://HOST:PORT or socks5://HOST:PORT" },
+	{ "upstream:\n  proxy: \"http://u:secretpw@1.2.3.4:3128\"\n",
+	    "t.yaml:2:10: ", "credentials do not go in the URL" },
+	{ "upstream:\n  proxy: \"http://1.2.3.4\"\n", "t.yaml:2:10: ",
+	    "missing \":PORT\"" },
+	{ "upstream:\n  proxy: \"http://::1:3128\"\n", "t.yaml:2:10: ",
+	    "IPv6 addresses need brackets" },
+	{ "upstream:\n  proxy: \"socks5://1.2.3.4:0\"\n", "t.yaml:2:10: ",
+	    "port must be a number from 1 to 65535" },
+	{ "upstream:\n  proxy: \"http://1.2.3.4:8/x\"\n", "t.yaml:2:10: ",
+	    "no path, query or fragment" },
+	{ "upstream:\n  proxy_auth: \"literal:a:b\"\n", "t.yaml:2:15: ",
+	    "\"proxy_auth\" without \"upstream.proxy\"" },
+	{ "upstream:\n  proxy: \"http://1.2.3.4:8\"\n  proxy_auth: "
+	    "\"literal:nocolon\"\n", "t.yaml:3:15: ", "must resolve to "
+	    "\"user:password\"" },
+	{ POL "        via: \"socks4://1.2.3.4:1080\"\n", "t.yaml:5:14: ",
+	    "bad \"via\"" },
 };
 
 START_TEST(test_cfg_error_table)

@@ -603,6 +603,34 @@ START_TEST(test_addr_format)
 }
 END_TEST
 
+/* RFC 8305: the families alternate, the first address's first */
+START_TEST(test_interleave)
+{
+	struct net_addr	 a[5];
+	char		 b[5][64];
+	int		 i;
+
+	a[0] = addr("::1");
+	a[1] = addr("::2");
+	a[2] = addr("::3");
+	a[3] = addr("10.0.0.1");
+	a[4] = addr("10.0.0.2");
+	net_addrs_interleave(a, 5);
+	for (i = 0; i < 5; i++)
+		net_addr_format(&a[i], b[i], sizeof(b[i]));
+	ck_assert_str_eq(b[0], "::1");
+	ck_assert_str_eq(b[1], "10.0.0.1");
+	ck_assert_str_eq(b[2], "::2");
+	ck_assert_str_eq(b[3], "10.0.0.2");
+	ck_assert_str_eq(b[4], "::3");
+	a[0] = addr("10.0.0.1");
+	a[1] = addr("10.0.0.2");
+	net_addrs_interleave(a, 2);	/* one family: unchanged */
+	net_addr_format(&a[1], b[1], sizeof(b[1]));
+	ck_assert_str_eq(b[1], "10.0.0.2");
+}
+END_TEST
+
 Suite *
 suite_net_guard(void)
 {
@@ -621,6 +649,7 @@ suite_net_guard(void)
 	tcase_add_test(tc, test_host_literal_null_out);
 	tcase_add_test(tc, test_from_sockaddr);
 	tcase_add_test(tc, test_addr_format);
+	tcase_add_test(tc, test_interleave);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("guard");
