@@ -396,8 +396,9 @@ bud_req_ready(struct xs_call *xc)
 		}
 		x->x_bud.b_llm = caps->cp_llm_concurrency != 0;
 	}
-	/* with an event to resume on, the worker does not wait for the
-	 * ledger's fsync: the exchange does */
+	/* the worker does not wait for the ledger's fsync: the exchange
+	 * does (the driver always lends an event; without one, a fake
+	 * exchange in a unit test, bud_admit blocks) */
 	if (xc->xc_resume != NULL)
 		v = bud_admit_begin(xc->xc_sandbox, caps_any(caps) ? caps :
 		    NULL, reserve, why, sizeof(why), &retry, &seq);
