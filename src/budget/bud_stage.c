@@ -445,9 +445,9 @@ bud_req_ready(struct xs_call *xc)
 		x->x_bud.b_llm = caps->cp_llm_concurrency != 0;
 	}
 	/*
-	 * The Redis store, for a rule that needs it (capped or metered) and
-	 * an exchange that can wait (spliced and raw tunnels cannot: they
-	 * are counted by this gateway alone).
+	 * The Redis store, for a rule that needs it (capped or metered);
+	 * the driver lends every exchange, tunnels included, an event to
+	 * resume on (a unit test's fake exchange has none: file store).
 	 */
 	if (bud_redis_on() && (caps_any(caps) || metered) &&
 	    xc->xc_resume != NULL && (ev = xc->xc_resume(xc)) != NULL) {
@@ -457,8 +457,9 @@ bud_req_ready(struct xs_call *xc)
 		    caps_any(caps) ? caps : NULL, reserve);
 		return bud_redis_resume(xc);
 	}
-	/* with an event to resume on, the worker does not wait for the
-	 * ledger's fsync: the exchange does */
+	/* the worker does not wait for the ledger's fsync: the exchange
+	 * does (the driver always lends an event; without one, a fake
+	 * exchange in a unit test, bud_admit blocks) */
 	if (xc->xc_resume != NULL)
 		v = bud_admit_begin(xc->xc_sandbox, caps_any(caps) ? caps :
 		    NULL, reserve, why, sizeof(why), &retry, &seq);

@@ -292,10 +292,9 @@ struct usage;
  * *hold bytes) first, -1 after answering a refusal. */
 int	conn_pipe_req_head(struct conn *, size_t *hold);
 /*
- * Last word before going upstream (budget admission): 0 go on, -1 after
- * answering, 1 when a stage waits (the worker serves others meanwhile):
- * <next> is then called once it is done. NULL <next>: no waiting, the
- * stage blocks instead (tunnels).
+ * Last word before going upstream (budget admission, requests and
+ * tunnels alike): 0 go on, -1 after answering, 1 when a stage waits (the
+ * worker serves others meanwhile): <next> is then called once it is done.
  */
 int	conn_pipe_ready(struct conn *, void (*next)(struct conn *));
 /* Before the connection is freed: no stage will resume it. */

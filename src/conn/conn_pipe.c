@@ -103,7 +103,7 @@ pipe_resume_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* xc_resume: the connection's resume event, made the first time a stage
- * waits (most connections never need one). NULL: the stage blocks. */
+ * waits (most connections never need one). */
 static struct event *
 pipe_resume_ev(struct xs_call *xc)
 {
@@ -121,10 +121,9 @@ conn_pipe_ready(struct conn *c, void (*next)(struct conn *))
 	struct xs_call	xc;
 
 	pipe_call(c, &xc);
-	if (next != NULL) {
-		xc.xc_resume = pipe_resume_ev;
-		xc.xc_at = c->c_r.r_wait_at;
-	}
+	/* a stage never blocks the worker: it waits, and <next> follows */
+	xc.xc_resume = pipe_resume_ev;
+	xc.xc_at = c->c_r.r_wait_at;
 	switch (xs_run(xs_table, XS_REQ_READY, &xc)) {
 	case XS_GO:
 		c->c_r.r_wait_at = 0;

@@ -144,11 +144,11 @@ conn_tls_peek(struct conn *c)
 			conn_refuse(c, reason);
 			return;
 		}
-		/* a spliced tunnel counts as one request */
-		if (conn_pipe_ready(c, NULL) == -1)
-			return;
-		/* the hello stays buffered and goes out first */
-		conn_resolve(c);
+		/* a spliced tunnel counts as one request; its admission may
+		   wait for the ledger (conn_resolve follows then); the hello
+		   stays buffered and goes out first */
+		if (conn_pipe_ready(c, conn_resolve) == 0)
+			conn_resolve(c);
 		return;
 	}
 	/* ALPN without HTTP/1.x is refused in the handshake; 2: h2 alone */

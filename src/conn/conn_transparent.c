@@ -180,6 +180,17 @@ trans_tls(struct conn *c)
 	conn_tls_connect_allowed(c, c->c_policy->p_rules[rule].r_intercept);
 }
 
+/* The raw tunnel admitted: what the client sent so far stays buffered
+ * and goes out first. */
+static void
+trans_raw_go(struct conn *c)
+{
+	c->c_trans_raw = 1;
+	c->c_r.r_connect_replied = 1;	/* nobody asked to CONNECT */
+	c->c_x->x_status = -1;
+	conn_resolve(c);
+}
+
 static void
 trans_raw(struct conn *c)
 {
@@ -199,13 +210,9 @@ trans_raw(struct conn *c)
 	}
 	c->c_x->x_proto = "tunnel";
 	c->c_x->x_tls = "none";
-	if (conn_pipe_ready(c, NULL) == -1)
-		return;
-	/* what the client sent so far stays buffered and goes out first */
-	c->c_trans_raw = 1;
-	c->c_r.r_connect_replied = 1;	/* nobody asked to CONNECT */
-	c->c_x->x_status = -1;
-	conn_resolve(c);
+	/* admitted now, or once the ledger has it (trans_raw_go follows) */
+	if (conn_pipe_ready(c, trans_raw_go) == 0)
+		trans_raw_go(c);
 }
 
 /* Does <p> start like an HTTP/1.x request line ("TOKEN SP")? Also used

@@ -96,8 +96,8 @@ struct xs_call {
 	struct usage		*xc_usage;	/* done: room for the usage */
 	uint64_t		 xc_dur_us;	/* done: the exchange's time */
 	/* req_ready: the event to make active to resume a stage that says
-	   XS_WAIT (made on first use), or NULL when it may not wait (it
-	   blocks instead) */
+	   XS_WAIT (made on first use); NULL only without an event loop (a
+	   unit test's fake exchange: the stage blocks instead) */
 	struct event		*(*xc_resume)(struct xs_call *);
 	void			*xc_driver;	/* the driver's */
 	size_t			 xc_at;		/* where the walk starts (and,

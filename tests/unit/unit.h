@@ -47,5 +47,6 @@ Suite	*suite_dns_synth(void);
 Suite	*suite_dns_stub(void);
 Suite	*suite_stage(void);
 Suite	*suite_stage_sec(void);
+Suite	*suite_stage_bud(void);
 
 #endif
