@@ -18,6 +18,7 @@
 
 #include "cfg/cfg.h"
 #include "http/http_msg.h"
+#include "http/http_write.h"
 #include "policy/pol.h"
 #include "secrets/sec.h"
 #include "secrets/sec_req.h"
@@ -678,30 +679,47 @@ sec_req_sigv4_name(const struct sec_req *sr, const struct cfg *cfg)
 	return cfg->c_secrets[sr->sr_sigv4 - 1].sc_name;
 }
 
-void
-sec_req_value_out(const struct sec_req *sr, const char *v, size_t vlen,
-    struct evbuffer *out)
+static int
+rw_drop(void *arg, const char *name, size_t nlen)
 {
-	char	*subst;
-	size_t	 slen;
+	return sec_req_drops(arg, name, nlen);
+}
 
-	if (sr == NULL || sr->sr_subst == NULL) {
-		evbuffer_add(out, v, vlen);
-		return;
-	}
-	/* placeholders become the real value, bound hosts only */
+/* placeholders become the real value, bound hosts only */
+static void
+rw_value(void *arg, const char *v, size_t vlen, const struct hw_sink *out)
+{
+	const struct sec_req	*sr = arg;
+	char			*subst;
+	size_t			 slen;
+
 	subst = sec_scan_string(sr->sr_subst, v, vlen, &slen, NULL);
-	evbuffer_add(out, subst, slen);
+	out->hs_add(out->hs_arg, subst, slen);
 	OPENSSL_cleanse(subst, slen);
 	free(subst);
 }
 
-void
-sec_req_fields_out(const struct sec_req *sr, struct evbuffer *out)
+static void
+rw_fields(void *arg, const struct hw_sink *out)
 {
-	if (sr != NULL)
-		evbuffer_add(out, evbuffer_pullup(sr->sr_add, -1),
-		    evbuffer_get_length(sr->sr_add));
+	const struct sec_req	*sr = arg;
+	size_t			 n = evbuffer_get_length(sr->sr_add);
+
+	if (n > 0)
+		out->hs_add(out->hs_arg, evbuffer_pullup(sr->sr_add, -1), n);
+}
+
+int
+sec_req_rewriter(const struct sec_req *sr, struct hw_rewrite *rw)
+{
+	if (sr == NULL)
+		return 0;
+	memset(rw, 0, sizeof(*rw));
+	rw->hr_drop = rw_drop;
+	rw->hr_value = sr->sr_subst != NULL ? rw_value : NULL;
+	rw->hr_fields = rw_fields;
+	rw->hr_arg = (void *)(uintptr_t)sr;
+	return 1;
 }
 
 struct sec_scan *
