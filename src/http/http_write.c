@@ -104,14 +104,33 @@ req_dropped(const struct http_msg *m, const struct hw_req *q,
 	return 0;
 }
 
+/* Field <i> of <m>, its value OWS-trimmed and through <vrw> if any. */
+static void
+write_field(const struct http_msg *m, int i, const struct hw_sink *out,
+    const struct hw_rewrite *vrw)
+{
+	const char	*v = http_msg_str(m, m->hm_hdrs[i].h_value);
+	size_t		 vlen = m->hm_hdrs[i].h_value_len;
+
+	util_trim_ows(&v, &vlen);
+	ADD(out, http_msg_str(m, m->hm_hdrs[i].h_name),
+	    m->hm_hdrs[i].h_name_len);
+	ADDLIT(out, ": ");
+	if (vrw != NULL)
+		vrw->hr_value(vrw->hr_arg, v, vlen, out);
+	else
+		ADD(out, v, vlen);
+	ADDLIT(out, "\r\n");
+}
+
 int
 http_write_request_head(const struct http_msg *m, const struct hw_req *q,
     const struct hw_sink *out)
 {
 	const struct hw_rewrite	*vrw = NULL;
-	const char		*name, *v;
+	const char		*name;
 	char			 num[21];
-	size_t			 nlen, vlen, k;
+	size_t			 nlen, k;
 	int			 i, chunked = 0;
 
 	for (k = 0; k < q->hq_nrw && vrw == NULL; k++)
@@ -132,16 +151,7 @@ http_write_request_head(const struct http_msg *m, const struct hw_req *q,
 		nlen = m->hm_hdrs[i].h_name_len;
 		if (req_dropped(m, q, name, nlen))
 			continue;
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		ADD(out, name, nlen);
-		ADDLIT(out, ": ");
-		if (vrw != NULL)
-			vrw->hr_value(vrw->hr_arg, v, vlen, out);
-		else
-			ADD(out, v, vlen);
-		ADDLIT(out, "\r\n");
+		write_field(m, i, out, vrw);
 	}
 	for (k = 0; k < q->hq_nrw; k++)
 		if (q->hq_rw[k]->hr_fields != NULL)
@@ -167,9 +177,9 @@ http_write_request_head(const struct http_msg *m, const struct hw_req *q,
 void
 http_write_status_fields(const struct http_msg *m, const struct hw_sink *out)
 {
-	const char	*name, *v;
+	const char	*name;
 	char		 num[21];
-	size_t		 nlen, vlen;
+	size_t		 nlen;
 	int		 i;
 
 	ADDLIT(out, "HTTP/1.1 ");
@@ -184,13 +194,7 @@ http_write_status_fields(const struct http_msg *m, const struct hw_sink *out)
 		    (util_strncaseeq(name, nlen, "content-length") &&
 		    m->hm_framing != HTTP_BODY_NONE))
 			continue;
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		ADD(out, name, nlen);
-		ADDLIT(out, ": ");
-		ADD(out, v, vlen);
-		ADDLIT(out, "\r\n");
+		write_field(m, i, out, NULL);
 	}
 }
 
