@@ -109,10 +109,10 @@ static void
 write_field(const struct http_msg *m, int i, const struct hw_sink *out,
     const struct hw_rewrite *vrw)
 {
-	const char	*v = http_msg_str(m, m->hm_hdrs[i].h_value);
-	size_t		 vlen = m->hm_hdrs[i].h_value_len;
+	const char	*v;
+	size_t		 vlen;
 
-	util_trim_ows(&v, &vlen);
+	http_msg_value(m, i, &v, &vlen);
 	ADD(out, http_msg_str(m, m->hm_hdrs[i].h_name),
 	    m->hm_hdrs[i].h_name_len);
 	ADDLIT(out, ": ");

@@ -109,31 +109,6 @@ b64(const char *in, size_t len)
 	return out;
 }
 
-/* Percent-encode everything but RFC 3986 unreserved characters. */
-static char *
-url_encode(const char *in, size_t len)
-{
-	static const char	 hex[] = "0123456789ABCDEF";
-	char			*out = xmalloc(3 * len + 1), *p = out;
-	size_t			 i;
-
-	for (i = 0; i < len; i++) {
-		unsigned char	ch = (unsigned char)in[i];
-
-		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' ||
-		    ch == '_' || ch == '~')
-			*p++ = (char)ch;
-		else {
-			*p++ = '%';
-			*p++ = hex[ch >> 4];
-			*p++ = hex[ch & 15];
-		}
-	}
-	*p = '\0';
-	return out;
-}
-
 static void
 wipe_free(char *p)
 {
@@ -281,7 +256,7 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx,
 		break;
 	case CFG_INJECT_QUERY:
 		sr->sr_carries = 1;
-		enc = url_encode(v->sv_data, v->sv_len);
+		enc = util_pct_encode(v->sv_data, v->sv_len);
 		q = sr_query_without(sr->sr_query != NULL ? sr->sr_query :
 		    f->sf_query, s->sc_query);
 		n = strlen(q) + strlen(s->sc_query) + strlen(enc) + 3;
@@ -329,9 +304,9 @@ static void
 subst_add(struct sec_req *sr, const char *ph, const struct sec_val *v)
 {
 	/* "%3A" and "%3a" forms become the encoded value */
-	char	*ep = url_encode(ph, strlen(ph));
+	char	*ep = util_pct_encode(ph, strlen(ph));
 	char	*el = pct_lower(ep);
-	char	*ev = url_encode(v->sv_data, v->sv_len);
+	char	*ev = util_pct_encode(v->sv_data, v->sv_len);
 
 	if (sr->sr_subst == NULL)
 		sr->sr_subst = sec_scan_new();
