@@ -65,7 +65,7 @@ void
 conn_leave(struct conn *c)
 {
 	if (c->c_depth == 1 && !c->c_closing)
-		conn_budget_flow(c);	/* charge this callback's bytes */
+		conn_pipe_flow(c);	/* the stages see what moved */
 	if (--c->c_depth == 0 && c->c_closing)
 		conn_free(c);
 }
@@ -258,9 +258,17 @@ static void
 request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
+	size_t		 pass;
 
-	if (conn_pipe_req_body(c, p, len) == -1)
-		return;		/* refused once the parser returns */
+	if (conn_pipe_req_body(c, p, len, &pass) == -1) {
+		/* refused once the parser returns; what a stage let through
+		   still goes (up to a cap) */
+		if (pass > 0 && c->c_up != NULL &&
+		    c->c_state == CONN_FORWARD)
+			conn_body_out(c, c->c_up->u_bev, p, pass,
+			    c->c_r.r_up_chunked, &c->c_x->x_bytes_out);
+		return;
+	}
 	if (c->c_state == CONN_BODY_BUFFER) {
 		/* held whole (SigV4 hash, usage options), within body_bytes */
 		if (c->c_r.r_body == NULL)
@@ -275,8 +283,6 @@ request_body_cb(void *arg, const char *p, size_t len)
 	}
 	if (c->c_up == NULL)
 		return;
-	/* past a bytes cap: the feed loop cuts the request */
-	len = conn_budget_allow(c, 1, len);
 	conn_body_out(c, c->c_up->u_bev, p, len, c->c_r.r_up_chunked,
 	    &c->c_x->x_bytes_out);
 }
@@ -429,8 +435,8 @@ conn_deny(struct conn *c, enum aud_reason why, const char *reason)
 }
 
 /* The connection's own rewriting of the head going upstream: the path
- * overrides a rule strips, the meter's Accept-Encoding, the stages'
- * req_fields. Its sink is the evbuffer being built. */
+ * overrides a rule strips, what the stages drop (req_drop) and add
+ * (req_fields). Its sink is the evbuffer being built. */
 struct head_rw {
 	struct conn	*hr_c;
 	struct evbuffer	*hr_out;
@@ -442,7 +448,7 @@ head_rw_drop(void *arg, const char *name, size_t nlen)
 	struct head_rw	*h = arg;
 
 	return conn_header_stripped(h->hr_c, name, nlen) ||
-	    conn_budget_header_dropped(h->hr_c, name, nlen);
+	    conn_pipe_req_drop(h->hr_c, name, nlen);
 }
 
 static void
@@ -451,7 +457,6 @@ head_rw_fields(void *arg, const struct hw_sink *out)
 	struct head_rw	*h = arg;
 
 	(void)out;		/* the same evbuffer */
-	conn_budget_headers_add(h->hr_c, h->hr_out);
 	conn_pipe_req_fields(h->hr_c, h->hr_out);
 }
 
@@ -604,10 +609,6 @@ conn_feed_request_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
-		if (c->c_x->x_bud.b_over) {
-			conn_budget_cut(c);
-			return;
-		}
 		if (conn_pipe_pending(c))
 			return;
 		if (c->c_r.r_body_too_large) {
@@ -874,7 +875,10 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		if (c->c_resp.hm_head_done &&
 		    c->c_resp.hm_framing == HTTP_BODY_EOF &&
 		    http_msg_finish(&c->c_resp) == HTTP_FEED_DONE) {
-			conn_response_body_end(c);
+			if (conn_response_body_end(c) == -1) {
+				(void)conn_pipe_pending(c);
+				goto out;
+			}
 			c->c_r.r_resp_done = 1;
 			c->c_resp.hm_keepalive = 0;
 			conn_client_flush(c);

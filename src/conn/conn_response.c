@@ -49,50 +49,23 @@
 void
 conn_response_body_cb(void *arg, const char *p, size_t len)
 {
-	struct conn	*c = arg;
-	struct evbuffer	*scanned = c->c_worker->w_scratch2;
-	const struct sec_req *sr = c->c_x->x_sec.s_req;
-	struct sec_scan	*reflect;
-	size_t		 n;
-
-	/* past a bytes cap: the feed loop cuts the response */
-	len = conn_budget_allow(c, 0, len);
-	conn_pipe_resp_body(c, p, len);
-	if ((reflect = sec_req_reflector(sr)) != NULL) {
-		/* a secret went out: it must not come back */
-		sec_scan_feed(reflect, p, len, scanned);
-		n = evbuffer_get_length(scanned);
-		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(
-		    scanned, (ssize_t)n), n, c->c_r.r_rechunk,
-		    &c->c_x->x_bytes_in);
-		evbuffer_drain(scanned, n);
-		return;
-	}
-	conn_body_out(c, c->c_bev, p, len, c->c_r.r_rechunk,
-	    &c->c_x->x_bytes_in);
+	/* a stage that ends the exchange is answered once the parser
+	   returns (conn_pipe_pending) */
+	(void)conn_pipe_resp_body(arg, p, len, 0);
 }
 
-/* End of a response body: what the scanner held, then the last chunk. */
-void
+/* End of a response body: what the stages held, then the last chunk.
+ * -1 when a stage ended the exchange (conn_pipe_pending answers). */
+int
 conn_response_body_end(struct conn *c)
 {
-	struct evbuffer	*scanned = c->c_worker->w_scratch2;
-	const struct sec_req *sr = c->c_x->x_sec.s_req;
-	struct sec_scan	*reflect;
-	size_t		 n;
-
-	if ((reflect = sec_req_reflector(sr)) != NULL) {
-		sec_scan_finish(reflect, scanned);
-		n = evbuffer_get_length(scanned);
-		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(
-		    scanned, (ssize_t)n), n, c->c_r.r_rechunk,
-		    &c->c_x->x_bytes_in);
-		evbuffer_drain(scanned, n);
-	}
+	if (conn_pipe_resp_body(c, NULL, 0, 1) == -1)
+		return -1;
 	if (c->c_r.r_rechunk) {
 		evbuffer_add(c->c_pend, "0\r\n\r\n", 5);
 		c->c_x->x_bytes_in += 5;
 	}
+	return 0;
 }
 
 /* Response head from upstream -> client (http/http_write.c). */
@@ -106,28 +79,23 @@ write_response_head(struct conn *c, int interim)
 	struct hw_resp	 p;
 	size_t		 before = evbuffer_get_length(out);
 	int		 flags;
-	struct sec_scan	*reflect = sec_req_reflector(c->c_x->x_sec.s_req);
 
 	memset(&p, 0, sizeof(p));
 	p.hp_id = interim ? NULL : c->c_x->x_id;
 	p.hp_framing = m->hm_framing;
 	p.hp_length = m->hm_content_length;
-	/* redaction changes the length: the body is re-framed */
-	if (reflect != NULL && p.hp_framing == HTTP_BODY_LENGTH)
+	/* a stage changes the body's length: it is re-framed */
+	if (c->c_r.r_reframe && p.hp_framing == HTTP_BODY_LENGTH)
 		p.hp_framing = HTTP_BODY_CHUNKED;
 	p.hp_http10 = c->c_req.hm_minor == 0;
 	p.hp_upgrade = m->hm_status == 101;
 	p.hp_close = !c->c_r.r_keepalive || c->c_worker->w_stopping;
 
-	/* the upstream's part is redacted as one block: the reason phrase,
-	   names and values could each echo a secret */
-	up = reflect != NULL ? evbuffer_new() : out;
+	/* the upstream's part goes through the stages as one block */
+	up = c->c_worker->w_filt[0];
 	conn_evb_sink(up, &sink);
 	http_write_status_fields(m, &sink);
-	if (up != out) {
-		conn_sec_head_out(c, up, out);
-		evbuffer_free(up);
-	}
+	conn_pipe_resp_head_out(c, up, out);
 	conn_evb_sink(out, &sink);
 	flags = http_write_response_end(&p, &sink);
 	if (flags & HW_RECHUNK)
@@ -171,10 +139,8 @@ conn_feed_response_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
-		if (c->c_x->x_bud.b_over) {
-			conn_budget_cut(c);
+		if (conn_pipe_pending(c))
 			return;
-		}
 		switch (f) {
 		case HTTP_FEED_MORE:
 			break;
@@ -204,7 +170,10 @@ conn_feed_response_loop(struct conn *c)
 				write_response_head(c, 0);
 				c->c_r.r_resp_started = 1;
 			}
-			conn_response_body_end(c);
+			if (conn_response_body_end(c) == -1) {
+				(void)conn_pipe_pending(c);
+				return;
+			}
 			c->c_r.r_resp_done = 1;
 			conn_client_flush(c);
 			conn_request_finished(c);
