@@ -14,7 +14,11 @@
 # use, default localhost: it must resolve to 127.0.0.1 for every proxy),
 # BENCH_SSE_RUNS (SSE streams timed per proxy, 20), BENCH_INSTALL (1:
 # apt-get install squid-openssl, mitmproxy, tinyproxy when missing and
-# running as root; 0: never), BENCH_KEEP=1 (keep the temp dir).
+# running as root; 0: never), BENCH_KEEP=1 (keep the temp dir),
+# BENCH_AIRLOCKD_BASE (another airlockd binary, e.g. of the commit
+# before a change: the proxy name "airlockd-base" in BENCH_PROXIES and
+# BENCH_HTTPS_PROXIES runs it with airlockd's config, so that before
+# and after are measured in one run).
 
 set -u
 
@@ -33,6 +37,7 @@ SSE_PATH="/sse?n=5&ms=100"
 ORIGIN=$BUILD/tests/harness/origin
 LOADGEN=$BUILD/bench/loadgen
 AIRLOCKD=$BUILD/src/airlockd
+AIRLOCKD_BASE=${BENCH_AIRLOCKD_BASE:-}
 MKPKI=$srcdir/tests/harness/mkpki.sh
 PKI=""		# the test PKI, made for the HTTPS section
 HZ=$(getconf CLK_TCK)
@@ -221,7 +226,7 @@ wait_file() {
 # start_proxy NAME MODE (http|https): sets PPID_ (pid), PPORT, PCA (the
 # CA file HTTPS clients must trust) and PNOTE (why skipped).
 start_proxy() {
-	local name=$1 mode=$2 dir="$TMP/$2-$1" port hosts=""
+	local name=$1 mode=$2 dir="$TMP/$2-$1" port hosts="" bin=""
 	mkdir -p "$dir"
 	PPID_="" PPORT="" PNOTE="" PCA="$PKI/ca.crt"
 	port=$(free_port)
@@ -229,9 +234,11 @@ start_proxy() {
 	direct/*)
 		return 0
 		;;
-	airlockd/*)
-		if [ ! -x "$AIRLOCKD" ]; then
-			PNOTE="skipped: $AIRLOCKD not built"
+	airlockd/* | airlockd-base/*)
+		bin=$AIRLOCKD
+		[ "$name" = airlockd-base ] && bin=$AIRLOCKD_BASE
+		if [ -z "$bin" ] || [ ! -x "$bin" ]; then
+			PNOTE="skipped: ${bin:-BENCH_AIRLOCKD_BASE} not built"
 			return 1
 		fi
 		if [ "$mode" = http ]; then
@@ -269,7 +276,7 @@ audit: {file: "$dir/audit.jsonl"}
 EOF
 			PCA="$dir/state/ca/bench/ca.crt"
 		fi
-		(cd "$dir" && exec "$AIRLOCKD" -c "$dir/airlock.yaml") \
+		(cd "$dir" && exec "$bin" -c "$dir/airlock.yaml") \
 		    >"$dir/stdout" 2>"$dir/stderr" &
 		;;
 	squid/*)
@@ -603,6 +610,7 @@ fi
 version() {
 	case $1 in
 	airlockd) "$AIRLOCKD" --version 2>/dev/null | head -n 1 ;;
+	airlockd-base) "$AIRLOCKD_BASE" --version 2>/dev/null | head -n 1 ;;
 	squid) squid -v 2>/dev/null | head -n 1 ;;
 	tinyproxy) tinyproxy -v 2>/dev/null | head -n 1 ;;
 	mitmdump) mitmdump --version 2>/dev/null | head -n 1 ;;

@@ -31,18 +31,6 @@ bud_escape(const char *id)
 	return out;
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* Decode an escaped id in place; -1 if malformed (or it would hold NUL). */
 int
 bud_unescape(char *s)
@@ -57,7 +45,8 @@ bud_unescape(char *s)
 			*o++ = *s;
 			continue;
 		}
-		if ((h = hexval(s[1])) == -1 || (l = hexval(s[2])) == -1 ||
+		if ((h = util_hex_val(s[1])) == -1 ||
+		    (l = util_hex_val(s[2])) == -1 ||
 		    (h | l) == 0)
 			return -1;
 		*o++ = (char)(h << 4 | l);

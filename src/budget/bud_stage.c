@@ -109,9 +109,7 @@ is_multipart(const struct http_msg *m)
 
 	if ((i = http_msg_find(m, "content-type", 0)) == -1)
 		return 0;
-	v = http_msg_str(m, m->hm_hdrs[i].h_value);
-	vlen = m->hm_hdrs[i].h_value_len;
-	util_trim_ows(&v, &vlen);
+	http_msg_value(m, i, &v, &vlen);
 	return vlen >= 19 && strncasecmp(v, "multipart/form-data", 19) == 0;
 }
 
@@ -539,9 +537,7 @@ bud_resp_head(struct xs_call *xc)
 	    !x->x_bud.b_admitted || x->x_bud.b_meter != NULL)
 		return XS_GO;
 	if ((i = http_msg_find(m, "content-type", 0)) != -1) {
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
+		http_msg_value(m, i, &v, &vlen);
 		sse = vlen >= 17 &&
 		    strncasecmp(v, "text/event-stream", 17) == 0;
 	}

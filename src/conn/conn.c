@@ -37,6 +37,7 @@
 #include "dns/net_self.h"
 #include "geo/geo.h"
 #include "http/http_target.h"
+#include "http/http_write.h"
 #include "budget/bud.h"
 #include "policy/pol.h"
 #include "secrets/sec.h"
@@ -179,6 +180,19 @@ bev_send_now(struct bufferevent *sock, size_t was)
 	evbuffer_freeze(out, 1);
 	if (evbuffer_get_length(out) == 0)
 		event_del(&sock->ev_write);	/* armed for nothing now */
+}
+
+static void
+evb_add(void *arg, const void *p, size_t n)
+{
+	evbuffer_add(arg, p, n);
+}
+
+void
+conn_evb_sink(struct evbuffer *b, struct hw_sink *s)
+{
+	s->hs_add = evb_add;
+	s->hs_arg = b;
 }
 
 /*
@@ -422,7 +436,33 @@ conn_deny(struct conn *c, enum aud_reason why, const char *reason)
 	conn_reply_error(c, why, reason, close || !c->c_r.r_keepalive);
 }
 
-/* Serialize the request head for the upstream. */
+/* The connection's own rewriting of the head going upstream: the path
+ * overrides a rule strips, what the stages drop (req_drop) and add
+ * (req_fields). Its sink is the evbuffer being built. */
+struct head_rw {
+	struct conn	*hr_c;
+	struct evbuffer	*hr_out;
+};
+
+static int
+head_rw_drop(void *arg, const char *name, size_t nlen)
+{
+	struct head_rw	*h = arg;
+
+	return conn_header_stripped(h->hr_c, name, nlen) ||
+	    conn_pipe_req_drop(h->hr_c, name, nlen);
+}
+
+static void
+head_rw_fields(void *arg, const struct hw_sink *out)
+{
+	struct head_rw	*h = arg;
+
+	(void)out;		/* the same evbuffer */
+	conn_pipe_req_fields(h->hr_c, h->hr_out);
+}
+
+/* Serialize the request head for the upstream (http/http_write.c). */
 static void
 write_request_head(struct conn *c)
 {
@@ -430,86 +470,44 @@ write_request_head(struct conn *c)
 	struct sec_req	*sr = c->c_x->x_sec.s_req;
 	/* built aside: a TLS bufferevent drains its output as we add */
 	struct evbuffer	*out = c->c_worker->w_scratch;
-	const char	*name, *v, *path, *query, *signer;
+	const char	*query, *signer;
 	struct bufferevent *sock;
-	char		 host[300], num[21];
-	size_t		 nlen, vlen, hlen, was;
-	int		 i, v6 = strchr(c->c_x->x_host, ':') != NULL;
+	struct hw_rewrite sec_rw, conn_rw = { head_rw_drop, NULL,
+			    head_rw_fields, NULL };
+	struct head_rw	 h = { c, out };
+	struct hw_sink	 sink;
+	struct hw_req	 q;
+	char		 host[300];
+	size_t		 was;
 
-	path = sec_req_path(sr, c->c_x->x_path);
-	query = sec_req_query(sr, c->c_x->x_query);
-	/* [v6]:port, the port only when not the scheme's (no snprintf:
-	   every request comes here) */
-	hlen = util_copy_str(host, v6 ? "[" : "", sizeof(host));
-	hlen += util_copy_str(host + hlen, c->c_x->x_host, sizeof(host) - hlen);
-	hlen += util_copy_str(host + hlen, v6 ? "]" : "", sizeof(host) - hlen);
-	if (c->c_x->x_port != (c->c_tls ? 443 : 80)) {
-		num[0] = ':';
-		util_u64_dec((uint64_t)c->c_x->x_port, num + 1);
-		hlen += util_copy_str(host + hlen, num, sizeof(host) - hlen);
-	}
+	memset(&q, 0, sizeof(q));
+	q.hq_method = c->c_x->x_method;
+	q.hq_path = sec_req_path(sr, c->c_x->x_path);
+	q.hq_query = query = sec_req_query(sr, c->c_x->x_query);
+	q.hq_host = host;
+	q.hq_hostlen = http_write_host(host, sizeof(host), c->c_x->x_host,
+	    c->c_x->x_port, c->c_tls ? 443 : 80);
 	if ((signer = sec_req_sigv4_name(sr, c->c_cfg)) != NULL &&
 	    !c->c_x->x_sec.s_signed) {
-		if (sec_req_sign(sr, c->c_cfg, c->c_x->x_method, host, path,
-		    query != NULL && query[0] != '\0' ? query : NULL, m,
-		    c->c_r.r_body) == -1)
+		if (sec_req_sign(sr, c->c_cfg, c->c_x->x_method, host,
+		    q.hq_path, query != NULL && query[0] != '\0' ? query :
+		    NULL, m, c->c_r.r_body) == -1)
 			log_warnx("SigV4 signing failed (secret %s)", signer);
 		c->c_x->x_sec.s_signed = 1;
 	}
-	evbuffer_add(out, c->c_x->x_method, strlen(c->c_x->x_method));
-	evbuffer_add(out, " ", 1);
-	evbuffer_add(out, path, strlen(path));
-	if (query != NULL && query[0] != '\0') {
-		evbuffer_add(out, "?", 1);
-		evbuffer_add(out, query, strlen(query));
-	}
-	evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
-	evbuffer_add(out, host, hlen);
-	evbuffer_add(out, "\r\n", 2);
-	for (i = 0; i < m->hm_nhdrs; i++) {
-		name = http_msg_str(m, m->hm_hdrs[i].h_name);
-		nlen = m->hm_hdrs[i].h_name_len;
-		if (http_msg_is_hop(m, name, nlen) ||
-		    util_strncaseeq(name, nlen, "host") ||
-		    util_strncaseeq(name, nlen, "content-length") ||
-		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0) ||
-		    sec_req_drops(sr, name, nlen) ||
-		    conn_header_stripped(c, name, nlen) ||
-		    conn_pipe_req_drop(c, name, nlen) ||
-		    (c->c_r.r_body != NULL &&
-		    util_strncaseeq(name, nlen, "expect")))
-			continue;
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		evbuffer_add(out, name, nlen);
-		evbuffer_add(out, ": ", 2);
-		sec_req_value_out(sr, v, vlen, out);
-		evbuffer_add(out, "\r\n", 2);
-	}
-	sec_req_fields_out(sr, out);
-	conn_pipe_req_fields(c, out);
-	if (c->c_r.r_upgrade)
-		evbuffer_add_printf(out,
-		    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
-	c->c_r.r_up_chunked = 0;
+	if (sec_req_rewriter(sr, &sec_rw))
+		q.hq_rw[q.hq_nrw++] = &sec_rw;
+	conn_rw.hr_arg = &h;
+	q.hq_rw[q.hq_nrw++] = &conn_rw;
+	q.hq_upgrade = c->c_r.r_upgrade;
 	if (c->c_r.r_body != NULL) {
-		evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n",
-		    evbuffer_get_length(c->c_r.r_body));
-		evbuffer_add_buffer(out, c->c_r.r_body);	/* moved */
-	} else {
-		if (m->hm_framing == HTTP_BODY_CHUNKED) {
-			evbuffer_add_printf(out,
-			    "Transfer-Encoding: chunked\r\n");
-			c->c_r.r_up_chunked = 1;
-		} else if (m->hm_framing == HTTP_BODY_LENGTH) {
-			evbuffer_add(out, "Content-Length: ", 16);
-			evbuffer_add(out, num, util_u64_dec(
-			    m->hm_content_length, num));
-			evbuffer_add(out, "\r\n", 2);
-		}
-		evbuffer_add(out, "\r\n", 2);
+		q.hq_held = 1;
+		q.hq_held_len = evbuffer_get_length(c->c_r.r_body);
 	}
+	conn_evb_sink(out, &sink);
+	c->c_r.r_up_chunked = http_write_request_head(m, &q, &sink);
+	if (c->c_r.r_body != NULL)
+		evbuffer_add_buffer(out, c->c_r.r_body);	/* moved */
 	c->c_x->x_bytes_out += evbuffer_get_length(out);
 	sock = bev_socket(c->c_up->u_bev);
 	was = evbuffer_get_length(bufferevent_get_output(sock));

@@ -18,6 +18,7 @@
 #include "dns/net_guard.h"
 #include "http/http_msg.h"
 #include "pipe/xchg.h"
+#include "policy/pol.h"
 
 struct worker;
 struct conn;
@@ -28,6 +29,7 @@ struct sbx;
 struct dns_synth;
 struct bufferevent;
 struct sec_req;
+struct tls_hello;
 struct sec_trip;
 struct meter;
 struct cfg_rule;
@@ -186,6 +188,14 @@ struct conn {
 /* Transparent listener (conn_transparent.c). */
 void	conn_transparent_begin(struct conn *, int fd, const struct sockaddr *);
 void	conn_transparent_peek(struct conn *, int timed_out);
+/* A transparent connection's ClientHello (from conn_tls_peek): the host
+ * it names, judged; the rule's intercept (0/1), or -1 after refusing. */
+int	conn_transparent_hello(struct conn *, const struct tls_hello *);
+
+/* The one policy evaluation of the front ends (conn_policy.c): the
+ * verdict, the matching rule named in the exchange. */
+enum pol_verdict conn_policy_eval(struct conn *, const struct pol_request *,
+	    struct pol_result *);
 void	req_begin_transparent(struct conn *);
 /* conn_socks5.c: listen.socks5 */
 void	conn_socks5_begin(struct conn *, const struct sockaddr *);

@@ -15,6 +15,7 @@ struct conn;
 struct evbuffer;
 struct evbuffer_cb_info;
 struct http_msg;
+struct hw_sink;
 
 /* conn.c */
 /* The exchange and request state of <c> freed and zeroed. */
@@ -27,6 +28,8 @@ void	conn_body_out(struct conn *, struct bufferevent *to, const char *p,
 void	conn_client_write_cb(struct bufferevent *, void *);
 /* Send what one callback gathered for the client (c_pend). */
 void	conn_client_flush(struct conn *);
+/* A sink for http/http_write.h that appends to <b>. */
+void	conn_evb_sink(struct evbuffer *b, struct hw_sink *);
 
 /* conn_request.c */
 /* The request head is parsed: identity, target, policy, stages. */

@@ -72,9 +72,7 @@ identify(struct conn *c)
 			return -1;
 		}
 	} else {
-		v = http_msg_str(&c->c_req, c->c_req.hm_hdrs[i].h_value);
-		vlen = c->c_req.hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
+		http_msg_value(&c->c_req, i, &v, &vlen);
 		if (vlen > 6 && strncasecmp(v, "basic ", 6) == 0) {
 			v += 6;
 			vlen -= 6;
@@ -243,9 +241,7 @@ transparent_target(struct conn *c, const struct http_target *t)
 		conn_deny(c, AUD_R_BAD_REQUEST, "Host header missing");
 		return -1;
 	}
-	v = http_msg_str(m, m->hm_hdrs[i].h_value);
-	vlen = m->hm_hdrs[i].h_value_len;
-	util_trim_ows(&v, &vlen);
+	http_msg_value(m, i, &v, &vlen);
 	if (http_authority_parse(v, vlen, c->c_trans_port, 0, &h, &why) ==
 	    -1) {
 		conn_deny(c, AUD_R_BAD_REQUEST, why);
@@ -334,9 +330,7 @@ request_target(struct conn *c)
 		conn_deny(c, AUD_R_BAD_REQUEST, "Host header missing");
 		return -1;
 	}
-	v = http_msg_str(m, m->hm_hdrs[i].h_value);
-	vlen = m->hm_hdrs[i].h_value_len;
-	util_trim_ows(&v, &vlen);
+	http_msg_value(m, i, &v, &vlen);
 	if (http_authority_parse(v, vlen, c->c_tls_port, 0, &h, &why) == -1 ||
 	    strcmp(h.t_host, c->c_tls_host) != 0 ||
 	    h.t_port != c->c_tls_port) {
@@ -357,7 +351,6 @@ conn_on_request_head(struct conn *c)
 	struct pol_result	 res;
 	enum pol_verdict	 verdict;
 	char			 override[24];
-	size_t			 n;
 	int			 i;
 
 	conn_cfg_refresh(c);	/* judged under the config of now */
@@ -408,15 +401,7 @@ conn_on_request_head(struct conn *c)
 		}
 		pr.pr_method_override = override;
 	}
-	verdict = c->c_policy == NULL ? POL_DENY :
-	    pol_evaluate(c->c_policy, &pr, &res);
-	if (verdict != POL_DENY) {
-		/* "policy#N"; room kept for '#' and the digits */
-		n = util_copy_str(c->c_x->x_rule, c->c_policy->p_name,
-		    sizeof(c->c_x->x_rule) - 22);
-		c->c_x->x_rule[n++] = '#';
-		util_u64_dec((uint64_t)res.pr_rule, c->c_x->x_rule + n);
-	}
+	verdict = conn_policy_eval(c, &pr, &res);
 	if (verdict == POL_BAD) {
 		/* ambiguous, like a malformed target: the connection ends */
 		conn_reply_error(c, AUD_R_BAD_REQUEST, res.pr_reason, 1);
@@ -443,10 +428,10 @@ conn_on_request_head(struct conn *c)
 
 	if ((i = http_msg_find(m, "upgrade", 0)) != -1 &&
 	    http_msg_connection_has(m, "upgrade")) {
-		const char	*v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		size_t		 vlen = m->hm_hdrs[i].h_value_len;
+		const char	*v;
+		size_t		 vlen;
 
-		util_trim_ows(&v, &vlen);
+		http_msg_value(m, i, &v, &vlen);
 		/* only WebSocket; other upgrades (h2c) are ignored and the
 		   request served as HTTP/1.1 (RFC 9110 section 7.8) */
 		if (util_strncaseeq(v, vlen, "websocket"))

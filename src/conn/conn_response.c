@@ -37,6 +37,7 @@
 #include "dns/net_self.h"
 #include "geo/geo.h"
 #include "http/http_target.h"
+#include "http/http_write.h"
 #include "budget/bud.h"
 #include "policy/pol.h"
 #include "secrets/sec.h"
@@ -67,81 +68,42 @@ conn_response_body_end(struct conn *c)
 	return 0;
 }
 
-/* Response head from upstream -> client. */
+/* Response head from upstream -> client (http/http_write.c). */
 static void
 write_response_head(struct conn *c, int interim)
 {
 	struct http_msg	*m = &c->c_resp;
 	struct evbuffer	*out = c->c_pend;	/* the body may join it */
 	struct evbuffer	*up;
-	const char	*name, *v;
-	char		 num[21];
-	size_t		 nlen, vlen, before = evbuffer_get_length(out);
-	int		 i, http10 = c->c_req.hm_minor == 0;
-	int		 upgrade = m->hm_status == 101;
-	enum http_framing framing = m->hm_framing;
+	struct hw_sink	 sink;
+	struct hw_resp	 p;
+	size_t		 before = evbuffer_get_length(out);
+	int		 flags;
 
+	memset(&p, 0, sizeof(p));
+	p.hp_id = interim ? NULL : c->c_x->x_id;
+	p.hp_framing = m->hm_framing;
+	p.hp_length = m->hm_content_length;
 	/* a stage changes the body's length: it is re-framed */
-	if (c->c_r.r_reframe && framing == HTTP_BODY_LENGTH)
-		framing = HTTP_BODY_CHUNKED;
+	if (c->c_r.r_reframe && p.hp_framing == HTTP_BODY_LENGTH)
+		p.hp_framing = HTTP_BODY_CHUNKED;
+	p.hp_http10 = c->c_req.hm_minor == 0;
+	p.hp_upgrade = m->hm_status == 101;
+	p.hp_close = !c->c_r.r_keepalive || c->c_worker->w_stopping;
 
 	/* the upstream's part goes through the stages as one block */
 	up = c->c_worker->w_filt[0];
-	evbuffer_add(up, "HTTP/1.1 ", 9);
-	evbuffer_add(up, num, util_u64_dec((uint64_t)m->hm_status, num));
-	evbuffer_add(up, " ", 1);
-	evbuffer_add(up, http_msg_str(m, m->hm_reason), m->hm_reason_len);
-	evbuffer_add(up, "\r\n", 2);
-	for (i = 0; i < m->hm_nhdrs; i++) {
-		name = http_msg_str(m, m->hm_hdrs[i].h_name);
-		nlen = m->hm_hdrs[i].h_name_len;
-		if (http_msg_is_hop(m, name, nlen) ||
-		    (util_strncaseeq(name, nlen, "content-length") &&
-		    m->hm_framing != HTTP_BODY_NONE))
-			continue;
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		evbuffer_add(up, name, nlen);
-		evbuffer_add(up, ": ", 2);
-		evbuffer_add(up, v, vlen);
-		evbuffer_add(up, "\r\n", 2);
-	}
+	conn_evb_sink(up, &sink);
+	http_write_status_fields(m, &sink);
 	conn_pipe_resp_head_out(c, up, out);
-	if (!interim) {
-		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
-		evbuffer_add(out, c->c_x->x_id, strlen(c->c_x->x_id));
-		evbuffer_add(out, "\r\n", 2);
-		switch (framing) {
-		case HTTP_BODY_LENGTH:
-			evbuffer_add(out, "Content-Length: ", 16);
-			evbuffer_add(out, num, util_u64_dec(
-			    m->hm_content_length, num));
-			evbuffer_add(out, "\r\n", 2);
-			break;
-		case HTTP_BODY_CHUNKED:
-		case HTTP_BODY_EOF:
-			if (http10) {
-				c->c_r.r_keepalive = 0;
-				c->c_r.r_close_delim = 1;
-			} else {
-				c->c_r.r_rechunk = 1;
-				evbuffer_add_printf(out,
-				    "Transfer-Encoding: chunked\r\n");
-			}
-			break;
-		case HTTP_BODY_NONE:
-			break;
-		}
-		if (upgrade)
-			evbuffer_add_printf(out,
-			    "Connection: Upgrade\r\nUpgrade: websocket\r\n");
-		else if (!c->c_r.r_keepalive || c->c_worker->w_stopping)
-			evbuffer_add_printf(out, "Connection: close\r\n");
-		else if (http10)
-			evbuffer_add_printf(out, "Connection: keep-alive\r\n");
+	conn_evb_sink(out, &sink);
+	flags = http_write_response_end(&p, &sink);
+	if (flags & HW_RECHUNK)
+		c->c_r.r_rechunk = 1;
+	if (flags & HW_CLOSE_DELIM) {
+		c->c_r.r_keepalive = 0;
+		c->c_r.r_close_delim = 1;
 	}
-	evbuffer_add(out, "\r\n", 2);
 	c->c_x->x_bytes_in += evbuffer_get_length(out) - before;
 }
 

@@ -27,13 +27,18 @@
 #include "util/util.h"
 
 
-void
-conn_tls_connect_allowed(struct conn *c, int intercept)
+/*
+ * A TLS tunnel the policy allowed (a CONNECT, or a transparent
+ * connection's hello): the 200 when one was asked for, then the hello is
+ * awaited. -1: a splice refused (answered).
+ */
+static int
+tls_allowed(struct conn *c, int intercept)
 {
 	struct evbuffer	*out = bufferevent_get_output(c->c_bev);
 
 	if (!intercept && conn_sec_splice_refused(c))
-		return;
+		return -1;
 	c->c_tls_port = c->c_x->x_port;
 	c->c_x->x_tls = intercept ? "intercept" : "splice";
 	c->c_x->x_proto = intercept ? "https" : "tunnel";
@@ -46,6 +51,14 @@ conn_tls_connect_allowed(struct conn *c, int intercept)
 	c->c_state = CONN_TLS_PEEK;
 	conn_timer_arm(c, c->c_deny_tls ? CONN_DENY_PEEK_MS :
 	    c->c_cfg->c_limits.l_header_timeout_ms);
+	return 0;
+}
+
+void
+conn_tls_connect_allowed(struct conn *c, int intercept)
+{
+	if (tls_allowed(c, intercept) == -1)
+		return;
 	/* the hello may have come with the CONNECT */
 	if (evbuffer_get_length(bufferevent_get_input(c->c_bev)) > 0)
 		conn_tls_peek(c);
@@ -99,6 +112,13 @@ tls_intercept(struct conn *c, const char *host)
 	bufferevent_trigger(bufferevent_get_underlying(tls), EV_READ, 0);
 }
 
+/*
+ * The one ClientHello dispatch of both front ends: parse the hello once
+ * (SNI, ALPN), and for a transparent connection, whose hello comes before
+ * any policy, let it name the host and judge it (conn_transparent_hello);
+ * then the SNI against the allowed host (domain fronting) and splice or
+ * intercept.
+ */
 void
 conn_tls_peek(struct conn *c)
 {
@@ -106,8 +126,8 @@ conn_tls_peek(struct conn *c)
 	struct tls_hello	 h;
 	size_t			 len = evbuffer_get_length(in);
 	char			 sni[256], reason[600];
-	int			 splice = strcmp(c->c_x->x_tls, "splice") == 0;
 	const uint8_t		*buf;
+	int			 splice, intercept;
 
 	if (len > TLS_HELLO_MAX)
 		len = TLS_HELLO_MAX;
@@ -126,6 +146,11 @@ conn_tls_peek(struct conn *c)
 	case TLS_HELLO_OK:
 		break;
 	}
+	if (c->c_state == CONN_TRANS_PEEK &&
+	    ((intercept = conn_transparent_hello(c, &h)) == -1 ||
+	    tls_allowed(c, intercept) == -1))
+		return;
+	splice = strcmp(c->c_x->x_tls, "splice") == 0;
 	if (h.th_has_sni &&
 	    pol_host_normalize(h.th_sni, sni, sizeof(sni)) == -1) {
 		conn_refuse(c, "TLS server name is not a valid host name");

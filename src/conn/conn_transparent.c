@@ -108,7 +108,7 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 	conn_timer_arm(c, TRANS_PEEK_MS);
 }
 
-/* Policy for (r_host, r_port) as a tunnel; the rule, or -1 after refusing. */
+/* Policy for (x_host, x_port) as a tunnel; the rule, or -1 after refusing. */
 static int
 trans_policy(struct conn *c)
 {
@@ -124,60 +124,37 @@ trans_policy(struct conn *c)
 	pr.pr_port = c->c_x->x_port;
 	pr.pr_method = "CONNECT";
 	pr.pr_path = NULL;
-	if (c->c_policy == NULL ||
-	    pol_evaluate(c->c_policy, &pr, &res) != POL_ALLOW) {
+	if (conn_policy_eval(c, &pr, &res) != POL_ALLOW) {
 		conn_refuse(c, c->c_policy == NULL ? "the sandbox's policy "
 		    "is not in the running config" : res.pr_reason);
 		return -1;
 	}
-	snprintf(c->c_x->x_rule, sizeof(c->c_x->x_rule), "%s#%d",
-	    c->c_policy->p_name, res.pr_rule);
 	c->c_x->x_allowed = 1;
 	return res.pr_rule;
 }
 
-static void
-trans_tls(struct conn *c)
+int
+conn_transparent_hello(struct conn *c, const struct tls_hello *h)
 {
-	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
-	struct tls_hello	 h;
-	size_t			 len = evbuffer_get_length(in);
-	char			 sni[256];
-	const uint8_t		*buf;
-	int			 rule;
+	char	sni[256];
+	int	rule;
 
-	if (len > TLS_HELLO_MAX)
-		len = TLS_HELLO_MAX;
-	buf = evbuffer_pullup(in, (ssize_t)len);
-	switch (tls_hello_parse(buf, len, &h)) {
-	case TLS_HELLO_MORE:
-		if (len >= TLS_HELLO_MAX)
-			conn_refuse(c, "TLS ClientHello too large");
-		return;		/* wait for the rest */
-	case TLS_HELLO_NOT_TLS:
-	case TLS_HELLO_BAD:
-		conn_refuse(c, "malformed TLS ClientHello");
-		return;
-	case TLS_HELLO_OK:
-		break;
-	}
 	if (!c->c_trans_named) {
 		/* an IP the sandbox did not get from us: the SNI names the
 		   host, and we resolve it ourselves */
-		if (!h.th_has_sni || pol_host_normalize(h.th_sni, sni,
+		if (!h->th_has_sni || pol_host_normalize(h->th_sni, sni,
 		    sizeof(sni)) == -1) {
 			conn_refuse(c, "TLS to an IP address without a valid "
 			    "server name");
-			return;
+			return -1;
 		}
 		snprintf(c->c_trans_host, sizeof(c->c_trans_host), "%s", sni);
 		snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", sni);
 		c->c_trans_named = 1;
 	}
 	if ((rule = trans_policy(c)) == -1)
-		return;
-	/* as after CONNECT: SNI against the name, then intercept or splice */
-	conn_tls_connect_allowed(c, c->c_policy->p_rules[rule].r_intercept);
+		return -1;
+	return c->c_policy->p_rules[rule].r_intercept;
 }
 
 /* The raw tunnel admitted: what the client sent so far stays buffered
@@ -248,7 +225,9 @@ conn_transparent_peek(struct conn *c, int timed_out)
 		return;
 	p = evbuffer_pullup(in, (ssize_t)(len < 24 ? len : 24));
 	if (p[0] == 0x16) {
-		trans_tls(c);
+		/* the dispatch of a CONNECT's hello (conn_tls.c), which
+		   comes back here for the name and the policy */
+		conn_tls_peek(c);
 		return;
 	}
 	http = conn_looks_like_http(p, len < 24 ? len : 24);

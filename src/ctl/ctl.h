@@ -1,7 +1,8 @@
 /*
  * airlockctl: the admin CLI. airlockctl.c parses the command line and
  * finds the gateway, ctl_http.c talks HTTP/1.1 to the admin API (one
- * request per connection), ctl_cmds.c runs the commands and prints.
+ * request per connection), ctl_cmds.c, ctl_sandbox.c, ctl_run.c and the
+ * other ctl_*.c run the commands and print.
  */
 #ifndef AIRLOCK_CTL_H
 #define AIRLOCK_CTL_H
@@ -92,8 +93,12 @@ int	ctl_vm_exec(const char *sock, char *const argv[], char *const envp[]);
 /* "%XX"-escape <s> for one path segment. Caller frees. */
 char	*ctl_path_escape(const char *s);
 
-/* ctl_cmds.c: each returns an enum ctl_exit (run: its command's status). */
+/* Each command returns an enum ctl_exit (run: its command's status). */
+/* ctl_cmds.c */
 int	ctl_cmd_status(struct ctl *, struct ctl_args *);
+int	ctl_cmd_reload(struct ctl *, struct ctl_args *);
+int	ctl_cmd_audit_verify(struct ctl *, struct ctl_args *);
+/* ctl_sandbox.c */
 int	ctl_cmd_sandbox_create(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_list(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_show(struct ctl *, struct ctl_args *);
@@ -101,17 +106,33 @@ int	ctl_cmd_sandbox_delete(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_ca(struct ctl *, struct ctl_args *);
 int	ctl_cmd_sandbox_probe(struct ctl *, struct ctl_args *);
 int	ctl_cmd_usage(struct ctl *, struct ctl_args *);
+int	ctl_cmd_usage_reset(struct ctl *, struct ctl_args *);
+/* ctl_run.c */
+int	ctl_cmd_run(struct ctl *, struct ctl_args *);
 /* ctl_usage.c: usage ID --by model|day, a table (or the JSON). */
 int	ctl_usage_by(struct ctl *, const char *id, const char *by);
-/* ctl_cmds.c, for the other command files: ctl_request() that reports a
- * non-2xx answer (CTL_FAIL), and the answer's body as it came. */
+
+/* ctl_cmds.c, for the command files. */
+/* ctl_request() that reports a non-2xx answer (CTL_FAIL). */
 int	ctl_call(const struct ctl *, const char *method, const char *path,
 	    struct json_object *body, int timeout_ms, struct ctl_resp *r);
+/* --json: the body as JSON when it is, else as it came. */
 void	ctl_print_body(const struct ctl_resp *);
-int	ctl_cmd_usage_reset(struct ctl *, struct ctl_args *);
-int	ctl_cmd_run(struct ctl *, struct ctl_args *);
-int	ctl_cmd_reload(struct ctl *, struct ctl_args *);
-int	ctl_cmd_audit_verify(struct ctl *, struct ctl_args *);
+void	ctl_print_json(struct json_object *);
+/* A string member of <o> (may be NULL), or NULL. */
+const char *ctl_jstr(struct json_object *o, const char *key);
+/* Printable copy (no control bytes); caller frees. */
+char	*ctl_clean(const char *s);
+/* The text of a value for a table cell; caller frees. */
+char	*ctl_val_text(struct json_object *v);
+/* A 2xx answer that should be a JSON object: 0, else -1 reported. */
+int	ctl_need_object(const struct ctl *, struct ctl_resp *r);
+/* Key/value lines of an object answer, but <skip> (NULL-terminated). */
+void	ctl_print_kv(struct json_object *o, const char *const *skip);
+/* GET <path>, then key/value lines (or the JSON). */
+int	ctl_get_and_print(struct ctl *, const char *path);
+/* "/v1/sandboxes/<escaped id><rest>"; caller frees. */
+char	*ctl_sandbox_path(const char *id, const char *rest);
 /* ctl_snap.c: snapshot create | list | show | delete */
 int	ctl_cmd_snap_create(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_list(struct ctl *, struct ctl_args *);

@@ -2,54 +2,45 @@
  * airlockctl commands: one admin API call each (audit verify: none), the
  * answer printed as a table or key/value lines, or with --json as the
  * gateway's JSON. Errors go to stderr as "airlockctl: REASON (ERROR, HTTP
- * STATUS)".
+ * STATUS)". Here: the printing the command files share, status, reload
+ * and audit verify; sandbox and usage verbs in ctl_sandbox.c, run in
+ * ctl_run.c.
  */
 #include "config.h"
 
-#include <sys/types.h>
-#include <sys/wait.h>
-
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
-#include <openssl/x509.h>
 
 #include "audit/aud.h"
-#include "launcher/launcher.h"
 #include "ctl/ctl.h"
 #include "util/util.h"
-
-extern char	**environ;
 
 #define JSON_OUT_FLAGS	(JSON_C_TO_STRING_PRETTY | \
 	JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
 
-static void
-print_json(struct json_object *o)
+void
+ctl_print_json(struct json_object *o)
 {
 	printf("%s\n", json_object_to_json_string_ext(o, JSON_OUT_FLAGS));
 }
 
 /* --json: the body as JSON when it is, else as it came. */
-static void
-print_body(const struct ctl_resp *r)
+void
+ctl_print_body(const struct ctl_resp *r)
 {
 	if (r->r_json != NULL)
-		print_json(r->r_json);
+		ctl_print_json(r->r_json);
 	else if (r->r_len > 0)
 		fwrite(r->r_body, 1, r->r_len, stdout);
 }
 
 /* A string member of <o>, or NULL. */
-static const char *
-jstr(struct json_object *o, const char *key)
+const char *
+ctl_jstr(struct json_object *o, const char *key)
 {
 	struct json_object	*v;
 
@@ -60,8 +51,8 @@ jstr(struct json_object *o, const char *key)
 }
 
 /* Printable copy: a gateway's strings must not drive the terminal. */
-static char *
-clean(const char *s)
+char *
+ctl_clean(const char *s)
 {
 	char	*out, *p;
 
@@ -73,8 +64,8 @@ clean(const char *s)
 }
 
 /* The text of a value for a table cell; caller frees. */
-static char *
-val_text(struct json_object *v)
+char *
+ctl_val_text(struct json_object *v)
 {
 	if (v == NULL)
 		return xstrdup("-");
@@ -82,9 +73,9 @@ val_text(struct json_object *v)
 	case json_type_null:
 		return xstrdup("-");
 	case json_type_string:
-		return clean(json_object_get_string(v));
+		return ctl_clean(json_object_get_string(v));
 	default:
-		return clean(json_object_to_json_string_ext(v,
+		return ctl_clean(json_object_to_json_string_ext(v,
 		    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	}
 }
@@ -102,14 +93,14 @@ report_error(const struct ctl *c, const struct ctl_resp *r)
 	size_t			 i, n;
 
 	if (c->c_json)
-		print_body(r);
+		ctl_print_body(r);
 	fflush(stdout);
 	if (r->r_json != NULL && json_object_object_get_ex(r->r_json,
 	    "errors", &errs) && json_object_is_type(errs, json_type_array)) {
 		n = json_object_array_length(errs);
 		for (i = 0; i < n; i++) {
 			e = json_object_array_get_idx(errs, i);
-			line = val_text(e);
+			line = ctl_val_text(e);
 			fprintf(stderr, "%s\n", line);
 			free(line);
 		}
@@ -120,10 +111,10 @@ report_error(const struct ctl *c, const struct ctl_resp *r)
 		    "the config's admin.token)", c->c_addr, c->c_token_from);
 		return;
 	}
-	error = jstr(r->r_json, "error");
-	reason = jstr(r->r_json, "reason");
+	error = ctl_jstr(r->r_json, "error");
+	reason = ctl_jstr(r->r_json, "reason");
 	if (reason != NULL || error != NULL) {
-		line = clean(reason != NULL ? reason : error);
+		line = ctl_clean(reason != NULL ? reason : error);
 		ctl_err("%s (%s, HTTP %d)", line, error != NULL ? error : "?",
 		    r->r_status);
 		free(line);
@@ -136,7 +127,7 @@ report_error(const struct ctl *c, const struct ctl_resp *r)
 	if (strlen(line) > 200)
 		line[200] = '\0';
 	nl = line;
-	line = clean(nl);
+	line = ctl_clean(nl);
 	free(nl);
 	ctl_err("the gateway answered HTTP %d%s%s", r->r_status,
 	    *line != '\0' ? ": " : "", line);
@@ -147,8 +138,8 @@ report_error(const struct ctl *c, const struct ctl_resp *r)
  * One call: CTL_OK with a 2xx answer in <r> (caller calls ctl_resp_fini),
  * else the exit code after reporting.
  */
-static int
-call(const struct ctl *c, const char *method, const char *path,
+int
+ctl_call(const struct ctl *c, const char *method, const char *path,
     struct json_object *body, int timeout_ms, struct ctl_resp *r)
 {
 	int	rc;
@@ -163,22 +154,9 @@ call(const struct ctl *c, const char *method, const char *path,
 	return CTL_FAIL;
 }
 
-int
-ctl_call(const struct ctl *c, const char *method, const char *path,
-    struct json_object *body, int timeout_ms, struct ctl_resp *r)
-{
-	return call(c, method, path, body, timeout_ms, r);
-}
-
-void
-ctl_print_body(const struct ctl_resp *r)
-{
-	print_body(r);
-}
-
 /* A 2xx answer that should be a JSON object but is not. */
-static int
-need_object(const struct ctl *c, struct ctl_resp *r)
+int
+ctl_need_object(const struct ctl *c, struct ctl_resp *r)
 {
 	if (r->r_json != NULL && json_object_is_type(r->r_json,
 	    json_type_object))
@@ -208,7 +186,7 @@ kv_add(struct kvlist *kl, const char *key, char *val)
 		kl->kl_cap = kl->kl_cap ? kl->kl_cap * 2 : 16;
 		kl->kl_v = xrealloc(kl->kl_v, kl->kl_cap * sizeof(*kl->kl_v));
 	}
-	kl->kl_v[kl->kl_n].kv_key = clean(key);
+	kl->kl_v[kl->kl_n].kv_key = ctl_clean(key);
 	kl->kl_v[kl->kl_n].kv_val = val;
 	kl->kl_n++;
 }
@@ -276,7 +254,7 @@ kv_flatten(struct kvlist *kl, const char *prefix, struct json_object *o,
 				val = xstrdup("?");
 			free(h);
 		} else
-			val = val_text(v);
+			val = ctl_val_text(v);
 		kv_add(kl, key, val);
 		free(key);
 	}
@@ -301,8 +279,8 @@ kv_print(struct kvlist *kl)
 }
 
 /* Key/value lines of an object answer. */
-static void
-print_kv(struct json_object *o, const char *const *skip)
+void
+ctl_print_kv(struct json_object *o, const char *const *skip)
 {
 	struct kvlist	kl;
 
@@ -312,18 +290,18 @@ print_kv(struct json_object *o, const char *const *skip)
 }
 
 /* GET <path>, then key/value lines (or the JSON). */
-static int
-get_and_print(struct ctl *c, const char *path)
+int
+ctl_get_and_print(struct ctl *c, const char *path)
 {
 	struct ctl_resp	r;
 	int		rc;
 
-	if ((rc = call(c, "GET", path, NULL, CTL_TIMEOUT_MS, &r)) != CTL_OK)
+	if ((rc = ctl_call(c, "GET", path, NULL, CTL_TIMEOUT_MS, &r)) != CTL_OK)
 		return rc;
 	if (c->c_json)
-		print_body(&r);
-	else if (need_object(c, &r) == 0)
-		print_kv(r.r_json, NULL);
+		ctl_print_body(&r);
+	else if (ctl_need_object(c, &r) == 0)
+		ctl_print_kv(r.r_json, NULL);
 	else
 		rc = CTL_FAIL;
 	ctl_resp_fini(&r);
@@ -331,8 +309,8 @@ get_and_print(struct ctl *c, const char *path)
 }
 
 /* "/v1/sandboxes/<escaped id><rest>"; caller frees. */
-static char *
-sandbox_path(const char *id, const char *rest)
+char *
+ctl_sandbox_path(const char *id, const char *rest)
 {
 	char	*esc, *path;
 
@@ -350,735 +328,7 @@ sandbox_path(const char *id, const char *rest)
 int
 ctl_cmd_status(struct ctl *c, struct ctl_args *a)
 {
-	return get_and_print(c, "/v1/status");
-}
-
-int
-ctl_cmd_sandbox_create(struct ctl *c, struct ctl_args *a)
-{
-	struct json_object	*body;
-	struct ctl_resp		 r;
-	int			 rc;
-
-	body = json_object_new_object();
-	if (a->a_policy != NULL)
-		json_object_object_add(body, "policy",
-		    json_object_new_string(a->a_policy));
-	if (a->a_id != NULL)
-		json_object_object_add(body, "id",
-		    json_object_new_string(a->a_id));
-	rc = call(c, "POST", "/v1/sandboxes", body, CTL_TIMEOUT_MS, &r);
-	json_object_put(body);
-	if (rc != CTL_OK)
-		return rc;
-	/* Always JSON: its token and PEM are meant for programs. */
-	print_body(&r);
-	if (r.r_json == NULL)
-		rc = CTL_FAIL;
-	ctl_resp_fini(&r);
-	return rc;
-}
-
-/* A table with a header row; <cells> is rows * ncol strings (taken). */
-static void
-print_table(const char *const *head, size_t ncol, char **cells,
-    size_t rows)
-{
-	size_t	*w, i, j, l;
-
-	w = xcalloc(ncol, sizeof(*w));
-	for (j = 0; j < ncol; j++)
-		w[j] = strlen(head[j]);
-	for (i = 0; i < rows; i++)
-		for (j = 0; j < ncol; j++)
-			if ((l = strlen(cells[i * ncol + j])) > w[j])
-				w[j] = l;
-	for (j = 0; j < ncol; j++) {
-		if (j + 1 < ncol)
-			printf("%-*s  ", (int)w[j], head[j]);
-		else
-			printf("%s\n", head[j]);
-	}
-	for (i = 0; i < rows; i++) {
-		for (j = 0; j < ncol; j++) {
-			if (j + 1 < ncol)
-				printf("%-*s  ", (int)w[j],
-				    cells[i * ncol + j]);
-			else
-				printf("%s\n", cells[i * ncol + j]);
-			free(cells[i * ncol + j]);
-		}
-	}
-	free(w);
-}
-
-/*
- * ID POLICY KIND STATE CREATED CONNS. KIND: static (config file) or
- * dynamic; STATE, for dynamic ones: created (sandbox create), warm (in the
- * launcher's pool), launched (claimed).
- */
-int
-ctl_cmd_sandbox_list(struct ctl *c, struct ctl_args *a)
-{
-	static const char *const head[] = { "ID", "POLICY", "KIND", "STATE",
-	    "CREATED", "CONNS" };
-	static const char *const keys[] = { "id", "policy", "static", "state",
-	    "created", "connections" };
-	const size_t		 ncol = sizeof(head) / sizeof(head[0]);
-	struct json_object	*list, *sb, *v, *st;
-	struct ctl_resp		 r;
-	char			**cells;
-	size_t			 n, i, j;
-	int			 rc, is_static;
-
-	if ((rc = call(c, "GET", "/v1/sandboxes", NULL, CTL_TIMEOUT_MS,
-	    &r)) != CTL_OK)
-		return rc;
-	if (c->c_json) {
-		print_body(&r);
-		ctl_resp_fini(&r);
-		return CTL_OK;
-	}
-	if (need_object(c, &r) == -1 ||
-	    !json_object_object_get_ex(r.r_json, "sandboxes", &list) ||
-	    !json_object_is_type(list, json_type_array)) {
-		if (r.r_json != NULL)
-			ctl_err("the gateway's answer has no \"sandboxes\" "
-			    "list");
-		ctl_resp_fini(&r);
-		return CTL_FAIL;
-	}
-	n = json_object_array_length(list);
-	cells = xcalloc(n * ncol + 1, sizeof(char *));
-	for (i = 0; i < n; i++) {
-		sb = json_object_array_get_idx(list, i);
-		if (sb == NULL || !json_object_is_type(sb, json_type_object))
-			sb = NULL;
-		st = NULL;
-		if (sb != NULL)
-			json_object_object_get_ex(sb, "static", &st);
-		is_static = st != NULL &&
-		    json_object_is_type(st, json_type_boolean) &&
-		    json_object_get_boolean(st);
-		for (j = 0; j < ncol; j++) {
-			v = NULL;
-			if (sb != NULL)
-				json_object_object_get_ex(sb, keys[j], &v);
-			if (j == 2 && st != NULL &&
-			    json_object_is_type(st, json_type_boolean))
-				cells[i * ncol + j] = xstrdup(is_static ?
-				    "static" : "dynamic");
-			else if (j == 3 && is_static)
-				cells[i * ncol + j] = xstrdup("-");
-			else
-				cells[i * ncol + j] = val_text(v);
-		}
-	}
-	print_table(head, ncol, cells, n);
-	free(cells);
-	ctl_resp_fini(&r);
-	return CTL_OK;
-}
-
-int
-ctl_cmd_sandbox_show(struct ctl *c, struct ctl_args *a)
-{
-	static const char *const skip[] = { "ca_cert", NULL };
-	struct ctl_resp	 r;
-	const char	*pem;
-	char		*path;
-	int		 rc;
-
-	path = sandbox_path(a->a_pos[0], "");
-	rc = call(c, "GET", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
-	if (rc != CTL_OK)
-		return rc;
-	if (c->c_json)
-		print_body(&r);
-	else if (need_object(c, &r) == 0) {
-		print_kv(r.r_json, skip);
-		if ((pem = jstr(r.r_json, "ca_cert")) != NULL)
-			printf("ca_cert:\n%s%s", pem,
-			    *pem != '\0' && pem[strlen(pem) - 1] == '\n' ?
-			    "" : "\n");
-	} else
-		rc = CTL_FAIL;
-	ctl_resp_fini(&r);
-	return rc;
-}
-
-/*
- * sandbox probe ID: the escape canary (POST …/probe). One line per check,
- * "pass" or "FAIL"; exit 1 when any failed.
- */
-int
-ctl_cmd_sandbox_probe(struct ctl *c, struct ctl_args *a)
-{
-	struct json_object	*checks, *ch, *v;
-	struct ctl_resp		 r;
-	const char		*name, *detail;
-	char			*path;
-	size_t			 i, n;
-	int			 rc, failures = 0, pass, skipped;
-
-	path = sandbox_path(a->a_pos[0], "/probe");
-	rc = call(c, "POST", path, NULL, CTL_LONG_TIMEOUT_MS, &r);
-	free(path);
-	if (rc != CTL_OK)
-		return rc;
-	if (need_object(c, &r) == -1) {
-		ctl_resp_fini(&r);
-		return CTL_FAIL;
-	}
-	if (json_object_object_get_ex(r.r_json, "failures", &v))
-		failures = json_object_get_int(v);
-	if (c->c_json)
-		print_body(&r);
-	else if (json_object_object_get_ex(r.r_json, "checks", &checks) &&
-	    json_object_is_type(checks, json_type_array)) {
-		n = json_object_array_length(checks);
-		for (i = 0; i < n; i++) {
-			ch = json_object_array_get_idx(checks, i);
-			if ((name = jstr(ch, "name")) == NULL ||
-			    !json_object_object_get_ex(ch, "pass", &v))
-				continue;
-			pass = json_object_get_boolean(v);
-			skipped = json_object_object_get_ex(ch, "skipped", &v) &&
-			    json_object_get_boolean(v);
-			printf("%-20s %s%s\n", name, pass ? "pass" : "FAIL",
-			    skipped ? " (skipped)" : "");
-		}
-		if ((detail = jstr(r.r_json, "detail")) != NULL &&
-		    *detail != '\0')
-			printf("detail: %s\n", detail);
-	}
-	ctl_resp_fini(&r);
-	return failures ? CTL_FAIL : CTL_OK;
-}
-
-int
-ctl_cmd_sandbox_delete(struct ctl *c, struct ctl_args *a)
-{
-	struct json_object	*o;
-	struct ctl_resp		 r;
-	char			*path, *id;
-	int			 rc;
-
-	path = sandbox_path(a->a_pos[0], "");
-	rc = call(c, "DELETE", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
-	if (rc != CTL_OK)
-		return rc;
-	if (c->c_json) {
-		/* 204 has no body: say what happened as JSON all the same. */
-		if (r.r_json != NULL)
-			print_body(&r);
-		else {
-			o = json_object_new_object();
-			json_object_object_add(o, "id",
-			    json_object_new_string(a->a_pos[0]));
-			json_object_object_add(o, "deleted",
-			    json_object_new_boolean(1));
-			print_json(o);
-			json_object_put(o);
-		}
-	} else {
-		id = clean(a->a_pos[0]);
-		printf("deleted %s\n", id);
-		free(id);
-	}
-	ctl_resp_fini(&r);
-	return CTL_OK;
-}
-
-int
-ctl_cmd_sandbox_ca(struct ctl *c, struct ctl_args *a)
-{
-	struct ctl_resp	 r;
-	const char	*pem;
-	char		*path;
-	int		 rc;
-
-	path = sandbox_path(a->a_pos[0], "");
-	rc = call(c, "GET", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
-	if (rc != CTL_OK)
-		return rc;
-	if (c->c_json)
-		print_body(&r);
-	else if ((pem = jstr(r.r_json, "ca_cert")) != NULL && *pem != '\0')
-		printf("%s%s", pem, pem[strlen(pem) - 1] == '\n' ? "" : "\n");
-	else {
-		ctl_err("the gateway's answer has no \"ca_cert\"");
-		rc = CTL_FAIL;
-	}
-	ctl_resp_fini(&r);
-	return rc;
-}
-
-int
-ctl_cmd_usage(struct ctl *c, struct ctl_args *a)
-{
-	char	*path;
-	int	 rc;
-
-	if (a->a_by != NULL)
-		return ctl_usage_by(c, a->a_pos[0], a->a_by);
-	path = sandbox_path(a->a_pos[0], "/usage");
-	rc = get_and_print(c, path);
-	free(path);
-	return rc;
-}
-
-int
-ctl_cmd_usage_reset(struct ctl *c, struct ctl_args *a)
-{
-	struct ctl_resp	 r;
-	char		*path;
-	int		 rc;
-
-	path = sandbox_path(a->a_pos[0], "/usage/reset");
-	rc = call(c, "POST", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
-	if (rc != CTL_OK)
-		return rc;
-	if (c->c_json)
-		print_body(&r);
-	else if (r.r_json != NULL && json_object_is_type(r.r_json,
-	    json_type_object))
-		print_kv(r.r_json, NULL);
-	else
-		printf("usage reset\n");
-	ctl_resp_fini(&r);
-	return CTL_OK;
-}
-
-/* The caller's variables a sandboxed command keeps (SPEC "Inside a
- * sandbox"), and the CA variables that point at the sandbox's bundle. */
-static const char *const run_keep_env[] = { "PATH", "HOME", "USER", "LANG",
-    "TERM", NULL };
-static const char *const run_ca_env[] = { "SSL_CERT_FILE",
-    "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE",
-    "GIT_SSL_CAINFO", NULL };
-
-static volatile sig_atomic_t	run_child;
-
-static void
-run_forward(int sig)
-{
-	if (run_child > 0)
-		kill((pid_t)run_child, sig);
-}
-
-/* Append the file at <path> to <fd>. 0, or -1 when it cannot be read. */
-static int
-copy_file(int fd, const char *path)
-{
-	char	buf[16384];
-	ssize_t	n;
-	int	in;
-
-	if ((in = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(fd, buf, (size_t)n) != n) {
-			close(in);
-			return -1;
-		}
-	close(in);
-	return n == 0 ? 0 : -1;
-}
-
-/*
- * <dir> (a new private directory) with ca-bundle.pem: the system's trust
- * store (spliced hosts show their real certificates) and the sandbox's CA.
- * Returns 0 with <bundle> set, or -1 after printing why.
- */
-static int
-run_bundle(const char *pem, char *dir, size_t dirsz, char *bundle,
-    size_t bsz)
-{
-	const char	*tmp, *sys;
-	size_t		 len = strlen(pem);
-	int		 fd;
-
-	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	snprintf(dir, dirsz, "%s/airlockctl-run.XXXXXX", tmp);
-	if (mkdtemp(dir) == NULL) {
-		ctl_err("cannot create a directory in %s: %s", tmp,
-		    strerror(errno));
-		return -1;
-	}
-	snprintf(bundle, bsz, "%s/ca-bundle.pem", dir);
-	if ((fd = open(bundle, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	    0644)) == -1) {
-		ctl_err("cannot create %s: %s", bundle, strerror(errno));
-		rmdir(dir);
-		return -1;
-	}
-	if ((sys = getenv(X509_get_default_cert_file_env())) == NULL ||
-	    copy_file(fd, sys) == -1)
-		(void)copy_file(fd, X509_get_default_cert_file());
-	if (write(fd, "\n", 1) != 1 || write(fd, pem, len) != (ssize_t)len ||
-	    close(fd) == -1) {
-		ctl_err("cannot write %s: %s", bundle, strerror(errno));
-		unlink(bundle);
-		rmdir(dir);
-		return -1;
-	}
-	return 0;
-}
-
-/* Is "NAME=VALUE" for <name> in <envp> (<n> entries)? */
-static int
-env_has(char **envp, size_t n, const char *name)
-{
-	size_t	i, nl = strlen(name);
-
-	for (i = 0; i < n; i++)
-		if (strncmp(envp[i], name, nl) == 0 && envp[i][nl] == '=')
-			return 1;
-	return 0;
-}
-
-static int
-env_name_ok(const char *k)
-{
-	const char	*p;
-
-	if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') ||
-	    *k == '_'))
-		return 0;
-	for (p = k; *p != '\0'; p++)
-		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_'))
-			return 0;
-	return 1;
-}
-
-/*
- * The command's whole environment: the sandbox's variables from the claim,
- * PATH HOME USER LANG TERM of ours, the CA variables. NULL-terminated;
- * caller frees each entry and the array.
- */
-static char **
-run_env(struct json_object *env, const char *bundle)
-{
-	char		**envp;
-	const char	 *v;
-	size_t		  n = 0, cap;
-	int		  i;
-
-	cap = (size_t)json_object_object_length(env) + 16;
-	envp = xcalloc(cap, sizeof(char *));
-	json_object_object_foreach(env, k, jv) {
-		if (!env_name_ok(k) || jv == NULL ||
-		    !json_object_is_type(jv, json_type_string) ||
-		    env_has(envp, n, k))
-			continue;
-		if (asprintf(&envp[n], "%s=%s", k,
-		    json_object_get_string(jv)) != -1)
-			n++;
-	}
-	for (i = 0; run_keep_env[i] != NULL; i++)
-		if ((v = getenv(run_keep_env[i])) != NULL &&
-		    !env_has(envp, n, run_keep_env[i]) &&
-		    asprintf(&envp[n], "%s=%s", run_keep_env[i], v) != -1)
-			n++;
-	for (i = 0; run_ca_env[i] != NULL; i++)
-		if (!env_has(envp, n, run_ca_env[i]) &&
-		    asprintf(&envp[n], "%s=%s", run_ca_env[i], bundle) != -1)
-			n++;
-	envp[n] = NULL;
-	return envp;
-}
-
-/* Run <argv> with <envp>; its exit status (128 + signal when killed). */
-static int
-run_exec(char **argv, char **envp)
-{
-	struct sigaction	 sa, o_int, o_quit, o_term, o_hup;
-	sigset_t		 all, old;
-	pid_t			 pid;
-	int			 st, e;
-
-	fflush(stdout);
-	fflush(stderr);
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	if ((pid = fork()) == -1) {
-		e = errno;
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		ctl_err("fork: %s", strerror(e));
-		return CTL_FAIL;
-	}
-	if (pid == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		environ = envp;
-		execvp(argv[0], argv);
-		e = errno;
-		fprintf(stderr, "airlockctl: %s: %s\n", argv[0], strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
-	}
-	/* ^C and ^\ reach the command (same process group): outlive it to
-	 * clean up. TERM and HUP sent to us are passed on. */
-	run_child = pid;
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGINT, &sa, &o_int);
-	sigaction(SIGQUIT, &sa, &o_quit);
-	sa.sa_handler = run_forward;
-	sigaction(SIGTERM, &sa, &o_term);
-	sigaction(SIGHUP, &sa, &o_hup);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	while (waitpid(pid, &st, 0) == -1)
-		if (errno != EINTR) {
-			st = 1 << 8;
-			break;
-		}
-	run_child = 0;
-	sigaction(SIGINT, &o_int, NULL);
-	sigaction(SIGQUIT, &o_quit, NULL);
-	sigaction(SIGTERM, &o_term, NULL);
-	sigaction(SIGHUP, &o_hup, NULL);
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return CTL_FAIL;
-}
-
-/* Give a claimed sandbox back: its token and CA stop working. */
-static void
-run_release(const struct ctl *c, const char *id)
-{
-	struct ctl_resp	 r;
-	char		*path, *cid;
-
-	path = sandbox_path(id, "");
-	if (ctl_request(c, "DELETE", path, NULL, CTL_TIMEOUT_MS, &r) ==
-	    CTL_OK) {
-		if (r.r_status != 204 && r.r_status != 404) {
-			cid = clean(id);
-			ctl_err("could not release sandbox %s (HTTP %d)", cid,
-			    r.r_status);
-			free(cid);
-		}
-		ctl_resp_fini(&r);
-	}
-	free(path);
-}
-
-/*
- * launcher.backend netns or qemu: the sandbox has its own namespaces and
- * root, or is a VM; the command runs inside with the environment SPEC
- * allows: the claim's variables, the CA variables at the bundle the
- * launcher (or the guest's init) wrote inside, PATH, HOME (its own), USER,
- * LANG and TERM. netns: we (root) enter its namespaces as its user. qemu:
- * its guest agent starts the command as that user (ctl_vm.c).
- */
-static int
-run_launched(struct json_object *r, struct json_object *env, char **argv)
-{
-	static const char *const ca_vars[] = { "SSL_CERT_FILE",
-	    "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE",
-	    "GIT_SSL_CAINFO", NULL };
-	struct json_object	*v;
-	const char		*user, *t, *sock;
-	char			**envp;
-	unsigned		 uid, gid;
-	size_t			 n = 0, i;
-	int			 pid = 0, rc;
-
-	sock = jstr(r, "ctl_socket");
-	if (sock == NULL && (!json_object_object_get_ex(r, "pid", &v) ||
-	    (pid = json_object_get_int(v)) <= 1 ||
-	    (user = jstr(r, "user")) == NULL ||
-	    sscanf(user, "%u:%u", &uid, &gid) != 2)) {
-		ctl_err("the gateway's answer lacks the sandbox's pid or user");
-		return CTL_FAIL;
-	}
-	if (geteuid() != 0) {
-		ctl_err("running a command in a %s sandbox needs root",
-		    sock != NULL ? "VM" : "netns");
-		return CTL_FAIL;
-	}
-	envp = xcalloc((size_t)json_object_object_length(env) + 16,
-	    sizeof(char *));
-	json_object_object_foreach(env, k, jv) {
-		if (!env_name_ok(k) || jv == NULL ||
-		    !json_object_is_type(jv, json_type_string))
-			continue;
-		if (asprintf(&envp[n], "%s=%s", k,
-		    json_object_get_string(jv)) != -1)
-			n++;
-	}
-	for (i = 0; ca_vars[i] != NULL; i++)
-		if (asprintf(&envp[n], "%s=%s", ca_vars[i], LNC_CA_BUNDLE) !=
-		    -1)
-			n++;
-	if (asprintf(&envp[n], "PATH=/usr/local/bin:/usr/bin:/bin%s",
-	    sock != NULL ? ":/usr/sbin:/sbin" : "") != -1)
-		n++;
-	if (asprintf(&envp[n], "HOME=%s", LNC_HOME) != -1)
-		n++;
-	if (asprintf(&envp[n], "USER=sandbox") != -1)
-		n++;
-	if ((t = getenv("LANG")) != NULL && asprintf(&envp[n], "LANG=%s",
-	    t) != -1)
-		n++;
-	if ((t = getenv("TERM")) != NULL && asprintf(&envp[n], "TERM=%s",
-	    t) != -1)
-		n++;
-	envp[n] = NULL;
-	fflush(stdout);
-	fflush(stderr);
-	if (sock != NULL)
-		rc = ctl_vm_exec(sock, argv, envp);
-	else
-		rc = launcher_enter_exec_flags((pid_t)pid, (uid_t)uid,
-		    (gid_t)gid, argv, envp,
-		    json_object_object_get_ex(r, "io_uring", &v) &&
-		    json_object_get_boolean(v) ? LNC_EXEC_IO_URING : 0);
-	for (i = 0; i < n; i++)
-		free(envp[i]);
-	free(envp);
-	if (rc == -1) {
-		ctl_err("could not enter the sandbox (pid %d)", pid);
-		return CTL_FAIL;
-	}
-	return rc;
-}
-
-/*
- * run --sandbox ID: a sandbox claimed before (and kept afterwards); a VM
- * paused while idle is resumed first.
- */
-static int
-run_get(struct ctl *c, const char *id, struct ctl_resp *r)
-{
-	struct json_object	*v;
-	struct ctl_resp		 rr;
-	char			*path;
-	int			 rc;
-
-	path = sandbox_path(id, "");
-	rc = call(c, "GET", path, NULL, CTL_TIMEOUT_MS, r);
-	free(path);
-	if (rc != CTL_OK)
-		return rc;
-	if (json_object_object_get_ex(r->r_json, "paused", &v) &&
-	    json_object_get_boolean(v)) {
-		path = sandbox_path(id, "/resume");
-		rc = call(c, "POST", path, NULL, CTL_LONG_TIMEOUT_MS, &rr);
-		free(path);
-		if (rc != CTL_OK) {
-			ctl_resp_fini(r);
-			return rc;
-		}
-		ctl_resp_fini(&rr);
-	}
-	return CTL_OK;
-}
-
-/*
- * Claim a sandbox from the launcher's pool and run CMD with it. With
- * launcher.backend none a sandbox is an
- * identity, and the workload runs wherever its caller runs it: here, as a
- * child with the sandbox's environment (proxy, token, CA bundle) and
- * nothing else of ours but PATH HOME USER LANG TERM. Not isolated: what
- * ignores HTTPS_PROXY goes around the gateway. With backend netns the
- * command runs inside the sandbox instead (run_netns). A refused claim is
- * reported. The sandbox is released afterwards.
- */
-int
-ctl_cmd_run(struct ctl *c, struct ctl_args *a)
-{
-	struct json_object	*body, *env;
-	struct ctl_resp		 r;
-	const char		*id, *pem, *backend;
-	char			 dir[PATH_MAX], bundle[PATH_MAX + 32];
-	char			*cid, **envp;
-	size_t			 i;
-	int			 rc;
-
-	if (a->a_id != NULL) {
-		if (a->a_policy != NULL) {
-			ctl_err("run: --sandbox and --policy exclude each "
-			    "other");
-			return CTL_USAGE;
-		}
-		rc = run_get(c, a->a_id, &r);
-	} else {
-		body = json_object_new_object();
-		if (a->a_policy != NULL)
-			json_object_object_add(body, "policy",
-			    json_object_new_string(a->a_policy));
-		if (a->a_from != NULL)	/* a snapshot (issue 22) */
-			json_object_object_add(body, "from",
-			    json_object_new_string(a->a_from));
-		rc = call(c, "POST", "/v1/sandboxes/claim", body,
-		    CTL_CLAIM_TIMEOUT_MS, &r);
-		json_object_put(body);
-	}
-	if (rc != CTL_OK)
-		return rc;
-	if ((id = jstr(r.r_json, "id")) == NULL) {
-		ctl_err("the gateway's claim answer names no sandbox");
-		ctl_resp_fini(&r);
-		return CTL_FAIL;
-	}
-	cid = clean(id);
-	pem = jstr(r.r_json, "ca_cert");
-	backend = jstr(r.r_json, "backend");
-	if (backend != NULL && (strcmp(backend, "netns") == 0 ||
-	    strcmp(backend, "qemu") == 0) &&
-	    json_object_object_get_ex(r.r_json, "env", &env) &&
-	    json_object_is_type(env, json_type_object)) {
-		rc = run_launched(r.r_json, env, a->a_tail);
-		if (a->a_id == NULL)
-			run_release(c, id);
-		free(cid);
-		ctl_resp_fini(&r);
-		return rc;
-	}
-	if (!json_object_object_get_ex(r.r_json, "env", &env) ||
-	    !json_object_is_type(env, json_type_object) || pem == NULL ||
-	    (backend != NULL && strcmp(backend, "none") != 0)) {
-		ctl_err("sandbox %s: this airlockctl cannot run commands with "
-		    "this launcher (backend %s); not running \"%s\"", cid,
-		    backend != NULL ? backend : "unknown", a->a_tail[0]);
-		if (a->a_id == NULL)
-			run_release(c, id);
-		free(cid);
-		ctl_resp_fini(&r);
-		return CTL_FAIL;
-	}
-	if (run_bundle(pem, dir, sizeof(dir), bundle, sizeof(bundle)) == -1) {
-		if (a->a_id == NULL)
-			run_release(c, id);
-		free(cid);
-		ctl_resp_fini(&r);
-		return CTL_FAIL;
-	}
-	if (isatty(STDERR_FILENO))
-		ctl_err("running %s as sandbox %s (launcher.backend none: on "
-		    "this host, not isolated)", a->a_tail[0], cid);
-	envp = run_env(env, bundle);
-	rc = run_exec(a->a_tail, envp);
-	for (i = 0; envp[i] != NULL; i++)
-		free(envp[i]);
-	free(envp);
-	if (a->a_id == NULL)
-		run_release(c, id);
-	unlink(bundle);
-	rmdir(dir);
-	free(cid);
-	ctl_resp_fini(&r);
-	return rc;
+	return ctl_get_and_print(c, "/v1/status");
 }
 
 int
@@ -1087,11 +337,11 @@ ctl_cmd_reload(struct ctl *c, struct ctl_args *a)
 	struct ctl_resp	r;
 	int		rc;
 
-	if ((rc = call(c, "POST", "/v1/reload", NULL, CTL_LONG_TIMEOUT_MS,
+	if ((rc = ctl_call(c, "POST", "/v1/reload", NULL, CTL_LONG_TIMEOUT_MS,
 	    &r)) != CTL_OK)
 		return rc;
 	if (c->c_json)
-		print_body(&r);
+		ctl_print_body(&r);
 	else
 		printf("configuration reloaded\n");
 	ctl_resp_fini(&r);
@@ -1210,7 +460,7 @@ ctl_cmd_audit_verify(struct ctl *c, struct ctl_args *a)
 		json_object_object_add(out, "ok",
 		    json_object_new_boolean(rc == CTL_OK));
 		json_object_object_add(out, "files", files);
-		print_json(out);
+		ctl_print_json(out);
 		json_object_put(out);
 	}
 	return rc;

@@ -45,25 +45,7 @@ ctl_err(const char *fmt, ...)
 char *
 ctl_path_escape(const char *s)
 {
-	static const char	 hex[] = "0123456789ABCDEF";
-	char			*out, *o;
-	unsigned char		 c;
-
-	out = o = xmalloc(strlen(s) * 3 + 1);
-	for (; *s != '\0'; s++) {
-		c = (unsigned char)*s;
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-		    c == '.' || c == '~') {
-			*o++ = (char)c;
-			continue;
-		}
-		*o++ = '%';
-		*o++ = hex[c >> 4];
-		*o++ = hex[c & 15];
-	}
-	*o = '\0';
-	return out;
+	return util_pct_encode(s, strlen(s));
 }
 
 /* The file's bytes, at most <max> - 1 of them. */

@@ -23,18 +23,6 @@
 
 #define RP_EXAMPLES	3	/* request ids kept per group */
 
-/* String member <key> of <o>, or NULL. */
-static const char *
-jstr(struct json_object *o, const char *key)
-{
-	struct json_object	*v;
-
-	if (!json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 static int
 jint(struct json_object *o, const char *key)
 {
@@ -50,19 +38,19 @@ static void
 arec_from_json(struct json_object *o, struct pol_arec *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->pa_id = jstr(o, "id");
-	r->pa_sandbox = jstr(o, "sandbox");
-	r->pa_mode = jstr(o, "mode");
-	r->pa_proto = jstr(o, "proto");
-	r->pa_method = jstr(o, "method");
-	r->pa_host = jstr(o, "host");
+	r->pa_id = ctl_jstr(o, "id");
+	r->pa_sandbox = ctl_jstr(o, "sandbox");
+	r->pa_mode = ctl_jstr(o, "mode");
+	r->pa_proto = ctl_jstr(o, "proto");
+	r->pa_method = ctl_jstr(o, "method");
+	r->pa_host = ctl_jstr(o, "host");
 	r->pa_port = jint(o, "port");
-	r->pa_path = jstr(o, "path");
-	r->pa_decision = jstr(o, "decision");
-	r->pa_reason = jstr(o, "reason");
-	r->pa_rule = jstr(o, "rule");
-	r->pa_tls = jstr(o, "tls");
-	r->pa_country = jstr(o, "country");
+	r->pa_path = ctl_jstr(o, "path");
+	r->pa_decision = ctl_jstr(o, "decision");
+	r->pa_reason = ctl_jstr(o, "reason");
+	r->pa_rule = ctl_jstr(o, "rule");
+	r->pa_tls = ctl_jstr(o, "tls");
+	r->pa_country = ctl_jstr(o, "country");
 }
 
 int
@@ -383,7 +371,7 @@ first_prev(FILE *f, char prev[65])
 
 	if (getline(&line, &cap, f) != -1 &&
 	    (o = json_tokener_parse(line)) != NULL) {
-		if ((v = jstr(o, "prev")) != NULL && strlen(v) == 64) {
+		if ((v = ctl_jstr(o, "prev")) != NULL && strlen(v) == 64) {
 			memcpy(prev, v, 65);
 			found = 1;
 		}

@@ -14,30 +14,10 @@
 
 #include "dns/net_guard.h"
 #include "policy/pol.h"
+#include "util/util.h"
 
 #define POL_HOST_MAX	253	/* RFC 1035, without the trailing dot */
 #define POL_LABEL_MAX	63
-
-static int
-pol_hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* RFC 3986 unreserved: ALPHA DIGIT - . _ ~ */
-static int
-pol_unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-	    c == '~';
-}
 
 /* Is <p> (at least 3 bytes readable) "%2F" in either case? */
 static int
@@ -77,8 +57,8 @@ pol_path_decode(const char *in, size_t len, char *out, size_t outsz,
 		}
 		if (i + 2 >= len)
 			return -1;	/* truncated escape */
-		if ((hi = pol_hexval(p[i + 1])) == -1 ||
-		    (lo = pol_hexval(p[i + 2])) == -1)
+		if ((hi = util_hex_val(p[i + 1])) == -1 ||
+		    (lo = util_hex_val(p[i + 2])) == -1)
 			return -1;
 		c = (unsigned char)(hi << 4 | lo);
 		/* a '\' is a separator to some upstreams; NUL ends strings */
@@ -90,7 +70,7 @@ pol_path_decode(const char *in, size_t len, char *out, size_t outsz,
 			memcpy(out + w, in + i, 3);	/* as sent */
 			w += 3;
 			(*nslash)++;
-		} else if (pol_unreserved(c) || c == '/') {
+		} else if (util_unreserved(c) || c == '/') {
 			if (w + 1 >= outsz)
 				return -1;
 			out[w++] = (char)c;
@@ -226,8 +206,8 @@ pol_path_double_encoded(const char *path)
 	const char	*p;
 
 	for (p = path; (p = strstr(p, "%25")) != NULL; p += 3)
-		if (pol_hexval((unsigned char)p[3]) != -1 &&
-		    pol_hexval((unsigned char)p[4]) != -1)
+		if (util_hex_val((unsigned char)p[3]) != -1 &&
+		    util_hex_val((unsigned char)p[4]) != -1)
 			return 1;
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 #include "cfg/cfg.h"
 #include "http/http_msg.h"
+#include "http/http_write.h"
 #include "policy/pol.h"
 #include "secrets/sec.h"
 #include "secrets/sec_req.h"
@@ -105,31 +106,6 @@ b64(const char *in, size_t len)
 
 	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)in,
 	    (int)len);
-	return out;
-}
-
-/* Percent-encode everything but RFC 3986 unreserved characters. */
-static char *
-url_encode(const char *in, size_t len)
-{
-	static const char	 hex[] = "0123456789ABCDEF";
-	char			*out = xmalloc(3 * len + 1), *p = out;
-	size_t			 i;
-
-	for (i = 0; i < len; i++) {
-		unsigned char	ch = (unsigned char)in[i];
-
-		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' ||
-		    ch == '_' || ch == '~')
-			*p++ = (char)ch;
-		else {
-			*p++ = '%';
-			*p++ = hex[ch >> 4];
-			*p++ = hex[ch & 15];
-		}
-	}
-	*p = '\0';
 	return out;
 }
 
@@ -280,7 +256,7 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx,
 		break;
 	case CFG_INJECT_QUERY:
 		sr->sr_carries = 1;
-		enc = url_encode(v->sv_data, v->sv_len);
+		enc = util_pct_encode(v->sv_data, v->sv_len);
 		q = sr_query_without(sr->sr_query != NULL ? sr->sr_query :
 		    f->sf_query, s->sc_query);
 		n = strlen(q) + strlen(s->sc_query) + strlen(enc) + 3;
@@ -328,9 +304,9 @@ static void
 subst_add(struct sec_req *sr, const char *ph, const struct sec_val *v)
 {
 	/* "%3A" and "%3a" forms become the encoded value */
-	char	*ep = url_encode(ph, strlen(ph));
+	char	*ep = util_pct_encode(ph, strlen(ph));
 	char	*el = pct_lower(ep);
-	char	*ev = url_encode(v->sv_data, v->sv_len);
+	char	*ev = util_pct_encode(v->sv_data, v->sv_len);
 
 	if (sr->sr_subst == NULL)
 		sr->sr_subst = sec_scan_new();
@@ -678,30 +654,47 @@ sec_req_sigv4_name(const struct sec_req *sr, const struct cfg *cfg)
 	return cfg->c_secrets[sr->sr_sigv4 - 1].sc_name;
 }
 
-void
-sec_req_value_out(const struct sec_req *sr, const char *v, size_t vlen,
-    struct evbuffer *out)
+static int
+rw_drop(void *arg, const char *name, size_t nlen)
 {
-	char	*subst;
-	size_t	 slen;
+	return sec_req_drops(arg, name, nlen);
+}
 
-	if (sr == NULL || sr->sr_subst == NULL) {
-		evbuffer_add(out, v, vlen);
-		return;
-	}
-	/* placeholders become the real value, bound hosts only */
+/* placeholders become the real value, bound hosts only */
+static void
+rw_value(void *arg, const char *v, size_t vlen, const struct hw_sink *out)
+{
+	const struct sec_req	*sr = arg;
+	char			*subst;
+	size_t			 slen;
+
 	subst = sec_scan_string(sr->sr_subst, v, vlen, &slen, NULL);
-	evbuffer_add(out, subst, slen);
+	out->hs_add(out->hs_arg, subst, slen);
 	OPENSSL_cleanse(subst, slen);
 	free(subst);
 }
 
-void
-sec_req_fields_out(const struct sec_req *sr, struct evbuffer *out)
+static void
+rw_fields(void *arg, const struct hw_sink *out)
 {
-	if (sr != NULL)
-		evbuffer_add(out, evbuffer_pullup(sr->sr_add, -1),
-		    evbuffer_get_length(sr->sr_add));
+	const struct sec_req	*sr = arg;
+	size_t			 n = evbuffer_get_length(sr->sr_add);
+
+	if (n > 0)
+		out->hs_add(out->hs_arg, evbuffer_pullup(sr->sr_add, -1), n);
+}
+
+int
+sec_req_rewriter(const struct sec_req *sr, struct hw_rewrite *rw)
+{
+	if (sr == NULL)
+		return 0;
+	memset(rw, 0, sizeof(*rw));
+	rw->hr_drop = rw_drop;
+	rw->hr_value = sr->sr_subst != NULL ? rw_value : NULL;
+	rw->hr_fields = rw_fields;
+	rw->hr_arg = (void *)(uintptr_t)sr;
+	return 1;
 }
 
 struct sec_scan *

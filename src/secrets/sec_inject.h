@@ -15,6 +15,7 @@
 struct cfg;
 struct cfg_rule;
 struct http_msg;
+struct hw_rewrite;
 struct evbuffer;
 struct sec_scan;
 struct sec_val;
@@ -61,12 +62,13 @@ const char *sec_req_path(const struct sec_req *, const char *dflt);
 const char *sec_req_query(const struct sec_req *, const char *dflt);
 /* Does SigV4 sign this request? Its secret's name, or NULL. */
 const char *sec_req_sigv4_name(const struct sec_req *, const struct cfg *);
-/* The header value <v> towards the upstream, placeholders replaced by
- * values of bound secrets, appended to <out> (the copy wiped). */
-void	sec_req_value_out(const struct sec_req *, const char *v, size_t vlen,
-	    struct evbuffer *out);
-/* The header lines the secrets add, appended to <out>. */
-void	sec_req_fields_out(const struct sec_req *, struct evbuffer *out);
+/*
+ * The secrets' rewriter of the request head going upstream
+ * (http/http_write.h): the fields they replace dropped, placeholders in
+ * values substituted (bound hosts only), their fields added. Fills <rw>;
+ * 0 when there is nothing to rewrite (<sr> NULL).
+ */
+int	sec_req_rewriter(const struct sec_req *, struct hw_rewrite *rw);
 /* The scanner redacting reflected values from the response, or NULL. */
 struct sec_scan *sec_req_reflector(const struct sec_req *);
 /* The names of the secrets attached, for the audit (borrowed). */

@@ -118,26 +118,6 @@ str_wipe_free(char *s)
 	free(s);
 }
 
-static int
-is_unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-	    c == '~';
-}
-
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* AWS's UriEncode(): RFC 3986 unreserved kept, the rest %XX uppercase. */
 static void
 uri_encode(struct sbuf *sb, const char *s, size_t n, int keep_slash)
@@ -149,7 +129,7 @@ uri_encode(struct sbuf *sb, const char *s, size_t n, int keep_slash)
 
 	for (i = 0; i < n; i++) {
 		c = (unsigned char)s[i];
-		if (is_unreserved(c) || (keep_slash && c == '/'))
+		if (util_unreserved(c) || (keep_slash && c == '/'))
 			sb_addc(sb, (char)c);
 		else {
 			e[0] = '%';
@@ -172,8 +152,8 @@ uri_decode(struct sbuf *sb, const char *s, size_t n)
 
 	for (i = 0; i < n; i++) {
 		if (s[i] == '%' && i + 2 < n &&
-		    (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
-		    (lo = hexval((unsigned char)s[i + 2])) >= 0) {
+		    (hi = util_hex_val((unsigned char)s[i + 1])) >= 0 &&
+		    (lo = util_hex_val((unsigned char)s[i + 2])) >= 0) {
 			sb_addc(sb, (char)(hi << 4 | lo));
 			i += 2;
 		} else

@@ -54,9 +54,7 @@ encoded(const struct http_msg *m)
 
 	for (i = 0; (i = http_msg_find(m, "content-encoding", i)) != -1;
 	    i++) {
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
+		http_msg_value(m, i, &v, &vlen);
 		if (vlen > 0 && !util_strncaseeq(v, vlen, "identity"))
 			return 1;
 	}

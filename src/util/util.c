@@ -384,6 +384,48 @@ util_open_secret(const char *path, char *why, size_t whysz)
 	return fd;
 }
 
+int
+util_hex_val(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int
+util_unreserved(int c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	    c == '~';
+}
+
+char *
+util_pct_encode(const char *in, size_t len)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	char			*out = xmalloc(3 * len + 1), *p = out;
+	unsigned char		 c;
+	size_t			 i;
+
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)in[i];
+		if (util_unreserved(c))
+			*p++ = (char)c;
+		else {
+			*p++ = '%';
+			*p++ = hex[c >> 4];
+			*p++ = hex[c & 15];
+		}
+	}
+	*p = '\0';
+	return out;
+}
+
 void
 util_hex_encode(const unsigned char *in, size_t len, char *out)
 {

@@ -72,6 +72,13 @@ int	util_file_private(const struct stat *st);
 int	util_open_secret(const char *path, char *why, size_t whysz);
 /* <len> bytes as lower-case hex, NUL-terminated (2 * len + 1 bytes). */
 void	util_hex_encode(const unsigned char *in, size_t len, char *out);
+/* The value of hex digit <c> (either case), or -1. */
+int	util_hex_val(int c);
+/* RFC 3986 unreserved: ALPHA DIGIT - . _ ~ */
+int	util_unreserved(int c);
+/* <len> bytes percent-encoded but the unreserved ones (%XX upper case),
+ * NUL-terminated; caller frees. */
+char	*util_pct_encode(const char *in, size_t len);
 /* Are the <len> bytes of <s> all lower-case hex digits? */
 int	util_is_lower_hex(const char *s, size_t len);
 

@@ -17,6 +17,7 @@ main(void)
 	srunner_add_suite(sr, suite_net_guard());
 	srunner_add_suite(sr, suite_net_self());
 	srunner_add_suite(sr, suite_http());
+	srunner_add_suite(sr, suite_http_write());
 	srunner_add_suite(sr, suite_ca());
 	srunner_add_suite(sr, suite_tls());
 	srunner_add_suite(sr, suite_sec_store());

@@ -26,6 +26,7 @@ Suite	*suite_pol_replay(void);
 Suite	*suite_net_guard(void);
 Suite	*suite_net_self(void);
 Suite	*suite_http(void);
+Suite	*suite_http_write(void);
 Suite	*suite_ca(void);
 Suite	*suite_tls(void);
 Suite	*suite_sec_store(void);
