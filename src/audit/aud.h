@@ -35,6 +35,7 @@ struct aud_rec {
 	int64_t		 ar_duration_ms;
 	const char	*ar_upstream;	/* IP:PORT */
 	const char	*ar_tls;	/* intercept|splice|none */
+	const char	*ar_http;	/* "2" for an HTTP/2 stream, or NULL */
 	const struct usage *ar_usage;	/* metered usage, or NULL */
 	int64_t		 ar_cost_micro;	/* -1: absent */
 	int		 ar_unpriced;	/* no price matched the model */

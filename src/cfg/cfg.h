@@ -153,6 +153,8 @@ struct cfg_host_override {
 
 struct cfg_limits {
 	size_t		 l_header_bytes;	/* 64KiB */
+	size_t		 l_h2_max_streams;	/* 100: concurrent streams of
+						   an HTTP/2 connection */
 	uint64_t	 l_header_timeout_ms;	/* 30s: whole request head */
 	uint64_t	 l_connect_timeout_ms;	/* 10s */
 	uint64_t	 l_idle_timeout_ms;	/* 120s */
@@ -221,6 +223,8 @@ struct cfg {
 	uint64_t		  c_tls_leaf_validity_ms; /* 7d, <= 30d */
 	int			  c_tls_min_version;	/* TLS1_2_VERSION or
 							   TLS1_3_VERSION */
+	int			  c_tls_alpn;	/* H2_ALPN_* offered to
+						   intercepted clients; both */
 
 	struct cfg_price	 *c_pricing;
 	size_t			  c_npricing;

@@ -213,6 +213,7 @@ conn_audit(struct conn *c)
 	r.ar_country = x->x_country[0] ? x->x_country : NULL;
 	r.ar_asn = x->x_asn;
 	r.ar_tls = x->x_tls;
+	r.ar_http = c->c_http2 ? "2" : NULL;
 	conn_pipe_done(c, &r, &u, dur_us);
 }
 
