@@ -194,3 +194,110 @@ def headers_frame(conn, sid, headers, end_stream=True, end_headers=True):
     if end_headers:
         f.flags.add("END_HEADERS")
     return f.serialize()
+
+
+class Raw:
+    """Frames by hand (hyperframe, hpack) on an h2 session through the
+    proxy: for what no correct client sends."""
+
+    PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+    def __init__(self, ap, target, cafile, host="api.test", timeout=10.0):
+        import hpack
+        ctx = tlslib.context(cafile, alpn=["h2"])
+        self.raw, _ = tlslib.proxy_connect(ap, target, timeout=timeout)
+        self.client = tlslib.client_addr(self.raw)
+        self.sock = ctx.wrap_socket(self.raw, server_hostname=host)
+        self.enc = hpack.Encoder()
+        self.authority = target
+        self.buf = b""
+        self.frames = []
+        self.closed = False
+        self.sock.sendall(self.PREFACE + hf.SettingsFrame(0).serialize())
+
+    def req_headers(self, method="GET", path="/json/4", extra=()):
+        return [(":method", method), (":scheme", "https"),
+                (":authority", self.authority), (":path", path)] + \
+            list(extra)
+
+    def headers(self, sid, hs, end_stream=True, end_headers=True):
+        f = hf.HeadersFrame(sid)
+        f.data = self.enc.encode(hs)
+        if end_stream:
+            f.flags.add("END_STREAM")
+        if end_headers:
+            f.flags.add("END_HEADERS")
+        return f.serialize()
+
+    def send(self, data, timeout=5.0):
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.sendall(data)
+            return True
+        except (OSError, ssl.SSLError):
+            return False
+
+    def read(self, timeout=5.0, until=None):
+        """Frames read within <timeout> (or until <until>(frame) holds or
+        the connection ends), acknowledging SETTINGS; all are kept."""
+        end = time.time() + timeout
+        while time.time() < end and not self.closed:
+            self.sock.settimeout(max(0.05, end - time.time()))
+            try:
+                d = self.sock.recv(65536)
+            except (socket.timeout, ssl.SSLWantReadError):
+                continue
+            except (OSError, ssl.SSLError):
+                self.closed = True
+                break
+            if not d:
+                self.closed = True
+                break
+            self.buf += d
+            while len(self.buf) >= 9:
+                f, n = hf.Frame.parse_frame_header(memoryview(self.buf[:9]))
+                if len(self.buf) < 9 + n:
+                    break
+                f.parse_body(memoryview(self.buf[9:9 + n]))
+                self.buf = self.buf[9 + n:]
+                self.frames.append(f)
+                if isinstance(f, hf.SettingsFrame) and \
+                        "ACK" not in f.flags:
+                    a = hf.SettingsFrame(0)
+                    a.flags.add("ACK")
+                    self.send(a.serialize())
+                if until is not None and until(f):
+                    return self.frames
+        return self.frames
+
+    def goaway(self):
+        for f in self.frames:
+            if isinstance(f, hf.GoAwayFrame):
+                return f.error_code
+        return None
+
+    def rst(self, sid):
+        for f in self.frames:
+            if isinstance(f, hf.RstStreamFrame) and f.stream_id == sid:
+                return f.error_code
+        return None
+
+    def status(self, sid):
+        """The :status of stream <sid>'s first HEADERS (every HEADERS is
+        decoded in order: HPACK state is the connection's)."""
+        import hpack
+        if not hasattr(self, "dec"):
+            self.dec, self.ndec, self.st = hpack.Decoder(), 0, {}
+        for f in self.frames[self.ndec:]:
+            self.ndec += 1
+            if isinstance(f, hf.HeadersFrame):
+                hs = dict(self.dec.decode(f.data))
+                if ":status" in hs and f.stream_id not in self.st:
+                    self.st[f.stream_id] = int(hs[":status"])
+        return self.st.get(sid)
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
