@@ -12,6 +12,9 @@
 
 #include <openssl/ssl.h>
 
+/* Marks the gateway's own answers on a stream's connection; never sent. */
+#define H2_GATEWAY_FIELD	"X-Airlock-Gateway-Answer"
+
 struct conn;
 struct h2_srv;
 struct h2_stream;

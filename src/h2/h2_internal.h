@@ -47,6 +47,8 @@ struct h2_stream {
 	struct http_msg		 s_resp;	/* what the conn answers */
 	int			 s_resp_started;
 	int			 s_head_out;	/* this message's head went */
+	int			 s_grpc;	/* content-type application/grpc */
+	int			 s_grpc_deny;	/* a gateway answer to reshape */
 	int			 s_resp_done;
 	int			 s_deferred;	/* the data source waits */
 	int			 s_gone;	/* the conn went away */

@@ -158,6 +158,9 @@ h2_stream_header(struct h2_stream *s, const uint8_t *name, size_t nlen,
 		return 0;
 	if (name_is(name, nlen, "content-length"))
 		s->s_has_cl = 1;
+	if (name_is(name, nlen, "content-type") && vlen >= 16 &&
+	    memcmp(value, "application/grpc", 16) == 0)
+		s->s_grpc = 1;
 	if (name_is(name, nlen, "host"))
 		s->s_has_host = 1;
 	evbuffer_add(s->s_fields, name, nlen);
@@ -349,6 +352,7 @@ resp_field_dropped(const struct http_msg *m, const char *name, size_t len)
 	    util_strncaseeq(name, len, "keep-alive") ||
 	    util_strncaseeq(name, len, "proxy-connection") ||
 	    util_strncaseeq(name, len, "transfer-encoding") ||
+	    util_strncaseeq(name, len, H2_GATEWAY_FIELD) ||
 	    util_strncaseeq(name, len, "upgrade");
 }
 
@@ -402,6 +406,54 @@ resp_head(struct h2_stream *s, int final)
 	return rv == 0 ? 0 : -1;
 }
 
+/*
+ * A gateway answer to a gRPC call, as gRPC clients understand it: HTTP
+ * 200 with grpc-status 8 RESOURCE_EXHAUSTED (budget, rate, overload) or
+ * 7 PERMISSION_DENIED (anything else refused), the JSON answer
+ * percent-encoded in grpc-message (a Trailers-Only response).
+ */
+static void
+grpc_deny(struct h2_stream *s)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	struct http_msg		*m = &s->s_resp;
+	nghttp2_nv		 nv[4];
+	size_t			 n, i, j = 0;
+	const unsigned char	*b;
+	char			*msg;
+	const char		*code;
+
+	n = evbuffer_get_length(s->s_out);
+	if (n > 2048)
+		n = 2048;
+	b = evbuffer_pullup(s->s_out, (ssize_t)n);
+	while (n > 0 && (b[n - 1] == '\n' || b[n - 1] == '\r'))
+		n--;
+	msg = xcalloc(1, n * 3 + 1);
+	for (i = 0; i < n; i++) {
+		if (b[i] >= 0x20 && b[i] <= 0x7e && b[i] != '%')
+			msg[j++] = (char)b[i];
+		else {
+			msg[j++] = '%';
+			msg[j++] = hex[b[i] >> 4];
+			msg[j++] = hex[b[i] & 15];
+		}
+	}
+	code = m->hm_status == 402 || m->hm_status == 429 ||
+	    m->hm_status == 503 ? "8" : "7";
+	nv[0] = (nghttp2_nv){ (uint8_t *)":status", (uint8_t *)"200", 7, 3,
+	    NGHTTP2_NV_FLAG_NONE };
+	nv[1] = (nghttp2_nv){ (uint8_t *)"content-type",
+	    (uint8_t *)"application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE };
+	nv[2] = (nghttp2_nv){ (uint8_t *)"grpc-status", (uint8_t *)code, 11, 1,
+	    NGHTTP2_NV_FLAG_NONE };
+	nv[3] = (nghttp2_nv){ (uint8_t *)"grpc-message", (uint8_t *)msg, 12, j,
+	    NGHTTP2_NV_FLAG_NONE };
+	(void)nghttp2_submit_response(s->s_srv->h_sess, s->s_id, nv, 4, NULL);
+	free(msg);
+	evbuffer_drain(s->s_out, evbuffer_get_length(s->s_out));
+}
+
 /* The head just parsed goes out: 0, or -1 after resetting the stream. */
 static int
 stream_head_out(struct h2_stream *s)
@@ -409,6 +461,13 @@ stream_head_out(struct h2_stream *s)
 	struct http_msg	*m = &s->s_resp;
 
 	s->s_head_out = 1;
+	if (s->s_grpc && m->hm_status >= 200 &&
+	    http_msg_find(m, H2_GATEWAY_FIELD, 0) != -1) {
+		/* reshaped once its JSON body is in (grpc_deny) */
+		s->s_grpc_deny = 1;
+		s->s_resp_started = 1;
+		return 0;
+	}
 	if (m->hm_status >= 100 && m->hm_status < 200 && m->hm_status != 101)
 		(void)resp_head(s, 0);	/* 1xx */
 	else if (m->hm_status == 101 || resp_head(s, 1) == -1) {
@@ -483,7 +542,9 @@ h2_stream_poll(struct h2_stream *s)
 				break;
 			}
 			s->s_resp_done = 1;
-			if (s->s_deferred) {
+			if (s->s_grpc_deny)
+				grpc_deny(s);
+			else if (s->s_deferred) {
 				s->s_deferred = 0;
 				(void)nghttp2_session_resume_data(
 				    s->s_srv->h_sess, s->s_id);
