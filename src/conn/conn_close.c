@@ -236,6 +236,10 @@ conn_close_when_flushed(struct conn *c)
 void
 conn_drain(struct conn *c)
 {
+	if (c->c_h2 != NULL) {
+		h2_srv_drain(c->c_h2);	/* GOAWAY: no new streams */
+		return;
+	}
 	if ((c->c_state == CONN_HEAD && !c->c_x->x_active &&
 	    c->c_req.hm_len == 0 && c->c_depth == 0) ||
 	    (c->c_state == CONN_LINGER && c->c_depth == 0))

@@ -27,6 +27,8 @@ int	h2_alpn_is_h2(SSL *);
  * connection (conn_close) when it ends. 0, or -1 after closing it.
  */
 int	h2_srv_start(struct conn *);
+/* The worker drains: GOAWAY, the streams under way go on, then the end. */
+void	h2_srv_drain(struct h2_srv *);
 /* From conn_free: end the streams still open, free the session. */
 void	h2_srv_free(struct h2_srv *);
 /* From conn_free of a stream's connection: it is gone. */

@@ -459,6 +459,21 @@ h2_srv_start(struct conn *c)
 }
 
 void
+h2_srv_drain(struct h2_srv *h)
+{
+	struct conn	*c = h->h_conn;
+
+	if (h->h_ending)
+		return;
+	conn_enter(c);
+	(void)nghttp2_submit_goaway(h->h_sess, NGHTTP2_FLAG_NONE,
+	    nghttp2_session_get_last_proc_stream_id(h->h_sess),
+	    NGHTTP2_NO_ERROR, NULL, 0);
+	srv_send(h);
+	conn_leave(c);
+}
+
+void
 h2_srv_free(struct h2_srv *h)
 {
 	struct h2_stream	*s;

@@ -171,5 +171,30 @@ with httpx.Client(proxies="http://127.0.0.1:%d" % ap, verify=ca,
          "httpx http2=True: denied → 403 JSON", r.text[:200])
 t.done()
 PY
+
+# SIGTERM with an h2 connection open: GOAWAY, then a prompt exit
+"$SYS_PYTHON" - >"$T/goaway" 2>&1 <<'PY' &
+import os, itlib, h2lib
+c = h2lib.H2Conn(itlib.env_int("AIRLOCK_PORT"),
+                 "api.test:%d" % itlib.env_int("ORIGIN_PORT"),
+                 os.environ["T"] + "/state/ca/a/ca.crt")
+s = c.request("GET", "/json/3")
+c.wait([s])
+open(os.environ["T"] + "/h2-open", "w").close()
+c.wait_closed(20)
+print("goaway", None if c.goaway is None else int(c.goaway[0]))
+PY
+GPID=$!
+track_pid "$GPID"
+i=0
+while [ ! -e "$T/h2-open" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e "$T/h2-open" ] || fail "the h2 client did not get its answer"
+t0=$(date +%s)
 stop_airlockd
+t1=$(date +%s)
+wait "$GPID"
+untrack_pid "$GPID"
+grep -q "^goaway 0$" "$T/goaway" || fail "no GOAWAY NO_ERROR at SIGTERM: $(cat "$T/goaway")"
+[ $((t1 - t0)) -lt 10 ] || fail "airlockd took $((t1 - t0)) s to stop with an idle h2 connection"
+ok "SIGTERM: the idle h2 connection gets GOAWAY NO_ERROR, airlockd stops in $((t1 - t0)) s"
 finish
