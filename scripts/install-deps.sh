@@ -6,7 +6,7 @@
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       libssl-dev libevent-dev libyaml-dev libmaxminddb-dev libjson-c-dev
-      libyajl-dev libseccomp-dev zlib1g-dev libbrotli-dev
+      libyajl-dev libseccomp-dev zlib1g-dev libbrotli-dev libnghttp2-dev
       check node-llhttp libhiredis-dev openssl ca-certificates nftables
       busybox-static cpio kmod xz-utils curl"
 # without its recommends (GUI, firmware for other machines: some 170
@@ -17,6 +17,8 @@ TEST_PKGS="curl python3 python3-websocket procps iproute2 nftables squid tinypro
            bind9-dnsutils clang libclang-rt-14-dev"
 # fleet mode (53x-fleet-*): the shared store and the load balancer
 TEST_PKGS="$TEST_PKGS redis-server redis-tools haproxy"
+# HTTP/2 and gRPC clients and servers of 55x (issue 19)
+TEST_PKGS="$TEST_PKGS nghttp2-client python3-h2 python3-grpcio"
 # real clients of 405/406 (run with the system python, /usr/bin/python3)
 TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
 # 59x (parent proxies, the SOCKS5 listener): a SOCKS5 parent, and ssh

@@ -846,6 +846,7 @@ aud_rec_json(const struct aud_rec *r)
 	if (r->ar_asn != 0)
 		add_int(&b, "asn", (int64_t)r->ar_asn);
 	add_str(&b, "tls", r->ar_tls);
+	add_str(&b, "http", r->ar_http);
 	add_str(&b, "dns_type", r->ar_dns_type);
 	add_str(&b, "dns_rcode", r->ar_dns_rcode);
 	add_str(&b, "dns_answer", r->ar_dns_answer);

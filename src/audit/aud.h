@@ -36,6 +36,7 @@ struct aud_rec {
 	const char	*ar_upstream;	/* IP:PORT */
 	const char	*ar_via;	/* parent proxy URL, NULL direct */
 	const char	*ar_tls;	/* intercept|splice|none */
+	const char	*ar_http;	/* "2" for an HTTP/2 stream, or NULL */
 	const struct usage *ar_usage;	/* metered usage, or NULL */
 	int64_t		 ar_cost_micro;	/* -1: absent */
 	int		 ar_unpriced;	/* no price matched the model */

@@ -157,6 +157,8 @@ struct cfg_host_override {
 
 struct cfg_limits {
 	size_t		 l_header_bytes;	/* 64KiB */
+	size_t		 l_h2_max_streams;	/* 100: concurrent streams of
+						   an HTTP/2 connection */
 	uint64_t	 l_header_timeout_ms;	/* 30s: whole request head */
 	uint64_t	 l_connect_timeout_ms;	/* 10s */
 	uint64_t	 l_idle_timeout_ms;	/* 120s */
@@ -233,6 +235,8 @@ struct cfg {
 							   TLS1_3_VERSION */
 	char			 *c_tls_fleet_ca_key;	/* master key file, or
 							   NULL */
+	int			  c_tls_alpn;	/* H2_ALPN_* offered to
+						   intercepted clients; both */
 
 	struct cfg_price	 *c_pricing;
 	size_t			  c_npricing;

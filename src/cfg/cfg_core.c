@@ -206,6 +206,7 @@ cfg_k_workers(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 #define LIM(m)	offsetof(struct cfg_limits, m)
 static const struct cfg_key cfg_limits_keys[] = {
 	CFG_SIZE("header_bytes", 0, LIM(l_header_bytes), 1024, 0),
+	CFG_COUNT("h2_max_streams", 0, LIM(l_h2_max_streams), 1, 1000),
 	CFG_DURATION("header_timeout", 0, LIM(l_header_timeout_ms), 1, 0),
 	CFG_DURATION("connect_timeout", 0, LIM(l_connect_timeout_ms), 1, 0),
 	CFG_DURATION("store_timeout", 0, LIM(l_store_timeout_ms), 1, 0),

@@ -63,6 +63,7 @@ cfg_new(char *file, char *dir)
 	c->c_file = file;
 	c->c_dir = dir;
 	c->c_limits.l_header_bytes = 64 * 1024;
+	c->c_limits.l_h2_max_streams = 100;
 	c->c_reflect_min_run = 12;
 	c->c_limits.l_header_timeout_ms = 30 * 1000;
 	c->c_limits.l_connect_timeout_ms = 10 * 1000;
@@ -101,6 +102,7 @@ cfg_new(char *file, char *dir)
 	c->c_qemu_min_free = 512ULL << 20;
 	c->c_tls_leaf_validity_ms = 7ULL * 24 * 3600 * 1000;
 	c->c_tls_min_version = TLS1_2_VERSION;
+	c->c_tls_alpn = 0x03;	/* h2 and http/1.1 (TLS_ALPN_*) */
 	if ((c->c_guard = net_guard_new()) == NULL)
 		fatalx("net_guard_new");
 	c->c_refs = 1;

@@ -52,7 +52,6 @@ static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_write_cb(struct bufferevent *, void *);
 static void	upstream_read_more(struct bufferevent *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
-static void	conn_timer_cb(evutil_socket_t, short, void *);
 static void	conn_feed_request_loop(struct conn *);
 
 void
@@ -254,8 +253,8 @@ conn_body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
 		bufferevent_write_buffer(to, tmp);
 }
 
-static void
-request_body_cb(void *arg, const char *p, size_t len)
+void
+conn_request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
 	size_t		 pass;
@@ -374,7 +373,7 @@ conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int socklen,
 	}
 	http_msg_init(&c->c_req, HTTP_REQUEST, c->c_cfg->c_limits.l_header_bytes);
 	http_msg_init(&c->c_resp, HTTP_RESPONSE, c->c_cfg->c_limits.l_header_bytes);
-	c->c_req.hm_on_body = request_body_cb;
+	c->c_req.hm_on_body = conn_request_body_cb;
 	c->c_req.hm_arg = c;
 	c->c_resp.hm_on_body = conn_response_body_cb;
 	c->c_resp.hm_arg = c;
@@ -909,7 +908,7 @@ out:
 	conn_leave(c);
 }
 
-static void
+void
 conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn	*c = arg;

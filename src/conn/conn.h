@@ -38,6 +38,8 @@ struct bud_sb;
 struct up_parent;
 struct up_dial;
 struct event;
+struct h2_srv;
+struct h2_stream;
 
 /* Bytes queued towards one side before we stop reading the other. */
 #define CONN_HIWAT	(256 * 1024)
@@ -182,6 +184,12 @@ struct conn {
 						   conn_slots.h */
 	int			 c_listener;	/* explicit: index in
 						   c_listen_proxy; -1 else */
+	struct h2_srv		*c_h2;		/* the session, once ALPN chose
+						   h2 (h2/h2_srv.c) */
+	struct h2_stream	*c_h2s;		/* a stream's connection
+						   (conn_stream.c): its
+						   stream, while both live */
+	int			 c_http2;	/* an HTTP/2 stream's */
 };
 
 /* Take ownership of an accepted socket. */
@@ -377,6 +385,17 @@ struct evbuffer;
 /* A splice towards a secret's host (its responses could not be scanned):
  * 1 after refusing it (403, or the connection closed when transparent). */
 int	conn_sec_splice_refused(struct conn *);
+
+/* conn_stream.c: one HTTP/2 stream served as a connection of its own */
+/*
+ * A connection for a stream of <parent>'s intercepted session: it reads
+ * the stream's request as HTTP/1.1 from <bev> (one end of a bufferevent
+ * pair, owned from now on) and answers there, judged as a request of
+ * <parent>'s session (sandbox, TLS server, CONNECT port). NULL (and <bev>
+ * freed) when the sandbox or the gateway is at its connection limit.
+ */
+struct conn *conn_stream_new(struct conn *parent, struct bufferevent *bev,
+	    struct h2_stream *);
 
 /* conn_tunnel.c */
 void	conn_tunnel_start(struct conn *);

@@ -36,6 +36,7 @@
 #include "conn/conn_slots.h"
 #include "dns/net_self.h"
 #include "geo/geo.h"
+#include "h2/h2.h"
 #include "http/http_target.h"
 #include "budget/bud.h"
 #include "policy/pol.h"
@@ -50,6 +51,10 @@ conn_free(struct conn *c)
 {
 	struct worker	*w = c->c_worker;
 
+	if (c->c_h2 != NULL)
+		h2_srv_free(c->c_h2);		/* its streams end first */
+	if (c->c_h2s != NULL)
+		h2_stream_conn_gone(c->c_h2s);
 	if (c->c_sbx != NULL) {
 		__atomic_sub_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
 		sbx_unref(c->c_sbx);
@@ -231,6 +236,10 @@ conn_close_when_flushed(struct conn *c)
 void
 conn_drain(struct conn *c)
 {
+	if (c->c_h2 != NULL) {
+		h2_srv_drain(c->c_h2);	/* GOAWAY: no new streams */
+		return;
+	}
 	if ((c->c_state == CONN_HEAD && !c->c_x->x_active &&
 	    c->c_req.hm_len == 0 && c->c_depth == 0) ||
 	    (c->c_state == CONN_LINGER && c->c_depth == 0))

@@ -18,6 +18,8 @@ struct http_msg;
 struct hw_sink;
 
 /* conn.c */
+void	conn_request_body_cb(void *arg, const char *p, size_t len);
+void	conn_timer_cb(int fd, short what, void *arg);
 /* The exchange and request state of <c> freed and zeroed. */
 void	conn_req_clear(struct conn *);
 /* After its head, does a message still need a body feed of its own? */

@@ -13,6 +13,7 @@
 #include "budget/bud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
+#include "h2/h2.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
 #include "metrics/metrics.h"
@@ -108,9 +109,11 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 	    "Content-Length: %zu\r\n"
 	    "X-Airlock-Request-Id: %s\r\n"
 	    "Cache-Control: no-store\r\n"
-	    "%s%s\r\n",
+	    "%s%s%s\r\n",
 	    status, conn_status_text(status), blen + 1, c->c_x->x_id, extra,
-	    close ? "Connection: close\r\n" : "");
+	    close ? "Connection: close\r\n" : "",
+	    /* the stream's side reshapes it for gRPC (h2/h2_stream.c) */
+	    c->c_http2 ? H2_GATEWAY_FIELD ": 1\r\n" : "");
 	evbuffer_add(out, body, blen);
 	evbuffer_add(out, "\n", 1);
 	json_object_put(o);
@@ -215,6 +218,7 @@ conn_audit(struct conn *c)
 	r.ar_country = x->x_country[0] ? x->x_country : NULL;
 	r.ar_asn = x->x_asn;
 	r.ar_tls = x->x_tls;
+	r.ar_http = c->c_http2 ? "2" : NULL;
 	conn_pipe_done(c, &r, &u, dur_us);
 }
 

@@ -20,6 +20,7 @@
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
+#include "h2/h2.h"
 #include "policy/pol.h"
 #include "tls/tls.h"
 #include "sbx/sbx.h"
@@ -64,6 +65,13 @@ conn_tls_connect_allowed(struct conn *c, int intercept)
 		conn_tls_peek(c);
 }
 
+/* What ALPN may choose: tls.alpn; a denied CONNECT's 403 is HTTP/1. */
+static int
+tls_alpn_set(const struct conn *c)
+{
+	return c->c_deny_tls ? TLS_ALPN_HTTP11 : c->c_cfg->c_tls_alpn;
+}
+
 /* Terminate TLS with a leaf for <host> minted under the sandbox's CA. */
 static void
 tls_intercept(struct conn *c, const char *host)
@@ -95,6 +103,7 @@ tls_intercept(struct conn *c, const char *host)
 	}
 	X509_free(leaf);
 	tls_server_ssl_set_context(ssl, c->c_sbx->sb_id, host);
+	tls_server_ssl_set_alpn(ssl, tls_alpn_set(c));
 	snprintf(c->c_tls_host, sizeof(c->c_tls_host), "%s", host);
 
 	/* the filter reads the ClientHello still waiting in c_bev */
@@ -176,10 +185,14 @@ conn_tls_peek(struct conn *c)
 			conn_resolve(c);
 		return;
 	}
-	/* ALPN without HTTP/1.x is refused in the handshake; 2: h2 alone */
+	/* ALPN with nothing we may pick is refused in the handshake; 2: h2
+	   alone (not allowed here), 3: no HTTP/1.x nor h2 */
 	c->c_tls_h2_only = 0;
-	if (h.th_alpn_count > 0 && !h.th_alpn_http11 && !h.th_alpn_http10)
-		c->c_tls_h2_only = h.th_alpn_h2 && h.th_alpn_count == 1 ? 2 : 1;
+	if (h.th_alpn_count > 0 && !((tls_alpn_set(c) & TLS_ALPN_H2) &&
+	    h.th_alpn_h2) && !((tls_alpn_set(c) & TLS_ALPN_HTTP11) &&
+	    (h.th_alpn_http11 || h.th_alpn_http10)))
+		c->c_tls_h2_only = h.th_alpn_h2 && h.th_alpn_count == 1 ? 2 :
+		    (tls_alpn_set(c) & TLS_ALPN_H2) ? 3 : 1;
 	if (h.th_has_sni && strcmp(sni, c->c_x->x_host) != 0) {
 		/* serve the name asked for, then refuse inside TLS */
 		snprintf(c->c_tls_fronting, sizeof(c->c_tls_fronting), "%s",
@@ -208,13 +221,20 @@ conn_tls_handshake_event(struct conn *c, short what)
 		http_msg_reset(&c->c_req);
 		conn_timer_arm(c, c->c_cfg->c_limits.l_header_timeout_ms);
 		__atomic_add_fetch(&worker_tls_handshakes, 1, __ATOMIC_RELAXED);
+		if (h2_alpn_is_h2(bufferevent_openssl_get_ssl(c->c_bev))) {
+			(void)h2_srv_start(c);	/* streams, each an exchange */
+			return;
+		}
 		conn_feed_request(c);
 		return;
 	}
-	if (c->c_tls_h2_only)
+	if (c->c_tls_h2_only == 3)
+		snprintf(err, sizeof(err), "client offers neither h2 nor "
+		    "HTTP/1.x (ALPN)");
+	else if (c->c_tls_h2_only)
 		snprintf(err, sizeof(err), "client offers %s (ALPN); airlock "
-		    "speaks HTTP/1.1 and HTTP/1.0", c->c_tls_h2_only == 2 ?
-		    "only h2" : "no HTTP/1.x protocol");
+		    "speaks HTTP/1.1 and HTTP/1.0 here (tls.alpn)",
+		    c->c_tls_h2_only == 2 ? "only h2" : "no HTTP/1.x protocol");
 	else if ((e = bufferevent_get_openssl_error(c->c_bev)) != 0)
 		ERR_error_string_n(e, err, sizeof(err));
 	else

@@ -47,6 +47,12 @@ worker_conn_count(void)
 }
 
 void
+worker_conn_more(void)
+{
+	__atomic_add_fetch(&conns_total, 1, __ATOMIC_RELAXED);
+}
+
+void
 worker_conn_gone(void)
 {
 	__atomic_sub_fetch(&conns_total, 1, __ATOMIC_RELAXED);

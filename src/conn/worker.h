@@ -61,6 +61,8 @@ void	workers_join(void);
 /* SIGHUP: new connections use <cfg> (each worker takes a reference). */
 void	workers_reload(struct cfg *);
 void	worker_conn_gone(void);
+/* One more connection counted (an HTTP/2 stream's, conn_stream.c). */
+void	worker_conn_more(void);
 /* A sandbox was deleted: every worker closes its revoked connections. */
 void	workers_revoke(void);
 

@@ -44,8 +44,9 @@ void	tls_global_init(void);
 
 /*
  * Server context for intercepted clients: TLS 1.2+ (cfg min_version),
- * ALPN picks http/1.1 (else http/1.0) and refuses a client that offers
- * neither (h2 only), session tickets with the shared keys. Certificates
+ * ALPN picks h2 when the SSL allows it (tls_server_ssl_set_alpn), else
+ * http/1.1 (else http/1.0), and refuses a client that offers nothing it
+ * may pick, session tickets with the shared keys. Certificates
  * are set per SSL. New reference, or NULL after logging.
  */
 SSL_CTX	*tls_server_ctx_new(const struct cfg *);
@@ -59,6 +60,12 @@ SSL_CTX	*tls_client_ctx_new(const struct cfg *);
 
 /* An SSL for an upstream <host> (name or IP literal): SNI + host check. */
 SSL	*tls_client_ssl_new(SSL_CTX *, const char *host);
+
+/* tls.alpn: what intercepted clients are offered */
+#define TLS_ALPN_H2	0x01
+#define TLS_ALPN_HTTP11	0x02	/* and http/1.0 */
+/* The protocols (TLS_ALPN_*) ALPN may choose on <ssl>; unset: http/1.x. */
+void	tls_server_ssl_set_alpn(SSL *, int);
 
 /* Give each (sandbox, host) its own session context for resumption. */
 void	tls_server_ssl_set_context(SSL *, const char *sandbox,

@@ -16,6 +16,7 @@
 
 #include "cfg/cfg_walk.h"
 #include "cfg/cfg_planes.h"
+#include "tls/tls.h"
 
 /* tls */
 
@@ -52,8 +53,39 @@ cfg_k_fleet_ca_key(struct cfg_parse *cp, const struct cfg_key *k,
 	cp->cp_cfg->c_tls_fleet_ca_key = cfg_path_join(cp->cp_cfg->c_dir, s);
 }
 
+/* alpn: the protocols offered to intercepted clients, a non-empty list
+   of "h2" and "http/1.1" (which also accepts http/1.0) */
+static void
+cfg_k_alpn(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	yaml_node_t	*item;
+	const char	*s;
+	size_t		 i;
+	int		 set = 0;
+
+	(void)k;
+	(void)arg;
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((s = cfg_scalar(cp, item, "\"h2\" or \"http/1.1\"",
+		    "a string")) == NULL)
+			continue;
+		if (strcmp(s, "h2") == 0)
+			set |= TLS_ALPN_H2;
+		else if (strcmp(s, "http/1.1") == 0)
+			set |= TLS_ALPN_HTTP11;
+		else
+			cfg_err(cp, item, "\"alpn\" lists \"h2\" and "
+			    "\"http/1.1\", not \"%s\"", s);
+	}
+	if (i == 0)
+		cfg_err(cp, v, "\"alpn\" must list at least one protocol");
+	cp->cp_cfg->c_tls_alpn = set;
+}
+
 #define TLS(m)	offsetof(struct cfg, m)
 static const struct cfg_key cfg_tls_keys[] = {
+	CFG_SEQ("alpn", 0, cfg_k_alpn),
 	CFG_COUNT("cert_cache", 0, TLS(c_tls_cert_cache), 1, 0),
 	CFG_DURATION("leaf_validity", 0, TLS(c_tls_leaf_validity_ms), 1,
 	    CFG_MAX_LEAF_VALIDITY_MS),

@@ -1,6 +1,7 @@
 /* OpenSSL contexts for both sides of an intercepted connection. */
 #include "config.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include <openssl/err.h>
@@ -15,12 +16,21 @@
 
 /* 80 bytes: name, HMAC secret, AES key (OpenSSL's ticket key layout) */
 static unsigned char	ticket_keys[80];
+static int		alpn_idx = -1;	/* SSL ex_data: TLS_ALPN_* */
 
 void
 tls_global_init(void)
 {
 	if (RAND_bytes(ticket_keys, sizeof(ticket_keys)) != 1)
 		fatalx("RAND_bytes failed");
+	alpn_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+void
+tls_server_ssl_set_alpn(SSL *ssl, int set)
+{
+	if (alpn_idx >= 0)
+		(void)SSL_set_ex_data(ssl, alpn_idx, (void *)(intptr_t)set);
 }
 
 const char *
@@ -53,34 +63,46 @@ tls_prefer_aes128(SSL_CTX *ctx)
 }
 
 /*
- * airlock speaks HTTP/1.1 and HTTP/1.0 to clients: http/1.1 when offered,
- * else http/1.0 (curl -0). A client that offers ALPN with neither (h2
- * only) is refused with no_application_protocol; one that offers no ALPN
- * never comes here.
+ * airlock speaks h2 (when the SSL allows it: tls.alpn), HTTP/1.1 and
+ * HTTP/1.0 to clients, in that order of preference whatever the client's
+ * order: h2 when offered, else http/1.1, else http/1.0 (curl -0). A
+ * client that offers ALPN with none of those it may pick is refused with
+ * no_application_protocol; one that offers no ALPN never comes here (and
+ * speaks HTTP/1.x).
  */
 static int
 alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     const unsigned char *in, unsigned int inlen, void *arg)
 {
-	const unsigned char	*http10 = NULL;
+	const unsigned char	*http10 = NULL, *http11 = NULL, *h2 = NULL;
 	unsigned int		 i = 0;
+	int			 set = TLS_ALPN_HTTP11;
 
+	(void)arg;
+	if (alpn_idx >= 0 && SSL_get_ex_data(ssl, alpn_idx) != NULL)
+		set = (int)(intptr_t)SSL_get_ex_data(ssl, alpn_idx);
 	while (i < inlen) {
 		unsigned int	n = in[i];
 
 		if (i + 1 + n > inlen)
 			break;
-		if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
-			*out = in + i + 1;
-			*outlen = 8;
-			return SSL_TLSEXT_ERR_OK;
-		}
+		if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0)
+			http11 = in + i + 1;
 		if (n == 8 && memcmp(in + i + 1, "http/1.0", 8) == 0)
 			http10 = in + i + 1;
+		if (n == 2 && memcmp(in + i + 1, "h2", 2) == 0)
+			h2 = in + i + 1;
 		i += 1 + n;
 	}
-	if (http10 != NULL) {
-		*out = http10;
+	if (h2 != NULL && (set & TLS_ALPN_H2)) {
+		*out = h2;
+		*outlen = 2;
+		return SSL_TLSEXT_ERR_OK;
+	}
+	if (!(set & TLS_ALPN_HTTP11))
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	if (http11 != NULL || http10 != NULL) {
+		*out = http11 != NULL ? http11 : http10;
 		*outlen = 8;
 		return SSL_TLSEXT_ERR_OK;
 	}

@@ -1,8 +1,10 @@
 #!/bin/sh
-# Intercepted TLS, two client behaviours of issue 15.7: ALPN "http/1.0"
-# (curl -0) is accepted and answered over HTTP/1.0, as are clients with no
-# ALPN, while an offer with no HTTP/1.x protocol is refused with a reason
-# that names what was offered; and a client that aborts the handshake
+# Intercepted TLS, two client behaviours of issue 15.7, with ALPN
+# restricted to HTTP/1.x (tls.alpn: [http/1.1]; h2 is offered by default
+# since issue 19, 550-h2-client): ALPN "http/1.0" (curl -0) is accepted
+# and answered over HTTP/1.0, as are clients with no ALPN, while an offer
+# with no HTTP/1.x protocol is refused with a reason that names what was
+# offered; and a client that aborts the handshake
 # after the CONNECT (EOF after its ClientHello, garbage after it, an
 # untrusting client's alert) is audited as what it was: status 200,
 # decision allow, reason "client TLS handshake failed: ...".
@@ -18,6 +20,7 @@ export AIRLOCK_PORT TLS_PORT T
 {
 	config_common "$AIRLOCK_PORT" a
 	cat <<YAML
+tls: {alpn: ["http/1.1"]}
 upstream:
   ca_file: $T/pki/ca.crt
   allow_networks: ["127.0.0.1/32"]

@@ -1,0 +1,95 @@
+/* Between the files of the HTTP/2 plane; not for the others. */
+#ifndef AIRLOCK_H2_INTERNAL_H
+#define AIRLOCK_H2_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "http/http_msg.h"
+
+struct bufferevent;
+struct conn;
+struct event;
+struct evbuffer;
+
+#define H2_STREAM_WINDOW (128 * 1024)	/* our initial window per stream */
+#define H2_CONN_WINDOW	(1024 * 1024)	/* and for the whole connection */
+#define H2_STREAM_BUF	(64 * 1024)	/* response bytes held per stream
+					   before its connection is not read */
+#define H2_HDR_FATAL	4		/* a header list past this many times
+					   limits.header_bytes ends the
+					   connection (HPACK bomb) */
+
+struct h2_stream {
+	TAILQ_ENTRY(h2_stream)	 s_entry;
+	struct h2_srv		*s_srv;
+	int32_t			 s_id;
+	struct conn		*s_conn;	/* its connection, or NULL */
+	struct bufferevent	*s_bev;		/* our end of their pair */
+	struct evbuffer		*s_method;	/* pseudo-headers */
+	struct evbuffer		*s_path;
+	struct evbuffer		*s_auth;
+	struct evbuffer		*s_scheme;
+	struct evbuffer		*s_fields;	/* the others, HTTP/1 lines */
+	struct evbuffer		*s_cookie;	/* crumbs joined with "; " */
+	size_t			 s_hdr_bytes;	/* as SETTINGS counts them */
+	int			 s_hdr_over;	/* past limits.header_bytes */
+	int			 s_has_cl;
+	int			 s_has_host;
+	int			 s_chunked;	/* body chunked to the conn */
+	int			 s_head_sent;
+	int			 s_req_done;	/* END_STREAM received */
+	int			 s_client_rst;	/* RST_STREAM received */
+	size_t			 s_unacked;	/* DATA written, not consumed */
+	struct http_msg		 s_resp;	/* what the conn answers */
+	int			 s_resp_started;
+	int			 s_head_out;	/* this message's head went */
+	int			 s_grpc;	/* content-type application/grpc */
+	int			 s_grpc_deny;	/* a gateway answer to reshape */
+	int			 s_resp_done;
+	int			 s_deferred;	/* the data source waits */
+	int			 s_gone;	/* the conn went away */
+	int			 s_dead;	/* reset by us */
+	struct evbuffer		*s_out;		/* body for DATA frames */
+};
+
+TAILQ_HEAD(h2_streams, h2_stream);
+
+struct h2_srv {
+	struct conn		*h_conn;
+	nghttp2_session		*h_sess;
+	struct h2_streams	 h_streams;
+	size_t			 h_nstreams;
+	struct event		*h_kick;	/* streams to look at, then send */
+	struct event		*h_idle;
+	uint64_t		 h_active_ms;
+	int			 h_in_recv;
+	int			 h_ending;
+	int			 h_rd_off;	/* reading stopped: output full */
+};
+
+/* h2_srv.c */
+/* Look at the streams and send, from the loop (not inside nghttp2). */
+void	h2_srv_kick(struct h2_srv *);
+
+/* h2_stream.c */
+struct h2_stream *h2_stream_new(struct h2_srv *, int32_t id);
+/* The stream closed (or the session ends): its conn ends, it is freed. */
+void	h2_stream_free(struct h2_stream *, const char *why);
+/* A request header: 0, or an nghttp2 error for the callback. */
+int	h2_stream_header(struct h2_stream *, const uint8_t *name, size_t nlen,
+	    const uint8_t *value, size_t vlen);
+/* The request head is complete: hand it to a connection. */
+void	h2_stream_head_done(struct h2_stream *, int end_stream);
+void	h2_stream_data(struct h2_stream *, const uint8_t *, size_t);
+/* END_STREAM from the client. */
+void	h2_stream_req_end(struct h2_stream *);
+/* Read what its connection answered into the stream. */
+void	h2_stream_poll(struct h2_stream *);
+/* Its connection's end of the pair drained: credit the window. */
+void	h2_stream_drained(struct h2_stream *);
+
+#endif
