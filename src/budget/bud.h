@@ -111,6 +111,20 @@ int	 req_async_path(const char *method, const char *path);
  * a cut never ends inside a UTF-8 sequence. */
 void	 bud_model_copy(char *dst, size_t dstsz, const char *s, size_t len);
 
+/* ---- refusals (bud_errbody.c) ------------------------------------- */
+
+struct json_object;
+/*
+ * The body of a gateway answer (<status>, SPEC <code>, <reason>) on a rule
+ * metered as <meter> (enum cfg_meter), in that provider's error shape
+ * (OpenAI {"error": {message, type, code}}, Anthropic {"type": "error",
+ * "error": {type, message}}, Gemini {"error": {code, message, status}}),
+ * with SPEC's "reason" and "request_id" beside it; NULL for an unmetered
+ * rule (SPEC's shape). json_object_put() it.
+ */
+struct json_object *bud_error_body(int meter, int status, const char *code,
+	    const char *reason, const char *request_id);
+
 /* ---- pricing (price.c) ---------------------------------------------- */
 
 /*
