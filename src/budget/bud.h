@@ -107,6 +107,10 @@ void	 req_path_model(const char *path, char *dst, size_t dstsz);
 /* 1 when <method> <path> starts asynchronous work (batches, fine-tuning,
  * assistants runs) whose cost no response reports. */
 int	 req_async_path(const char *method, const char *path);
+/* 1 when <method> <path> generates nothing and reports no usage (GET,
+ * HEAD, DELETE, OPTIONS; POST to count_tokens, countTokens,
+ * input_tokens, files, uploads, cancel): it is not reserved or metered. */
+int	 req_free_path(const char *method, const char *path);
 /* Copy a model name for logs and the audit: control bytes become '?',
  * a cut never ends inside a UTF-8 sequence. */
 void	 bud_model_copy(char *dst, size_t dstsz, const char *s, size_t len);

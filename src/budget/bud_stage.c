@@ -185,26 +185,63 @@ inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
 }
 
 /*
+ * The path as an upstream may read it (%2F as '/') into <buf>: <buf> or
+ * the exchange's path, NULL when that cannot be told.
+ */
+static const char *
+upstream_path(const struct xs_call *xc, char *buf, size_t bufsz)
+{
+	const char	*p = xc->xc_x->x_path;
+
+	if (p != NULL && pol_path_has_enc_slash(p)) {
+		if (pol_path_slash_reading(p, buf, bufsz) == -1)
+			return NULL;
+		p = buf;
+	}
+	return p;
+}
+
+/*
  * Does the request start asynchronous work? Judged on the path as an
- * upstream may read it (%2F as '/') and on the method it may act on (a
+ * upstream may read it and on the method it may act on (a
  * method-override header, which policy already judged).
  */
 static int
 is_async(const struct xs_call *xc)
 {
-	char	path[POL_PATH_MAX], method[24];
-	const char *p = xc->xc_x->x_path;
+	char		 path[POL_PATH_MAX], method[24];
+	const char	*p;
 
-	if (p != NULL && pol_path_has_enc_slash(p)) {
-		if (pol_path_slash_reading(p, path, sizeof(path)) == -1)
-			return 1;	/* cannot tell: assume the worst */
-		p = path;
-	}
+	if ((p = upstream_path(xc, path, sizeof(path))) == NULL)
+		return 1;	/* cannot tell: assume the worst */
 	if (req_async_path(xc->xc_x->x_method, p))
 		return 1;
 	if (http_msg_method_override(xc->xc_req, method, sizeof(method)) == 1)
 		return req_async_path(method, p);
 	return 0;
+}
+
+/*
+ * Does the request generate nothing (model lists, token counts, files,
+ * status)? Only when both its method and any method-override say so; a
+ * WebSocket upgrade (a realtime session) generates.
+ */
+static int
+is_free(const struct xs_call *xc)
+{
+	char		 path[POL_PATH_MAX], method[24];
+	const char	*p;
+	int		 ov;
+
+	if (xc->xc_upgrade ||
+	    (p = upstream_path(xc, path, sizeof(path))) == NULL)
+		return 0;
+	if (!req_free_path(xc->xc_x->x_method, p))
+		return 0;
+	ov = http_msg_method_override(xc->xc_req, method, sizeof(method));
+	if (ov == 1)
+		return req_free_path(method, p);
+	return ov == 0;
 }
 
 /*
@@ -279,6 +316,10 @@ bud_req_head(struct xs_call *xc)
 
 	if (rule == NULL || rule->r_meter == CFG_METER_NONE)
 		return XS_GO;
+	if (is_free(xc)) {
+		xc->xc_x->x_bud.b_free = 1;
+		return XS_GO;
+	}
 	xc->xc_hold = (size_t)xc->xc_cfg->c_limits.l_body_bytes;
 	return XS_HOLD;
 }
@@ -338,7 +379,8 @@ bud_req_ready(struct xs_call *xc)
 	if (xc->xc_sandbox == NULL || xc->xc_policy == NULL)
 		return XS_GO;
 	caps = &xc->xc_policy->p_caps;
-	metered = rule != NULL && rule->r_meter != CFG_METER_NONE;
+	metered = rule != NULL && rule->r_meter != CFG_METER_NONE &&
+	    !x->x_bud.b_free;
 	if (metered && metered_reserve(xc, rule, &reserve) != XS_GO)
 		return XS_DENY;
 	sb = bud_handle(xc->xc_sandbox);
@@ -434,7 +476,8 @@ bud_resp_head(struct xs_call *xc)
 		    "reached: the response would pass it");
 	}
 	if (rule == NULL || rule->r_meter == CFG_METER_NONE ||
-	    !x->x_bud.b_admitted || x->x_bud.b_meter != NULL)
+	    !x->x_bud.b_admitted || x->x_bud.b_meter != NULL ||
+	    x->x_bud.b_free)
 		return XS_GO;
 	if ((i = http_msg_find(m, "content-type", 0)) != -1) {
 		v = http_msg_str(m, m->hm_hdrs[i].h_value);
@@ -458,10 +501,11 @@ bud_resp_body(struct xs_call *xc, const char *p, size_t len)
 }
 
 /*
- * The exchange ended: settle. A response that completed without usage
- * cost nothing; one cut short costs what was reserved, so recorded spend
- * never falls below what was consumed. An asynchronous job costs what
- * its rule prices it at.
+ * The exchange ended: settle. A metered response costs its usage; one cut
+ * short, or a complete 2xx that reported none, costs what was reserved
+ * (flagged "unmetered" in the audit), so recorded spend never falls below
+ * what was consumed. A call that generates nothing costs nothing. An
+ * asynchronous job costs what its rule prices it at.
  */
 static void
 bud_done(struct xs_call *xc)
@@ -493,20 +537,22 @@ bud_done(struct xs_call *xc)
 			cost = x->x_bud.b_reserved;
 		else if (u->u_found)
 			cost = price_usage(xc->xc_cfg, u, &unpriced);
-		else if (x->x_status >= 200 && x->x_status < 300)
+		else if (x->x_status >= 200 && x->x_status < 300) {
 			cost = x->x_bud.b_reserved;	/* served, unmetered */
+			r->ar_unmetered = 1;
+		}
 		r->ar_usage = u->u_found ? u : NULL;
 		r->ar_cost_micro = (int64_t)cost;
 		r->ar_unpriced = unpriced;
 	} else if (x->x_bud.b_reserved > 0)
 		cost = x->x_bud.b_reserved;
-	if (x->x_bud.b_async)
+	if (x->x_bud.b_async || x->x_bud.b_free)
 		r->ar_cost_micro = (int64_t)cost;
 	/* metered: filed by model and day, counted in /metrics */
 	bud_settle_usage(xc->xc_sandbox, x->x_bud.b_reserved, cost, u,
 	    x->x_bud.b_meter != NULL ? u->u_model : x->x_bud.b_async ||
-	    (x->x_rule_p != NULL && x->x_rule_p->r_meter != CFG_METER_NONE) ?
-	    x->x_bud.b_model : NULL);
+	    (x->x_rule_p != NULL && x->x_rule_p->r_meter != CFG_METER_NONE &&
+	    !x->x_bud.b_free) ? x->x_bud.b_model : NULL);
 	if (x->x_bud.b_sb == NULL)
 		x->x_bud.b_sb = bud_handle(xc->xc_sandbox);
 	(void)bud_charge(x->x_bud.b_sb, NULL, x->x_bytes_in -

@@ -262,3 +262,30 @@ req_async_path(const char *method, const char *path)
 			return 1;
 	return 0;
 }
+
+/*
+ * Calls that generate nothing and report no usage: reading (model lists,
+ * files, batch and response status), deleting, counting tokens,
+ * uploading files, cancelling. Everything else a metered rule passes is
+ * taken to generate (it may bill: images, audio) and is reserved.
+ */
+static const char *const free_globs[] = {
+	"*/count_tokens", "*:countTokens", "*/input_tokens", "*/files",
+	"*/uploads", "*/uploads/*", "*/cancel",
+};
+
+int
+req_free_path(const char *method, const char *path)
+{
+	size_t	i;
+
+	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+	    strcmp(method, "DELETE") == 0 || strcmp(method, "OPTIONS") == 0)
+		return 1;
+	if (path == NULL)
+		return 0;
+	for (i = 0; i < sizeof(free_globs) / sizeof(free_globs[0]); i++)
+		if (pol_glob_match(free_globs[i], path))
+			return 1;
+	return 0;
+}

@@ -52,6 +52,8 @@ struct xchg_budget {
 	int		 b_waiting;	/* admitted, its reservation not yet
 					   durable (XS_WAIT) */
 	uint64_t	 b_wait_seq;	/* the ledger line it waits for */
+	int		 b_free;	/* metered rule, a call that reports no
+					   usage: not reserved, not metered */
 };
 
 struct xchg {
