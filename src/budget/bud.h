@@ -89,8 +89,59 @@ struct req_facts {
 	uint64_t	 rf_cut_from;
 	uint64_t	 rf_cut_to;
 	const char	*rf_insert;
+	/* Where the output bounds given are ([rs_from, rs_to): from just
+	   after the key to the value's end), and where one could go, so that
+	   clamping can lower them (req_edit.c). */
+	struct req_span {
+		uint64_t	 rs_from;
+		uint64_t	 rs_to;
+	}		 rf_bound[5];
+	int		 rf_nbound;
+	uint64_t	 rf_root_brace;	/* the root's closing brace */
+	uint64_t	 rf_root_members;
+	int		 rf_gc;		/* generation(_c|C)onfig: 0 absent,
+					   1 an object, -1 something else */
+	int		 rf_gc_snake;	/* spelt generation_config */
+	uint64_t	 rf_gc_brace;
+	uint64_t	 rf_gc_members;
 	char		 rf_why[160];	/* why it was refused */
 };
+
+/* ---- rewriting a metered request (req_edit.c) ----------------------- */
+
+/* Byte edits of a held body: [re_from, re_to) becomes re_text. */
+#define REQ_EDITS	8
+struct req_edits {
+	struct req_edit {
+		uint64_t	 re_from;
+		uint64_t	 re_to;
+		char		 re_text[64];
+	}		 re[REQ_EDITS];
+	size_t		 re_n;
+};
+
+/* Which API a metered path calls: the output bound's name depends on it. */
+enum req_api {
+	REQ_API_OTHER = 0,	/* not clamped */
+	REQ_API_CHAT,		/* max_completion_tokens */
+	REQ_API_COMPLETIONS,	/* max_tokens */
+	REQ_API_RESPONSES,	/* max_output_tokens */
+	REQ_API_MESSAGES,	/* max_tokens (Anthropic) */
+	REQ_API_GEMINI,		/* generationConfig.maxOutputTokens */
+};
+
+enum req_api	 req_api_of(const char *path);
+/* The include_usage edit of <rf>, if any, into <ed>. */
+void		 req_edits_usage(const struct req_facts *, struct req_edits *);
+/*
+ * Edits that make <rf>'s output bound <k> tokens: every bound given
+ * rewritten, or the API's own inserted when none is. 0, or -1 when it
+ * cannot be done (another API, a generationConfig that is no object).
+ */
+int		 req_edits_clamp(const struct req_facts *, enum req_api,
+		    uint64_t k, struct req_edits *);
+/* Sort <ed> by offset; -1 when two overlap. */
+int		 req_edits_sort(struct req_edits *);
 
 /*
  * Read <body> (borrowed, <len> bytes, one contiguous piece) with a

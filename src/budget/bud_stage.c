@@ -124,22 +124,29 @@ body_unref(const void *data, size_t len, void *arg)
 }
 
 /*
- * Put stream_options.include_usage into the held body (contiguous at
- * <p>) without copying it: the new body refers to the old one's bytes
- * around the inserted text (the meter then finds the usage).
+ * Apply <ed> (sorted) to the held body (contiguous at <p>) without
+ * copying it: the new body refers to the old one's bytes between the
+ * edits, the old one freed with the last piece.
  */
 static void
-usage_option_insert(struct evbuffer **body, const unsigned char *p,
-    size_t len, const struct req_facts *rf)
+body_edit(struct evbuffer **body, const unsigned char *p, size_t len,
+    const struct req_edits *ed)
 {
 	struct evbuffer	*old = *body, *b = evbuffer_new();
+	uint64_t	 at = 0;
+	size_t		 i;
 
 	if (b == NULL)
 		fatalx("evbuffer_new");
-	evbuffer_add_reference(b, p, (size_t)rf->rf_cut_from, NULL, NULL);
-	evbuffer_add(b, rf->rf_insert, strlen(rf->rf_insert));
-	evbuffer_add_reference(b, p + rf->rf_cut_to, len - rf->rf_cut_to,
-	    body_unref, old);
+	for (i = 0; i < ed->re_n; i++) {
+		if (ed->re[i].re_from > at)
+			evbuffer_add_reference(b, p + at,
+			    (size_t)(ed->re[i].re_from - at), NULL, NULL);
+		evbuffer_add(b, ed->re[i].re_text, strlen(ed->re[i].re_text));
+		at = ed->re[i].re_to;
+	}
+	/* the root's closing brace is after every edit: a tail is left */
+	evbuffer_add_reference(b, p + at, len - (size_t)at, body_unref, old);
 	*body = b;
 }
 
@@ -179,8 +186,6 @@ inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
 	if (dialect == CFG_METER_GEMINI && rf->rf_model[0] == '\0')
 		req_path_model(x->x_path, x->x_bud.b_model,
 		    sizeof(x->x_bud.b_model));
-	if (rf->rf_rewrite)
-		usage_option_insert(xc->xc_body, p, len, rf);
 	return XS_GO;
 }
 
@@ -244,10 +249,82 @@ is_free(const struct xs_call *xc)
 	return ov == 0;
 }
 
+/* The fewest output tokens a request is clamped to; fewer: refused. */
+#define BUD_CLAMP_MIN	16
+
+/*
+ * The largest output bound (per completion, of <choices>) whose worst
+ * case fits in <left> µUSD, at most <max_out>; 0 when none does.
+ */
+static uint64_t
+bound_that_fits(const struct cfg *cfg, const char *model, uint64_t input,
+    uint64_t choices, uint64_t max_out, uint64_t left)
+{
+	uint64_t	lo = 0, hi = max_out, mid;
+
+	if (choices == 0 || price_worst(cfg, model, input, choices) > left)
+		return 0;
+	while (lo < hi) {	/* price_worst grows with the bound */
+		mid = lo + (hi - lo + 1) / 2;
+		if (mid > UINT64_MAX / choices ||
+		    price_worst(cfg, model, input, mid * choices) > left)
+			hi = mid - 1;
+		else
+			lo = mid;
+	}
+	return lo;
+}
+
+/*
+ * A worst case over what the usd cap leaves: lower the output bound to
+ * what fits (the body rewritten, *reserve lowered, the audit says
+ * budget_clamped), when at least BUD_CLAMP_MIN tokens do and the API's
+ * bound can be written. Otherwise admission refuses it as before.
+ */
+static void
+clamp_to_room(struct xs_call *xc, const struct req_facts *rf,
+    struct req_edits *ed, uint64_t max_out, uint64_t input,
+    uint64_t *reserve)
+{
+	const struct cfg_caps	*caps = &xc->xc_policy->p_caps;
+	struct xchg		*x = xc->xc_x;
+	struct bud_counters	 bc;
+	struct req_edits	 t;
+	uint64_t		 used, left, k;
+	char			 path[POL_PATH_MAX];
+
+	if (!caps->cp_has_usd || !caps->cp_clamp)
+		return;
+	if (bud_get(xc->xc_sandbox, caps, &bc) == -1)
+		memset(&bc, 0, sizeof(bc));
+	used = bc.bc_spend + bc.bc_reserved;
+	left = used >= caps->cp_usd ? 0 : caps->cp_usd - used;
+	if (*reserve <= left)
+		return;
+	k = bound_that_fits(xc->xc_cfg, x->x_bud.b_model, input,
+	    rf->rf_choices, max_out, left);
+	if (k < BUD_CLAMP_MIN || k >= max_out)
+		return;
+	t = *ed;
+	if (req_edits_clamp(rf, req_api_of(upstream_path(xc, path,
+	    sizeof(path))), k, &t) == -1 || req_edits_sort(&t) == -1)
+		return;
+	*ed = t;
+	*reserve = price_worst(xc->xc_cfg, x->x_bud.b_model, input,
+	    k * rf->rf_choices);
+	snprintf(x->x_reason, sizeof(x->x_reason), "%s: output bound %llu "
+	    "lowered to %llu tokens to fit the usd cap (%llu.%06llu left)",
+	    aud_reason(AUD_R_BUDGET_CLAMPED)->ri_text,
+	    (unsigned long long)max_out, (unsigned long long)k,
+	    (unsigned long long)(left / 1000000),
+	    (unsigned long long)(left % 1000000));
+}
+
 /*
  * The reservation of a metered request: body bytes as the prompt (a
  * token is at least a byte), the output bound times the completions
- * asked for. Asynchronous work is refused unless the rule prices it.
+ * asked for, lowered to what the usd cap leaves when that can be done.
+ * Asynchronous work is refused unless the rule prices it.
  */
 static enum xs_verdict
 metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
@@ -255,6 +332,7 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 {
 	struct xchg		*x = xc->xc_x;
 	struct req_facts	 rf;
+	struct req_edits	 ed;
 	struct evbuffer		*b;
 	uint64_t		 max_out, input_est, out;
 
@@ -279,6 +357,13 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 	b = held_body(xc);
 	input_est = b != NULL ? evbuffer_get_length(b) : 0;
 	*reserve = price_worst(xc->xc_cfg, x->x_bud.b_model, input_est, out);
+	memset(&ed, 0, sizeof(ed));
+	req_edits_usage(&rf, &ed);
+	if (rf.rf_root_brace > 0)	/* a JSON object was read */
+		clamp_to_room(xc, &rf, &ed, max_out, input_est, reserve);
+	if (ed.re_n > 0 && req_edits_sort(&ed) == 0)
+		body_edit(xc->xc_body, evbuffer_pullup(b, -1), input_est,
+		    &ed);
 	return XS_GO;
 }
 
