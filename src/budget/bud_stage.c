@@ -157,39 +157,6 @@ held_body(const struct xs_call *xc)
 }
 
 /*
- * Read the held body of a metered request. XS_GO, or XS_DENY (400): a
- * body the provider may read differently from us is not forwarded.
- */
-static enum xs_verdict
-inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
-{
-	struct xchg		*x = xc->xc_x;
-	struct evbuffer		*b = held_body(xc);
-	const unsigned char	*p;
-	size_t			 len = b ? evbuffer_get_length(b) : 0;
-
-	memset(rf, 0, sizeof(*rf));
-	rf->rf_choices = 1;
-	/* uploads (files, audio) are not JSON: reserved at the maximum */
-	if (len == 0 || is_multipart(xc->xc_req))
-		return XS_GO;
-	/* one piece already when the length was declared (conn.c) */
-	if ((p = evbuffer_pullup(b, (ssize_t)len)) == NULL)
-		fatalx("evbuffer_pullup");
-	if (req_scan((const char *)p, len, dialect == CFG_METER_OPENAI, rf) ==
-	    -1) {
-		x->x_allowed = 0;
-		return xs_deny(xc, AUD_R_BAD_REQUEST, "%s", rf->rf_why);
-	}
-	util_copy_str(x->x_bud.b_model, rf->rf_model,
-	    sizeof(x->x_bud.b_model));
-	if (dialect == CFG_METER_GEMINI && rf->rf_model[0] == '\0')
-		req_path_model(x->x_path, x->x_bud.b_model,
-		    sizeof(x->x_bud.b_model));
-	return XS_GO;
-}
-
-/*
  * The path as an upstream may read it (%2F as '/') into <buf>: <buf> or
  * the exchange's path, NULL when that cannot be told.
  */
@@ -204,6 +171,45 @@ upstream_path(const struct xs_call *xc, char *buf, size_t bufsz)
 		p = buf;
 	}
 	return p;
+}
+
+/*
+ * Read the held body of a metered request. XS_GO, or XS_DENY (400): a
+ * body the provider may read differently from us is not forwarded.
+ */
+static enum xs_verdict
+inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
+{
+	struct xchg		*x = xc->xc_x;
+	struct evbuffer		*b = held_body(xc);
+	const unsigned char	*p;
+	size_t			 len = b ? evbuffer_get_length(b) : 0;
+	char			 path[POL_PATH_MAX];
+	enum req_api		 api;
+
+	memset(rf, 0, sizeof(*rf));
+	rf->rf_choices = 1;
+	/* uploads (files, audio) are not JSON: reserved at the maximum */
+	if (len == 0 || is_multipart(xc->xc_req))
+		return XS_GO;
+	/* one piece already when the length was declared (conn.c) */
+	if ((p = evbuffer_pullup(b, (ssize_t)len)) == NULL)
+		fatalx("evbuffer_pullup");
+	/* include_usage only where OpenAI takes it: never the Responses API,
+	   which reports usage in response.completed */
+	api = req_api_of(upstream_path(xc, path, sizeof(path)));
+	if (req_scan((const char *)p, len, dialect == CFG_METER_OPENAI &&
+	    (api == REQ_API_CHAT || api == REQ_API_COMPLETIONS), rf) ==
+	    -1) {
+		x->x_allowed = 0;
+		return xs_deny(xc, AUD_R_BAD_REQUEST, "%s", rf->rf_why);
+	}
+	util_copy_str(x->x_bud.b_model, rf->rf_model,
+	    sizeof(x->x_bud.b_model));
+	if (dialect == CFG_METER_GEMINI && rf->rf_model[0] == '\0')
+		req_path_model(x->x_path, x->x_bud.b_model,
+		    sizeof(x->x_bud.b_model));
+	return XS_GO;
 }
 
 /*
