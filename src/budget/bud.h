@@ -68,6 +68,15 @@ void		 meter_feed(struct meter *, const char *, size_t);
 /* End of body; fills <out>. */
 void		 meter_finish(struct meter *, struct usage *out);
 void		 meter_free(struct meter *);
+/* Also count streamed text (before the first feed): meter_peek(). */
+void		 meter_count_text(struct meter *);
+/*
+ * So far: the usage reported (u_found 0 when none yet) and the bytes of
+ * streamed text (each token is at least one: a bound on the output
+ * tokens sent); -1 when the body cannot be read.
+ */
+int		 meter_peek(const struct meter *, struct usage *,
+		    uint64_t *text);
 
 /* ---- metered requests (req_scan.c) --------------------------------- */
 
@@ -179,6 +188,33 @@ struct json_object;
  */
 struct json_object *bud_error_body(int meter, int status, const char *code,
 	    const char *reason, const char *request_id);
+
+/* ---- the event stream to the client (sse_filt.c) ------------------- */
+
+struct sse_filt;
+/* A filter holding at most <max_event> bytes of an unfinished event. */
+struct sse_filt	*sse_filt_new(size_t max_event);
+void		 sse_filt_free(struct sse_filt *);
+/*
+ * Feed <len> bytes: each event completed goes to put(arg, ...) unless
+ * keep(arg, event, len) says 0 (keep NULL: all go); the unfinished tail
+ * is held (past the bound it goes on as it comes). Returns the bytes
+ * left out.
+ */
+size_t		 sse_filt_feed(struct sse_filt *, const char *, size_t,
+		    int (*keep)(void *, const char *, size_t), void *arg,
+		    void (*put)(void *, const char *, size_t));
+/* The end of the body: what is held goes on. */
+void		 sse_filt_flush(struct sse_filt *,
+		    void (*put)(void *, const char *, size_t), void *arg);
+/* 0 when part of an event went out without its end (no event fits in). */
+int		 sse_filt_at_boundary(const struct sse_filt *);
+/* An OpenAI stream's usage-only chunk ("choices": [], "usage": {...}). */
+int		 sse_usage_only(const char *ev, size_t len);
+/* The error event that ends a stream cut at the usd cap, in <meter>'s
+ * (enum cfg_meter) shape; "" for an unmetered rule. */
+void		 sse_cut_event(int meter, const char *reason,
+		    const char *request_id, char *dst, size_t dstsz);
 
 /* ---- pricing (price.c) ---------------------------------------------- */
 
