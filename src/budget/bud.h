@@ -196,17 +196,19 @@ struct sse_filt;
 struct sse_filt	*sse_filt_new(size_t max_event);
 void		 sse_filt_free(struct sse_filt *);
 /*
- * Feed <len> bytes: each event completed goes to put(arg, ...) unless
- * keep(arg, event, len) says 0 (keep NULL: all go); the unfinished tail
- * is held (past the bound it goes on as it comes). Returns the bytes
+ * Feed <len> bytes: every byte goes to emit(arg, p, n, whole) once, in
+ * order: each completed event whole (whole = 1; emit says 1 to send it,
+ * 0 to leave it out), the unfinished tail held (past the bound it goes
+ * on as it comes, whole = 0: sent whatever emit says). Returns the bytes
  * left out.
  */
 size_t		 sse_filt_feed(struct sse_filt *, const char *, size_t,
-		    int (*keep)(void *, const char *, size_t), void *arg,
-		    void (*put)(void *, const char *, size_t));
-/* The end of the body: what is held goes on. */
+		    int (*emit)(void *, const char *, size_t, int),
+		    void *arg);
+/* The end of the body: what is held is emitted. */
 void		 sse_filt_flush(struct sse_filt *,
-		    void (*put)(void *, const char *, size_t), void *arg);
+		    int (*emit)(void *, const char *, size_t, int),
+		    void *arg);
 /* 0 when part of an event went out without its end (no event fits in). */
 int		 sse_filt_at_boundary(const struct sse_filt *);
 /* An OpenAI stream's usage-only chunk ("choices": [], "usage": {...}). */

@@ -288,7 +288,7 @@ bound_that_fits(const struct cfg *cfg, const char *model, uint64_t input,
  * budget_clamped), when at least BUD_CLAMP_MIN tokens do and the API's
  * bound can be written. Otherwise admission refuses it as before.
  */
-static void
+static uint64_t
 clamp_to_room(struct xs_call *xc, const struct req_facts *rf,
     struct req_edits *ed, uint64_t max_out, uint64_t input,
     uint64_t *reserve)
@@ -301,21 +301,21 @@ clamp_to_room(struct xs_call *xc, const struct req_facts *rf,
 	char			 path[POL_PATH_MAX];
 
 	if (!caps->cp_has_usd || !caps->cp_clamp)
-		return;
+		return max_out;
 	if (bud_get(xc->xc_sandbox, caps, &bc) == -1)
 		memset(&bc, 0, sizeof(bc));
 	used = bc.bc_spend + bc.bc_reserved;
 	left = used >= caps->cp_usd ? 0 : caps->cp_usd - used;
 	if (*reserve <= left)
-		return;
+		return max_out;
 	k = bound_that_fits(xc->xc_cfg, x->x_bud.b_model, input,
 	    rf->rf_choices, max_out, left);
 	if (k < BUD_CLAMP_MIN || k >= max_out)
-		return;
+		return max_out;
 	t = *ed;
 	if (req_edits_clamp(rf, req_api_of(upstream_path(xc, path,
 	    sizeof(path))), k, &t) == -1 || req_edits_sort(&t) == -1)
-		return;
+		return max_out;
 	*ed = t;
 	*reserve = price_worst(xc->xc_cfg, x->x_bud.b_model, input,
 	    k * rf->rf_choices);
@@ -325,6 +325,7 @@ clamp_to_room(struct xs_call *xc, const struct req_facts *rf,
 	    (unsigned long long)max_out, (unsigned long long)k,
 	    (unsigned long long)(left / 1000000),
 	    (unsigned long long)(left % 1000000));
+	return k;
 }
 
 /*
@@ -342,6 +343,8 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 	struct req_edits	 ed;
 	struct evbuffer		*b;
 	uint64_t		 max_out, input_est, out;
+	char			 path[POL_PATH_MAX];
+	enum req_api		 api;
 
 	if (inspect_body(xc, rule->r_meter, &rf) != XS_GO)
 		return XS_DENY;
@@ -367,7 +370,13 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 	memset(&ed, 0, sizeof(ed));
 	req_edits_usage(&rf, &ed);
 	if (rf.rf_root_brace > 0)	/* a JSON object was read */
-		clamp_to_room(xc, &rf, &ed, max_out, input_est, reserve);
+		max_out = clamp_to_room(xc, &rf, &ed, max_out, input_est,
+		    reserve);
+	api = req_api_of(upstream_path(xc, path, sizeof(path)));
+	bud_stream_plan(xc, &rf, rf.rf_stream || (api == REQ_API_GEMINI &&
+	    xc->xc_x->x_query != NULL && strstr(xc->xc_x->x_query, "alt=sse")
+	    != NULL), input_est, rf.rf_choices > UINT64_MAX / (max_out ?
+	    max_out : 1) ? UINT64_MAX : max_out * rf.rf_choices);
 	if (ed.re_n > 0 && req_edits_sort(&ed) == 0)
 		body_edit(xc->xc_body, evbuffer_pullup(b, -1), input_est,
 		    &ed);
@@ -439,17 +448,26 @@ accept_encoding_unreadable(const struct xs_call *xc)
 	return 0;
 }
 
+/* Also identity for an event stream the budget filters (bud_stream.c). */
+static int
+want_identity(const struct xs_call *xc)
+{
+	return accept_encoding_unreadable(xc) ||
+	    (xc->xc_x->x_sec.s_req == NULL &&
+	    bud_stream_identity(xc->xc_x));
+}
+
 static int
 bud_req_drop(struct xs_call *xc, const char *name, size_t nlen)
 {
 	return util_strncaseeq(name, nlen, "accept-encoding") &&
-	    accept_encoding_unreadable(xc);
+	    want_identity(xc);
 }
 
 static void
 bud_req_fields(struct xs_call *xc)
 {
-	if (accept_encoding_unreadable(xc))
+	if (want_identity(xc))
 		xc->xc_add_field(xc, "Accept-Encoding", "identity");
 }
 
@@ -619,6 +637,7 @@ bud_resp_head(struct xs_call *xc)
 	    METER_OPENAI : rule->r_meter == CFG_METER_GEMINI ? METER_GEMINI :
 	    METER_ANTHROPIC, sse, (size_t)xc->xc_cfg->c_limits.l_body_bytes);
 	meter_coding(x->x_bud.b_meter, m);
+	bud_stream_head(xc, sse);
 	return XS_GO;
 }
 
@@ -676,7 +695,9 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	int			 i, k;
 
 	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0, n);
-	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0) {
+	/* a filtered stream is read by the meter event by event */
+	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0 &&
+	    x->x_bud.b_filt == NULL) {
 		if ((k = evbuffer_peek(in, (ssize_t)ok, NULL, v, 8)) > 8) {
 			/* in more pieces than we look at: make it one */
 			evbuffer_pullup(in, (ssize_t)ok);
@@ -689,7 +710,8 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 		}
 	}
 	if (ok == n && !x->x_bud.b_over)
-		return XS_GO;
+		return x->x_bud.b_filt != NULL && !xc->xc_tunnel ?
+		    bud_stream_body(xc, in, out) : XS_GO;
 	evbuffer_remove_buffer(in, out, ok);
 	evbuffer_drain(in, evbuffer_get_length(in));
 	return over_cap(xc);
@@ -735,6 +757,8 @@ bud_done(struct xs_call *xc)
 	uint64_t	 cost = 0;
 	int		 unpriced = 0, done = x->x_resp_done;
 
+	sse_filt_free(x->x_bud.b_filt);
+	x->x_bud.b_filt = NULL;
 	if (!x->x_bud.b_admitted || xc->xc_sandbox == NULL)
 		return;
 	x->x_bud.b_admitted = 0;
@@ -751,7 +775,9 @@ bud_done(struct xs_call *xc)
 		if (u->u_model[0] == '\0')
 			snprintf(u->u_model, sizeof(u->u_model), "%s",
 			    x->x_bud.b_model);
-		if (!done)
+		if (bud_stream_cost(x, &cost))
+			;	/* cut at the usd cap: what it had cost */
+		else if (!done)
 			cost = x->x_bud.b_reserved;
 		else if (u->u_found)
 			cost = price_usage(xc->xc_cfg, u, &unpriced);

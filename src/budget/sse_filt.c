@@ -62,8 +62,7 @@ hold(struct sse_filt *f, const char *p, size_t n)
 
 size_t
 sse_filt_feed(struct sse_filt *f, const char *p, size_t len,
-    int (*keep)(void *, const char *, size_t), void *arg,
-    void (*put)(void *, const char *, size_t))
+    int (*emit)(void *, const char *, size_t, int), void *arg)
 {
 	size_t	i, from = 0, dropped = 0;
 	int	end;
@@ -87,9 +86,7 @@ sse_filt_feed(struct sse_filt *f, const char *p, size_t len,
 		/* an event ends with this byte */
 		hold(f, p + from, i + 1 - from);
 		from = i + 1;
-		if (f->f_mid || keep == NULL || keep(arg, f->f_buf, f->f_len))
-			put(arg, f->f_buf, f->f_len);
-		else
+		if (emit(arg, f->f_buf, f->f_len, !f->f_mid) == 0)
 			dropped += f->f_len;
 		f->f_len = 0;
 		f->f_mid = 0;
@@ -97,8 +94,9 @@ sse_filt_feed(struct sse_filt *f, const char *p, size_t len,
 	if (from < len) {
 		if (f->f_len + (len - from) > f->f_max) {
 			/* too long to hold: it goes on as it comes */
-			put(arg, f->f_buf, f->f_len);
-			put(arg, p + from, len - from);
+			if (f->f_len > 0)
+				(void)emit(arg, f->f_buf, f->f_len, 0);
+			(void)emit(arg, p + from, len - from, 0);
 			f->f_len = 0;
 			f->f_mid = 1;
 		} else
@@ -108,11 +106,11 @@ sse_filt_feed(struct sse_filt *f, const char *p, size_t len,
 }
 
 void
-sse_filt_flush(struct sse_filt *f, void (*put)(void *, const char *, size_t),
-    void *arg)
+sse_filt_flush(struct sse_filt *f, int (*emit)(void *, const char *, size_t,
+    int), void *arg)
 {
 	if (f->f_len > 0)
-		put(arg, f->f_buf, f->f_len);
+		(void)emit(arg, f->f_buf, f->f_len, !f->f_mid);
 	f->f_len = 0;
 }
 

@@ -8,7 +8,9 @@
 // every chunk kept). JSON_EXTRA is merged into the request params. The
 // SDKs use fetch, which has no proxy setting: the fetch given to them goes
 // through the proxy with node's http and http-proxy-agent, and decodes
-// gzip/br/deflate bodies as fetch does. Prints one JSON line:
+// gzip/br/deflate bodies as fetch does. The environment's LLM_SDK_HEADERS
+// (a JSON object) are sent with every request (the mock's X-Synth
+// controls). Prints one JSON line:
 //   {ok, status, message, error_type, error_code, request_id, chunks,
 //    text, usage_chunks, empty_choices, threw}
 "use strict";
@@ -20,6 +22,7 @@ const { HttpProxyAgent } = require("http-proxy-agent");
 const [sdk, call, baseURL, proxy, extraJson] = process.argv.slice(2);
 const extra = extraJson ? JSON.parse(extraJson) : {};
 const agent = new HttpProxyAgent(proxy);
+const defaultHeaders = JSON.parse(process.env.LLM_SDK_HEADERS || "{}");
 
 function proxyFetch(url, init = {}) {
 	return new Promise((resolve, reject) => {
@@ -66,13 +69,14 @@ async function main() {
 	if (sdk === "openai") {
 		const OpenAI = require("openai");
 		client = new OpenAI({ apiKey: "sk-test", baseURL, maxRetries: 0,
-		    timeout: 20000, fetch: proxyFetch });
+		    timeout: 20000, fetch: proxyFetch, defaultHeaders });
 		params = Object.assign({ model: "gpt-4o-mini", max_tokens: 100,
 		    messages: [{ role: "user", content: "hi" }] }, extra);
 	} else {
 		const Anthropic = require("@anthropic-ai/sdk");
 		client = new Anthropic({ apiKey: "sk-ant-test", baseURL,
-		    maxRetries: 0, timeout: 20000, fetch: proxyFetch });
+		    maxRetries: 0, timeout: 20000, fetch: proxyFetch,
+		    defaultHeaders });
 		params = Object.assign({ model: "claude-sonnet-4-20250514",
 		    max_tokens: 100,
 		    messages: [{ role: "user", content: "hi" }] }, extra);

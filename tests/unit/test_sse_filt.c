@@ -15,21 +15,24 @@ struct sink {
 	size_t	len;
 };
 
-static void
-put(void *arg, const char *p, size_t n)
+static int
+put(void *arg, const char *p, size_t n, int whole)
 {
 	struct sink	*s = arg;
 
+	(void)whole;
 	ck_assert_uint_le(s->len + n, sizeof(s->buf));
 	memcpy(s->buf + s->len, p, n);
 	s->len += n;
+	return 1;
 }
 
 static int
-keep(void *arg, const char *ev, size_t n)
+keep(void *arg, const char *ev, size_t n, int whole)
 {
-	(void)arg;
-	return !sse_usage_only(ev, n);
+	if (whole && sse_usage_only(ev, n))
+		return 0;
+	return put(arg, ev, n, whole);
 }
 
 #define EV1 "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":" \
@@ -57,9 +60,9 @@ START_TEST(test_strip_every_split)
 			struct sse_filt	*f = sse_filt_new(1 << 20);
 			struct sink	 s = { .len = 0 };
 
-			(void)sse_filt_feed(f, in, i, keep, &s, put);
-			(void)sse_filt_feed(f, in + i, n - i, keep, &s, put);
-			sse_filt_flush(f, put, &s);
+			(void)sse_filt_feed(f, in, i, keep, &s);
+			(void)sse_filt_feed(f, in + i, n - i, keep, &s);
+			sse_filt_flush(f, keep, &s);
 			ck_assert_msg(s.len == strlen(want) &&
 			    memcmp(s.buf, want, s.len) == 0,
 			    "eol %zu split %zu: %.*s", e, i, (int)s.len, s.buf);
@@ -87,13 +90,13 @@ START_TEST(test_hold_bound)
 	struct sse_filt	*f = sse_filt_new(16);
 	struct sink	 s = { .len = 0 };
 
-	(void)sse_filt_feed(f, "data: abc", 9, NULL, NULL, put);
+	(void)sse_filt_feed(f, "data: abc", 9, put, &s);
 	ck_assert_uint_eq(s.len, 0);
 	ck_assert(sse_filt_at_boundary(f));
-	(void)sse_filt_feed(f, "defghijklmnop", 13, NULL, &s, put);
+	(void)sse_filt_feed(f, "defghijklmnop", 13, put, &s);
 	ck_assert_uint_eq(s.len, 22);
 	ck_assert(!sse_filt_at_boundary(f));
-	(void)sse_filt_feed(f, "\n\n", 2, NULL, &s, put);
+	(void)sse_filt_feed(f, "\n\n", 2, put, &s);
 	ck_assert(sse_filt_at_boundary(f));
 	ck_assert_uint_eq(s.len, 24);
 	sse_filt_free(f);
