@@ -80,7 +80,8 @@ for s in squid tinyproxy; do
 	pkill -x "$s" >/dev/null 2>&1 || true
 done
 # The node packages of the compatibility suite (ws, http-proxy-agent,
-# https-proxy-agent), exactly as tests/compat/package-lock.json pins them.
+# https-proxy-agent, and the LLM SDKs openai and @anthropic-ai/sdk of
+# 493/495), exactly as tests/compat/package-lock.json pins them.
 if [ "${1:-}" = "--test" ]; then
 	compat=$(cd "$(dirname "$0")/../tests/compat" && pwd)
 	(cd "$compat" && npm ci --no-audit --no-fund --loglevel=error)

@@ -40,6 +40,8 @@ struct aud_rec {
 	const struct usage *ar_usage;	/* metered usage, or NULL */
 	int64_t		 ar_cost_micro;	/* -1: absent */
 	int		 ar_unpriced;	/* no price matched the model */
+	int		 ar_unmetered;	/* a complete 2xx that reported no
+					   usage: charged its reservation */
 	const char	*ar_country;	/* GeoIP of the upstream, or NULL */
 	uint32_t	 ar_asn;	/* 0: absent */
 	const char	*ar_dns_type;	/* DNS stub: query type, "A", "MX",

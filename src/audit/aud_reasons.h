@@ -72,6 +72,7 @@
 	X(IDLE_TIMEOUT, NULL, 0, AUD_D_KEEP, "idle timeout")		\
 	X(CUT, NULL, 0, AUD_D_KEEP, "response cut short")		\
 	X(BUDGET_CUT, NULL, 0, AUD_D_KEEP, "budget_cut")		\
+	X(BUDGET_CLAMPED, NULL, 0, AUD_D_KEEP, "budget_clamped")	\
 	X(REFUSED, NULL, 0, AUD_D_DENY, "connection refused")		\
 	X(REVOKED, NULL, 0, AUD_D_KEEP, "sandbox deleted")		\
 	X(TLS_FAILED, NULL, 0, AUD_D_KEEP, "TLS handshake failed")	\

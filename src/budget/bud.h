@@ -68,6 +68,15 @@ void		 meter_feed(struct meter *, const char *, size_t);
 /* End of body; fills <out>. */
 void		 meter_finish(struct meter *, struct usage *out);
 void		 meter_free(struct meter *);
+/* Also count streamed text (before the first feed): meter_peek(). */
+void		 meter_count_text(struct meter *);
+/*
+ * So far: the usage reported (u_found 0 when none yet) and the bytes of
+ * streamed text (each token is at least one: a bound on the output
+ * tokens sent); -1 when the body cannot be read.
+ */
+int		 meter_peek(const struct meter *, struct usage *,
+		    uint64_t *text);
 
 /* ---- metered requests (req_scan.c) --------------------------------- */
 
@@ -89,8 +98,59 @@ struct req_facts {
 	uint64_t	 rf_cut_from;
 	uint64_t	 rf_cut_to;
 	const char	*rf_insert;
+	/* Where the output bounds given are ([rs_from, rs_to): from just
+	   after the key to the value's end), and where one could go, so that
+	   clamping can lower them (req_edit.c). */
+	struct req_span {
+		uint64_t	 rs_from;
+		uint64_t	 rs_to;
+	}		 rf_bound[5];
+	int		 rf_nbound;
+	uint64_t	 rf_root_brace;	/* the root's closing brace */
+	uint64_t	 rf_root_members;
+	int		 rf_gc;		/* generation(_c|C)onfig: 0 absent,
+					   1 an object, -1 something else */
+	int		 rf_gc_snake;	/* spelt generation_config */
+	uint64_t	 rf_gc_brace;
+	uint64_t	 rf_gc_members;
 	char		 rf_why[160];	/* why it was refused */
 };
+
+/* ---- rewriting a metered request (req_edit.c) ----------------------- */
+
+/* Byte edits of a held body: [re_from, re_to) becomes re_text. */
+#define REQ_EDITS	8
+struct req_edits {
+	struct req_edit {
+		uint64_t	 re_from;
+		uint64_t	 re_to;
+		char		 re_text[64];
+	}		 re[REQ_EDITS];
+	size_t		 re_n;
+};
+
+/* Which API a metered path calls: the output bound's name depends on it. */
+enum req_api {
+	REQ_API_OTHER = 0,	/* not clamped */
+	REQ_API_CHAT,		/* max_completion_tokens */
+	REQ_API_COMPLETIONS,	/* max_tokens */
+	REQ_API_RESPONSES,	/* max_output_tokens */
+	REQ_API_MESSAGES,	/* max_tokens (Anthropic) */
+	REQ_API_GEMINI,		/* generationConfig.maxOutputTokens */
+};
+
+enum req_api	 req_api_of(const char *path);
+/* The include_usage edit of <rf>, if any, into <ed>. */
+void		 req_edits_usage(const struct req_facts *, struct req_edits *);
+/*
+ * Edits that make <rf>'s output bound <k> tokens: every bound given
+ * rewritten, or the API's own inserted when none is. 0, or -1 when it
+ * cannot be done (another API, a generationConfig that is no object).
+ */
+int		 req_edits_clamp(const struct req_facts *, enum req_api,
+		    uint64_t k, struct req_edits *);
+/* Sort <ed> by offset; -1 when two overlap. */
+int		 req_edits_sort(struct req_edits *);
 
 /*
  * Read <body> (borrowed, <len> bytes, one contiguous piece) with a
@@ -107,9 +167,56 @@ void	 req_path_model(const char *path, char *dst, size_t dstsz);
 /* 1 when <method> <path> starts asynchronous work (batches, fine-tuning,
  * assistants runs) whose cost no response reports. */
 int	 req_async_path(const char *method, const char *path);
+/* 1 when <method> <path> generates nothing and reports no usage (GET,
+ * HEAD, DELETE, OPTIONS; POST to count_tokens, countTokens,
+ * input_tokens, files, uploads, cancel): it is not reserved or metered. */
+int	 req_free_path(const char *method, const char *path);
 /* Copy a model name for logs and the audit: control bytes become '?',
  * a cut never ends inside a UTF-8 sequence. */
 void	 bud_model_copy(char *dst, size_t dstsz, const char *s, size_t len);
+
+/* ---- refusals (bud_errbody.c) ------------------------------------- */
+
+struct json_object;
+/*
+ * The body of a gateway answer (<status>, SPEC <code>, <reason>) on a rule
+ * metered as <meter> (enum cfg_meter), in that provider's error shape
+ * (OpenAI {"error": {message, type, code}}, Anthropic {"type": "error",
+ * "error": {type, message}}, Gemini {"error": {code, message, status}}),
+ * with SPEC's "reason" and "request_id" beside it; NULL for an unmetered
+ * rule (SPEC's shape). json_object_put() it.
+ */
+struct json_object *bud_error_body(int meter, int status, const char *code,
+	    const char *reason, const char *request_id);
+
+/* ---- the event stream to the client (sse_filt.c) ------------------- */
+
+struct sse_filt;
+/* A filter holding at most <max_event> bytes of an unfinished event. */
+struct sse_filt	*sse_filt_new(size_t max_event);
+void		 sse_filt_free(struct sse_filt *);
+/*
+ * Feed <len> bytes: every byte goes to emit(arg, p, n, whole) once, in
+ * order: each completed event whole (whole = 1; emit says 1 to send it,
+ * 0 to leave it out), the unfinished tail held (past the bound it goes
+ * on as it comes, whole = 0: sent whatever emit says). Returns the bytes
+ * left out.
+ */
+size_t		 sse_filt_feed(struct sse_filt *, const char *, size_t,
+		    int (*emit)(void *, const char *, size_t, int),
+		    void *arg);
+/* The end of the body: what is held is emitted. */
+void		 sse_filt_flush(struct sse_filt *,
+		    int (*emit)(void *, const char *, size_t, int),
+		    void *arg);
+/* 0 when part of an event went out without its end (no event fits in). */
+int		 sse_filt_at_boundary(const struct sse_filt *);
+/* An OpenAI stream's usage-only chunk ("choices": [], "usage": {...}). */
+int		 sse_usage_only(const char *ev, size_t len);
+/* The error event that ends a stream cut at the usd cap, in <meter>'s
+ * (enum cfg_meter) shape; "" for an unmetered rule. */
+void		 sse_cut_event(int meter, const char *reason,
+		    const char *request_id, char *dst, size_t dstsz);
 
 /* ---- pricing (price.c) ---------------------------------------------- */
 

@@ -109,6 +109,8 @@ const struct cfg_key bud_cfg_caps_keys[] = {
 	CFG_SCALAR("rate", 0, cfg_k_cap_rate, 0, "a rate such as 50/s"),
 	CFG_SCALAR("window", 0, cfg_k_cap_window, 0, "a duration"),
 	CFG_COUNT64("llm_concurrency", 0, CAP(cp_llm_concurrency), 0, 0),
+	CFG_BOOL("clamp", 0, CAP(cp_clamp)),
+	CFG_BOOL("cut_streams", 0, CAP(cp_cut_streams)),
 	CFG_END,
 };
 #undef CAP

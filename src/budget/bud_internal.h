@@ -86,4 +86,24 @@ void		 bud_use_line(const struct bud_sb *, const struct bud_use_row *,
 /* Wait until line <seq> is durable: 0, or -1 if the ledger failed. */
 int		 bud_led_wait(uint64_t seq);
 
+/* ---- metered event streams (bud_stream.c) ------------------------- */
+
+struct xs_call;
+struct xchg;
+struct evbuffer;
+struct req_facts;
+/* At admission: strip the usage-only chunk, cut at the cap? <input> and
+ * <out> are the prompt and output bound reserved. */
+void	bud_stream_plan(struct xs_call *, const struct req_facts *,
+	    int stream, uint64_t input, uint64_t out);
+/* The request must ask for identity (the filter reads what is sent). */
+int	bud_stream_identity(const struct xchg *);
+/* The response head: filter an identity event stream (xc_reframe). */
+void	bud_stream_head(struct xs_call *, int sse);
+/* The body through the filter: XS_GO, or XS_DENY at the usd cap. */
+enum xs_verdict bud_stream_body(struct xs_call *, struct evbuffer *in,
+	    struct evbuffer *out);
+/* 1 with *cost when the stream was cut at the cap. */
+int	bud_stream_cost(const struct xchg *, uint64_t *cost);
+
 #endif

@@ -123,22 +123,29 @@ body_unref(const void *data, size_t len, void *arg)
 }
 
 /*
- * Put stream_options.include_usage into the held body (contiguous at
- * <p>) without copying it: the new body refers to the old one's bytes
- * around the inserted text (the meter then finds the usage).
+ * Apply <ed> (sorted) to the held body (contiguous at <p>) without
+ * copying it: the new body refers to the old one's bytes between the
+ * edits, the old one freed with the last piece.
  */
 static void
-usage_option_insert(struct evbuffer **body, const unsigned char *p,
-    size_t len, const struct req_facts *rf)
+body_edit(struct evbuffer **body, const unsigned char *p, size_t len,
+    const struct req_edits *ed)
 {
 	struct evbuffer	*old = *body, *b = evbuffer_new();
+	uint64_t	 at = 0;
+	size_t		 i;
 
 	if (b == NULL)
 		fatalx("evbuffer_new");
-	evbuffer_add_reference(b, p, (size_t)rf->rf_cut_from, NULL, NULL);
-	evbuffer_add(b, rf->rf_insert, strlen(rf->rf_insert));
-	evbuffer_add_reference(b, p + rf->rf_cut_to, len - rf->rf_cut_to,
-	    body_unref, old);
+	for (i = 0; i < ed->re_n; i++) {
+		if (ed->re[i].re_from > at)
+			evbuffer_add_reference(b, p + at,
+			    (size_t)(ed->re[i].re_from - at), NULL, NULL);
+		evbuffer_add(b, ed->re[i].re_text, strlen(ed->re[i].re_text));
+		at = ed->re[i].re_to;
+	}
+	/* the root's closing brace is after every edit: a tail is left */
+	evbuffer_add_reference(b, p + at, len - (size_t)at, body_unref, old);
 	*body = b;
 }
 
@@ -146,6 +153,23 @@ static struct evbuffer *
 held_body(const struct xs_call *xc)
 {
 	return xc->xc_body != NULL ? *xc->xc_body : NULL;
+}
+
+/*
+ * The path as an upstream may read it (%2F as '/') into <buf>: <buf> or
+ * the exchange's path, NULL when that cannot be told.
+ */
+static const char *
+upstream_path(const struct xs_call *xc, char *buf, size_t bufsz)
+{
+	const char	*p = xc->xc_x->x_path;
+
+	if (p != NULL && pol_path_has_enc_slash(p)) {
+		if (pol_path_slash_reading(p, buf, bufsz) == -1)
+			return NULL;
+		p = buf;
+	}
+	return p;
 }
 
 /*
@@ -159,6 +183,8 @@ inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
 	struct evbuffer		*b = held_body(xc);
 	const unsigned char	*p;
 	size_t			 len = b ? evbuffer_get_length(b) : 0;
+	char			 path[POL_PATH_MAX];
+	enum req_api		 api;
 
 	memset(rf, 0, sizeof(*rf));
 	rf->rf_choices = 1;
@@ -168,7 +194,11 @@ inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
 	/* one piece already when the length was declared (conn.c) */
 	if ((p = evbuffer_pullup(b, (ssize_t)len)) == NULL)
 		fatalx("evbuffer_pullup");
-	if (req_scan((const char *)p, len, dialect == CFG_METER_OPENAI, rf) ==
+	/* include_usage only where OpenAI takes it: never the Responses API,
+	   which reports usage in response.completed */
+	api = req_api_of(upstream_path(xc, path, sizeof(path)));
+	if (req_scan((const char *)p, len, dialect == CFG_METER_OPENAI &&
+	    (api == REQ_API_CHAT || api == REQ_API_COMPLETIONS), rf) ==
 	    -1) {
 		x->x_allowed = 0;
 		return xs_deny(xc, AUD_R_BAD_REQUEST, "%s", rf->rf_why);
@@ -178,27 +208,22 @@ inspect_body(struct xs_call *xc, enum cfg_meter dialect, struct req_facts *rf)
 	if (dialect == CFG_METER_GEMINI && rf->rf_model[0] == '\0')
 		req_path_model(x->x_path, x->x_bud.b_model,
 		    sizeof(x->x_bud.b_model));
-	if (rf->rf_rewrite)
-		usage_option_insert(xc->xc_body, p, len, rf);
 	return XS_GO;
 }
 
 /*
  * Does the request start asynchronous work? Judged on the path as an
- * upstream may read it (%2F as '/') and on the method it may act on (a
+ * upstream may read it and on the method it may act on (a
  * method-override header, which policy already judged).
  */
 static int
 is_async(const struct xs_call *xc)
 {
-	char	path[POL_PATH_MAX], method[24];
-	const char *p = xc->xc_x->x_path;
+	char		 path[POL_PATH_MAX], method[24];
+	const char	*p;
 
-	if (p != NULL && pol_path_has_enc_slash(p)) {
-		if (pol_path_slash_reading(p, path, sizeof(path)) == -1)
-			return 1;	/* cannot tell: assume the worst */
-		p = path;
-	}
+	if ((p = upstream_path(xc, path, sizeof(path))) == NULL)
+		return 1;	/* cannot tell: assume the worst */
 	if (req_async_path(xc->xc_x->x_method, p))
 		return 1;
 	if (http_msg_method_override(xc->xc_req, method, sizeof(method)) == 1)
@@ -207,9 +232,105 @@ is_async(const struct xs_call *xc)
 }
 
 /*
+ * Does the request generate nothing (model lists, token counts, files,
+ * status)? Only when both its method and any method-override say so; a
+ * WebSocket upgrade (a realtime session) generates.
+ */
+static int
+is_free(const struct xs_call *xc)
+{
+	char		 path[POL_PATH_MAX], method[24];
+	const char	*p;
+	int		 ov;
+
+	if (xc->xc_upgrade ||
+	    (p = upstream_path(xc, path, sizeof(path))) == NULL)
+		return 0;
+	if (!req_free_path(xc->xc_x->x_method, p))
+		return 0;
+	ov = http_msg_method_override(xc->xc_req, method, sizeof(method));
+	if (ov == 1)
+		return req_free_path(method, p);
+	return ov == 0;
+}
+
+/* The fewest output tokens a request is clamped to; fewer: refused. */
+#define BUD_CLAMP_MIN	16
+
+/*
+ * The largest output bound (per completion, of <choices>) whose worst
+ * case fits in <left> µUSD, at most <max_out>; 0 when none does.
+ */
+static uint64_t
+bound_that_fits(const struct cfg *cfg, const char *model, uint64_t input,
+    uint64_t choices, uint64_t max_out, uint64_t left)
+{
+	uint64_t	lo = 0, hi = max_out, mid;
+
+	if (choices == 0 || price_worst(cfg, model, input, choices) > left)
+		return 0;
+	while (lo < hi) {	/* price_worst grows with the bound */
+		mid = lo + (hi - lo + 1) / 2;
+		if (mid > UINT64_MAX / choices ||
+		    price_worst(cfg, model, input, mid * choices) > left)
+			hi = mid - 1;
+		else
+			lo = mid;
+	}
+	return lo;
+}
+
+/*
+ * A worst case over what the usd cap leaves: lower the output bound to
+ * what fits (the body rewritten, *reserve lowered, the audit says
+ * budget_clamped), when at least BUD_CLAMP_MIN tokens do and the API's
+ * bound can be written. Otherwise admission refuses it as before.
+ */
+static uint64_t
+clamp_to_room(struct xs_call *xc, const struct req_facts *rf,
+    struct req_edits *ed, uint64_t max_out, uint64_t input,
+    uint64_t *reserve)
+{
+	const struct cfg_caps	*caps = &xc->xc_policy->p_caps;
+	struct xchg		*x = xc->xc_x;
+	struct bud_counters	 bc;
+	struct req_edits	 t;
+	uint64_t		 used, left, k;
+	char			 path[POL_PATH_MAX];
+
+	if (!caps->cp_has_usd || !caps->cp_clamp)
+		return max_out;
+	if (bud_get(xc->xc_sandbox, caps, &bc) == -1)
+		memset(&bc, 0, sizeof(bc));
+	used = bc.bc_spend + bc.bc_reserved;
+	left = used >= caps->cp_usd ? 0 : caps->cp_usd - used;
+	if (*reserve <= left)
+		return max_out;
+	k = bound_that_fits(xc->xc_cfg, x->x_bud.b_model, input,
+	    rf->rf_choices, max_out, left);
+	if (k < BUD_CLAMP_MIN || k >= max_out)
+		return max_out;
+	t = *ed;
+	if (req_edits_clamp(rf, req_api_of(upstream_path(xc, path,
+	    sizeof(path))), k, &t) == -1 || req_edits_sort(&t) == -1)
+		return max_out;
+	*ed = t;
+	*reserve = price_worst(xc->xc_cfg, x->x_bud.b_model, input,
+	    k * rf->rf_choices);
+	snprintf(x->x_reason, sizeof(x->x_reason), "%s: output bound %llu "
+	    "lowered to %llu tokens to fit the usd cap (%llu.%06llu left)",
+	    aud_reason(AUD_R_BUDGET_CLAMPED)->ri_text,
+	    (unsigned long long)max_out, (unsigned long long)k,
+	    (unsigned long long)(left / 1000000),
+	    (unsigned long long)(left % 1000000));
+	return k;
+}
+
+/*
  * The reservation of a metered request: body bytes as the prompt (a
  * token is at least a byte), the output bound times the completions
- * asked for. Asynchronous work is refused unless the rule prices it.
+ * asked for, lowered to what the usd cap leaves when that can be done.
+ * Asynchronous work is refused unless the rule prices it.
  */
 static enum xs_verdict
 metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
@@ -217,8 +338,11 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 {
 	struct xchg		*x = xc->xc_x;
 	struct req_facts	 rf;
+	struct req_edits	 ed;
 	struct evbuffer		*b;
 	uint64_t		 max_out, input_est, out;
+	char			 path[POL_PATH_MAX];
+	enum req_api		 api;
 
 	if (inspect_body(xc, rule->r_meter, &rf) != XS_GO)
 		return XS_DENY;
@@ -241,6 +365,19 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 	b = held_body(xc);
 	input_est = b != NULL ? evbuffer_get_length(b) : 0;
 	*reserve = price_worst(xc->xc_cfg, x->x_bud.b_model, input_est, out);
+	memset(&ed, 0, sizeof(ed));
+	req_edits_usage(&rf, &ed);
+	if (rf.rf_root_brace > 0)	/* a JSON object was read */
+		max_out = clamp_to_room(xc, &rf, &ed, max_out, input_est,
+		    reserve);
+	api = req_api_of(upstream_path(xc, path, sizeof(path)));
+	bud_stream_plan(xc, &rf, rf.rf_stream || (api == REQ_API_GEMINI &&
+	    xc->xc_x->x_query != NULL && strstr(xc->xc_x->x_query, "alt=sse")
+	    != NULL), input_est, rf.rf_choices > UINT64_MAX / (max_out ?
+	    max_out : 1) ? UINT64_MAX : max_out * rf.rf_choices);
+	if (ed.re_n > 0 && req_edits_sort(&ed) == 0)
+		body_edit(xc->xc_body, evbuffer_pullup(b, -1), input_est,
+		    &ed);
 	return XS_GO;
 }
 
@@ -278,6 +415,10 @@ bud_req_head(struct xs_call *xc)
 
 	if (rule == NULL || rule->r_meter == CFG_METER_NONE)
 		return XS_GO;
+	if (is_free(xc)) {
+		xc->xc_x->x_bud.b_free = 1;
+		return XS_GO;
+	}
 	xc->xc_hold = (size_t)xc->xc_cfg->c_limits.l_body_bytes;
 	return XS_HOLD;
 }
@@ -305,17 +446,26 @@ accept_encoding_unreadable(const struct xs_call *xc)
 	return 0;
 }
 
+/* Also identity for an event stream the budget filters (bud_stream.c). */
+static int
+want_identity(const struct xs_call *xc)
+{
+	return accept_encoding_unreadable(xc) ||
+	    (xc->xc_x->x_sec.s_req == NULL &&
+	    bud_stream_identity(xc->xc_x));
+}
+
 static int
 bud_req_drop(struct xs_call *xc, const char *name, size_t nlen)
 {
 	return util_strncaseeq(name, nlen, "accept-encoding") &&
-	    accept_encoding_unreadable(xc);
+	    want_identity(xc);
 }
 
 static void
 bud_req_fields(struct xs_call *xc)
 {
-	if (accept_encoding_unreadable(xc))
+	if (want_identity(xc))
 		xc->xc_add_field(xc, "Accept-Encoding", "identity");
 }
 
@@ -422,7 +572,8 @@ bud_req_ready(struct xs_call *xc)
 	if (xc->xc_sandbox == NULL || xc->xc_policy == NULL)
 		return XS_GO;
 	caps = &xc->xc_policy->p_caps;
-	metered = rule != NULL && rule->r_meter != CFG_METER_NONE;
+	metered = rule != NULL && rule->r_meter != CFG_METER_NONE &&
+	    !x->x_bud.b_free;
 	if (metered && metered_reserve(xc, rule, &reserve) != XS_GO)
 		return XS_DENY;
 	sb = bud_handle(xc->xc_sandbox);
@@ -534,7 +685,8 @@ bud_resp_head(struct xs_call *xc)
 		    "reached: the response would pass it");
 	}
 	if (rule == NULL || rule->r_meter == CFG_METER_NONE ||
-	    !x->x_bud.b_admitted || x->x_bud.b_meter != NULL)
+	    !x->x_bud.b_admitted || x->x_bud.b_meter != NULL ||
+	    x->x_bud.b_free)
 		return XS_GO;
 	if ((i = http_msg_find(m, "content-type", 0)) != -1) {
 		http_msg_value(m, i, &v, &vlen);
@@ -545,6 +697,7 @@ bud_resp_head(struct xs_call *xc)
 	    METER_OPENAI : rule->r_meter == CFG_METER_GEMINI ? METER_GEMINI :
 	    METER_ANTHROPIC, sse, (size_t)xc->xc_cfg->c_limits.l_body_bytes);
 	meter_coding(x->x_bud.b_meter, m);
+	bud_stream_head(xc, sse);
 	return XS_GO;
 }
 
@@ -602,7 +755,9 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	int			 i, k;
 
 	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0, n);
-	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0) {
+	/* a filtered stream is read by the meter event by event */
+	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0 &&
+	    x->x_bud.b_filt == NULL) {
 		if ((k = evbuffer_peek(in, (ssize_t)ok, NULL, v, 8)) > 8) {
 			/* in more pieces than we look at: make it one */
 			evbuffer_pullup(in, (ssize_t)ok);
@@ -615,7 +770,8 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 		}
 	}
 	if (ok == n && !x->x_bud.b_over)
-		return XS_GO;
+		return x->x_bud.b_filt != NULL && !xc->xc_tunnel ?
+		    bud_stream_body(xc, in, out) : XS_GO;
 	evbuffer_remove_buffer(in, out, ok);
 	evbuffer_drain(in, evbuffer_get_length(in));
 	return over_cap(xc);
@@ -645,10 +801,11 @@ bud_flow(struct xs_call *xc)
 }
 
 /*
- * The exchange ended: settle. A response that completed without usage
- * cost nothing; one cut short costs what was reserved, so recorded spend
- * never falls below what was consumed. An asynchronous job costs what
- * its rule prices it at.
+ * The exchange ended: settle. A metered response costs its usage; one cut
+ * short, or a complete 2xx that reported none, costs what was reserved
+ * (flagged "unmetered" in the audit), so recorded spend never falls below
+ * what was consumed. A call that generates nothing costs nothing. An
+ * asynchronous job costs what its rule prices it at.
  */
 static void
 bud_done(struct xs_call *xc)
@@ -660,6 +817,8 @@ bud_done(struct xs_call *xc)
 	uint64_t	 cost = 0;
 	int		 unpriced = 0, done = x->x_resp_done;
 
+	sse_filt_free(x->x_bud.b_filt);
+	x->x_bud.b_filt = NULL;
 	if (x->x_bud.b_rop != NULL) {
 		/* ended before Redis answered: never forwarded */
 		bud_rop_abandon(x->x_bud.b_rop);
@@ -686,24 +845,28 @@ bud_done(struct xs_call *xc)
 		if (u->u_model[0] == '\0')
 			snprintf(u->u_model, sizeof(u->u_model), "%s",
 			    x->x_bud.b_model);
-		if (!done)
+		if (bud_stream_cost(x, &cost))
+			;	/* cut at the usd cap: what it had cost */
+		else if (!done)
 			cost = x->x_bud.b_reserved;
 		else if (u->u_found)
 			cost = price_usage(xc->xc_cfg, u, &unpriced);
-		else if (x->x_status >= 200 && x->x_status < 300)
+		else if (x->x_status >= 200 && x->x_status < 300) {
 			cost = x->x_bud.b_reserved;	/* served, unmetered */
+			r->ar_unmetered = 1;
+		}
 		r->ar_usage = u->u_found ? u : NULL;
 		r->ar_cost_micro = (int64_t)cost;
 		r->ar_unpriced = unpriced;
 	} else if (x->x_bud.b_reserved > 0)
 		cost = x->x_bud.b_reserved;
-	if (x->x_bud.b_async)
+	if (x->x_bud.b_async || x->x_bud.b_free)
 		r->ar_cost_micro = (int64_t)cost;
 	/* metered: filed by model and day, counted in /metrics */
 	bud_settle_usage(xc->xc_sandbox, x->x_bud.b_reserved, cost, u,
 	    x->x_bud.b_meter != NULL ? u->u_model : x->x_bud.b_async ||
-	    (x->x_rule_p != NULL && x->x_rule_p->r_meter != CFG_METER_NONE) ?
-	    x->x_bud.b_model : NULL);
+	    (x->x_rule_p != NULL && x->x_rule_p->r_meter != CFG_METER_NONE &&
+	    !x->x_bud.b_free) ? x->x_bud.b_model : NULL);
 	if (x->x_bud.b_rres != NULL) {
 		bud_redis_settle(x->x_bud.b_rres, cost, x->x_bytes_in,
 		    x->x_bytes_out);

@@ -58,6 +58,11 @@ struct jscan {
 	int			 j_strict;
 	enum jscan_status	 j_st;
 	const char		*j_why;
+	/* text counting (jscan_count_text): string bytes under these keys */
+	const char *const	*j_tkeys;
+	size_t			 j_ntkeys;
+	int			 j_tpend;	/* the next value is text */
+	uint64_t		 j_tbytes;	/* kept across resets */
 };
 
 /* ---- yajl's memory, counted ---------------------------------------- */
@@ -147,6 +152,7 @@ js_scalar(struct jscan *js, enum jscan_type t, const char *s, size_t len,
 	struct jscan_val	*v;
 	size_t			 i, n;
 
+	js->j_tpend = 0;
 	if (js->j_over)
 		return 0;
 	for (i = 0; e != 0 && i < js->j_n; i++) {
@@ -191,6 +197,11 @@ cb_number(void *ctx, const char *s, size_t len)
 static int
 cb_string(void *ctx, const unsigned char *s, size_t len)
 {
+	struct jscan	*js = ctx;
+
+	if (js->j_tpend)
+		js->j_tbytes += len;
+	js->j_tpend = 0;
 	return js_scalar(ctx, JV_STRING, (const char *)s, len, 0);
 }
 
@@ -201,6 +212,7 @@ js_open(struct jscan *js, int map)
 	struct jscan_level	*l;
 	size_t			 i;
 
+	js->j_tpend = 0;
 	if (js->j_over)
 		return 0;
 	if (js->j_depth >= JSCAN_DEPTH) {
@@ -285,6 +297,11 @@ cb_map_key(void *ctx, const unsigned char *k, size_t len)
 
 	if (js->j_over || l == NULL)
 		return 0;
+	js->j_tpend = 0;
+	for (i = 0; i < js->j_ntkeys; i++)
+		if (strlen(js->j_tkeys[i]) == len &&
+		    memcmp(js->j_tkeys[i], k, len) == 0)
+			js->j_tpend = 1;
 	lv = l->l_level;
 	m = 0;
 	for (i = 0; l->l_mask != 0 && i < js->j_n; i++) {
@@ -314,8 +331,10 @@ js_arm(struct jscan *js)
 
 	/* keys only in a map some path goes through, or that counts them */
 	js->j_cb.yajl_map_key = l != NULL && l->l_map &&
-	    (l->l_mask != 0 || l->l_exact != 0) ? cb_map_key : NULL;
-	js->j_cb.yajl_string = js_exact(js) != 0 ? cb_string : NULL;
+	    (l->l_mask != 0 || l->l_exact != 0 || js->j_ntkeys != 0) ?
+	    cb_map_key : NULL;
+	js->j_cb.yajl_string = js_exact(js) != 0 || js->j_tpend ? cb_string :
+	    NULL;
 }
 
 /* ---- interface ------------------------------------------------------ */
@@ -363,7 +382,7 @@ js_start(struct jscan *js)
 	js->j_pending = (1ULL << js->j_n) - 1;
 	js->j_plevel = 0;
 	js->j_base = 0;
-	js->j_over = js->j_deep = js->j_root_done = 0;
+	js->j_over = js->j_deep = js->j_root_done = js->j_tpend = 0;
 	js->j_why = NULL;
 	js->j_cb.yajl_null = cb_null;
 	js->j_cb.yajl_boolean = cb_bool;
@@ -405,6 +424,20 @@ jscan_new(const char *const *paths, size_t n, int strict, size_t mem_max)
 				js->j_desc[i] |= 1ULL << k;
 	js_start(js);
 	return js;
+}
+
+void
+jscan_count_text(struct jscan *js, const char *const *keys, size_t n)
+{
+	js->j_tkeys = keys;
+	js->j_ntkeys = n;
+	js_arm(js);
+}
+
+uint64_t
+jscan_text_bytes(const struct jscan *js)
+{
+	return js->j_tbytes;
 }
 
 void

@@ -56,6 +56,14 @@ struct jscan;
  * <strict>: strings must be valid UTF-8. <mem_max>: budget in bytes for
  * yajl's own buffers. Results are indexed like <paths>.
  */
+/*
+ * Also count the bytes (decoded) of every string value, at any depth,
+ * whose key is one of <keys> (borrowed): streamed text, for an estimate
+ * of the tokens that made it. The count survives jscan_reset().
+ */
+void		 jscan_count_text(struct jscan *, const char *const *keys,
+		    size_t n);
+uint64_t	 jscan_text_bytes(const struct jscan *);
 struct jscan	*jscan_new(const char *const *paths, size_t n, int strict,
 		    size_t mem_max);
 /* Start over on a new document (same paths), keeping the allocation. */

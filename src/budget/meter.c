@@ -746,11 +746,40 @@ meter_feed(struct meter *m, const char *p, size_t len)
 		m->m_dec_bad = m->m_dead = 1;
 }
 
+/* Keys whose string values are streamed text (chat deltas, Anthropic
+ * text and tool-input deltas, Gemini parts, Responses API deltas). */
+static const char *const text_keys[] = {
+	"content", "text", "delta", "arguments", "partial_json", "refusal",
+	"reasoning_content", "thinking",
+};
+
+void
+meter_count_text(struct meter *m)
+{
+	if (m != NULL && m->m_js != NULL)
+		jscan_count_text(m->m_js, text_keys,
+		    sizeof(text_keys) / sizeof(text_keys[0]));
+}
+
+static void usage_of(const struct meter *, struct usage *);
+
+int
+meter_peek(const struct meter *m, struct usage *out, uint64_t *text)
+{
+	memset(out, 0, sizeof(*out));
+	*text = 0;
+	if (m == NULL || m->m_dec_bad)
+		return -1;
+	if (m->m_js != NULL)
+		*text = jscan_text_bytes(m->m_js);
+	if (m->m_found)
+		usage_of(m, out);
+	return 0;
+}
+
 void
 meter_finish(struct meter *m, struct usage *out)
 {
-	uint64_t	in, cached, cwrite;
-
 	memset(out, 0, sizeof(*out));
 	if (m == NULL)
 		return;
@@ -770,6 +799,13 @@ meter_finish(struct meter *m, struct usage *out)
 	m->m_finished = 1;
 	if (!m->m_found || m->m_dec_bad)
 		return;
+	usage_of(m, out);
+}
+
+static void
+usage_of(const struct meter *m, struct usage *out)
+{
+	uint64_t	in, cached, cwrite;
 
 	snprintf(out->u_model, sizeof(out->u_model), "%s", m->m_model);
 	out->u_found = 1;

@@ -151,6 +151,35 @@ gemini_facts(struct jscan *js, struct req_facts *rf)
 	return 0;
 }
 
+/* Where the output bounds are and where one would go (clamping). */
+static void
+bounds_where(struct jscan *js, struct req_facts *rf)
+{
+	static const int	 bound[] = { F_MAX_TOKENS, F_MAX_COMPLETION,
+				    F_MAX_OUTPUT, F_GC_MAX, F_GC_SNAKE_MAX };
+	const struct jscan_val	*v;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(bound) / sizeof(bound[0]); i++) {
+		v = jscan_get(js, bound[i]);
+		if (v->jv_type == JV_ABSENT)
+			continue;
+		rf->rf_bound[rf->rf_nbound].rs_from = v->jv_key_end;
+		rf->rf_bound[rf->rf_nbound++].rs_to = v->jv_val_end;
+	}
+	v = jscan_get(js, F_ROOT);
+	rf->rf_root_brace = v->jv_val_end - 1;
+	rf->rf_root_members = v->jv_members;
+	rf->rf_gc_snake = jscan_get(js, F_GC_SNAKE)->jv_type != JV_ABSENT;
+	v = jscan_get(js, rf->rf_gc_snake ? F_GC_SNAKE : F_GC);
+	rf->rf_gc = v->jv_type == JV_ABSENT ? 0 : v->jv_type == JV_OBJECT ?
+	    1 : -1;
+	if (rf->rf_gc == 1) {
+		rf->rf_gc_brace = v->jv_val_end - 1;
+		rf->rf_gc_members = v->jv_members;
+	}
+}
+
 void
 req_path_model(const char *path, char *dst, size_t dstsz)
 {
@@ -210,6 +239,7 @@ req_scan(const char *body, size_t len, int openai, struct req_facts *rf)
 	for (i = F_MAX_TOKENS; i <= F_MAX_OUTPUT; i++)
 		if (jscan_u64(jscan_get(js, i), &m) == 0 && m > rf->rf_max_out)
 			rf->rf_max_out = m;
+	bounds_where(js, rf);
 	if (choices(jscan_get(js, F_N), &n) == -1 ||
 	    choices(jscan_get(js, F_BEST_OF), &best) == -1) {
 		snprintf(rf->rf_why, sizeof(rf->rf_why),
@@ -259,6 +289,33 @@ req_async_path(const char *method, const char *path)
 		return 0;
 	for (i = 0; i < sizeof(async_globs) / sizeof(async_globs[0]); i++)
 		if (pol_glob_match(async_globs[i], path))
+			return 1;
+	return 0;
+}
+
+/*
+ * Calls that generate nothing and report no usage: reading (model lists,
+ * files, batch and response status), deleting, counting tokens,
+ * uploading files, cancelling. Everything else a metered rule passes is
+ * taken to generate (it may bill: images, audio) and is reserved.
+ */
+static const char *const free_globs[] = {
+	"*/count_tokens", "*:countTokens", "*/input_tokens", "*/files",
+	"*/uploads", "*/uploads/*", "*/cancel",
+};
+
+int
+req_free_path(const char *method, const char *path)
+{
+	size_t	i;
+
+	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+	    strcmp(method, "DELETE") == 0 || strcmp(method, "OPTIONS") == 0)
+		return 1;
+	if (path == NULL)
+		return 0;
+	for (i = 0; i < sizeof(free_globs) / sizeof(free_globs[0]); i++)
+		if (pol_glob_match(free_globs[i], path))
 			return 1;
 	return 0;
 }

@@ -109,6 +109,10 @@ struct cfg_caps {
 	uint64_t	 cp_window_ms;		/* 0 = lifetime */
 	uint64_t	 cp_llm_concurrency;	/* metered requests in flight;
 						   default 4, 0 = no limit */
+	int		 cp_clamp;		/* lower output bounds to fit
+						   usd (default 1) */
+	int		 cp_cut_streams;	/* cut streams at usd; -1 = not
+						   said (on when usd is set) */
 };
 
 struct cfg_policy {

@@ -103,6 +103,7 @@ xchg_clear(struct conn *c, struct xchg *x)
 	sec_req_free(x->x_sec.s_req);
 	sec_trip_free(x->x_sec.s_trip);
 	meter_free(x->x_bud.b_meter);
+	sse_filt_free(x->x_bud.b_filt);
 	free(x->x_path);
 	free(x->x_query);
 	if (x->x_queued)

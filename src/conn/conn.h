@@ -109,6 +109,7 @@ struct conn_req {
 					   answered once it returns */
 	char		 r_pend_reason[400];
 	enum aud_reason	 r_pend_cut;	/* its xc_cut */
+	int		 r_pend_whole;	/* its xc_cut_whole */
 	int		 r_reframe;	/* a stage changes the body's length */
 	size_t		 r_wait_at;	/* the stage that said XS_WAIT */
 	void		(*r_wait_next)(struct conn *); /* then go on here */

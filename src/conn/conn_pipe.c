@@ -41,6 +41,7 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_tunnel = c->c_r.r_connect || c->c_state == CONN_TUNNEL;
 	xc->xc_eof = 0;
 	xc->xc_cut = AUD_R_NONE;
+	xc->xc_cut_whole = 0;
 	xc->xc_reframe = 0;
 	xc->xc_rec = NULL;
 	xc->xc_usage = NULL;
@@ -186,6 +187,7 @@ pipe_keep(struct conn *c, const struct xs_call *xc)
 	c->c_r.r_pend_why = xc->xc_why != AUD_R_NONE ? xc->xc_why :
 	    AUD_R_UPSTREAM_UNREACHABLE;
 	c->c_r.r_pend_cut = xc->xc_cut;
+	c->c_r.r_pend_whole = xc->xc_cut_whole;
 	snprintf(c->c_r.r_pend_reason, sizeof(c->c_r.r_pend_reason), "%s",
 	    pipe_reason(xc));
 }
@@ -216,6 +218,17 @@ conn_pipe_pending(struct conn *c)
 		return 0;
 	/* conn_upstream_failed() resets the request state it is read from */
 	memcpy(reason, c->c_r.r_pend_reason, sizeof(reason));
+	if (c->c_r.r_pend_whole && cut != AUD_R_NONE &&
+	    c->c_r.r_resp_started && !c->c_r.r_resp_done) {
+		/* the stage ended the body itself (an error event): it goes
+		   out whole, then the connections close */
+		if (c->c_r.r_rechunk) {
+			evbuffer_add(c->c_pend, "0\r\n\r\n", 5);
+			c->c_x->x_bytes_in += 5;
+		}
+		c->c_r.r_resp_done = 1;
+		conn_client_flush(c);
+	}
 	pipe_end(c, why, reason, cut);
 	return 1;
 }

@@ -88,11 +88,18 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 		return;
 	}
 
-	o = json_object_new_object();
-	json_object_object_add(o, "error", json_object_new_string(code));
-	json_object_object_add(o, "reason", json_object_new_string(reason));
-	json_object_object_add(o, "request_id",
-	    json_object_new_string(c->c_x->x_id));
+	/* on a metered rule, the provider's error shape (SDKs read it) */
+	if ((o = bud_error_body(c->c_x->x_rule_p != NULL ?
+	    (int)c->c_x->x_rule_p->r_meter : CFG_METER_NONE, status, code,
+	    reason, c->c_x->x_id)) == NULL) {
+		o = json_object_new_object();
+		json_object_object_add(o, "error",
+		    json_object_new_string(code));
+		json_object_object_add(o, "reason",
+		    json_object_new_string(reason));
+		json_object_object_add(o, "request_id",
+		    json_object_new_string(c->c_x->x_id));
+	}
 	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	blen = strlen(body);

@@ -119,6 +119,11 @@ struct xs_call {
 						   xc_reason) */
 	int			 xc_reframe;	/* resp_head: the body's
 						   length will change */
+	int			 xc_cut_whole;	/* with xc_cut, of resp_body:
+						   what reached <out> is a
+						   whole body (the stage ended
+						   it): its end goes out, then
+						   the connections close */
 	char			 xc_reason[400];
 };
 

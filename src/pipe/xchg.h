@@ -25,6 +25,7 @@ struct meter;
 struct bud_sb;
 struct bud_rop;
 struct bud_rres;
+struct sse_filt;
 
 /* The secrets stage's slot. */
 struct xchg_secrets {
@@ -56,6 +57,16 @@ struct xchg_budget {
 	uint64_t	 b_wait_seq;	/* the ledger line it waits for */
 	struct bud_rop	*b_rop;		/* Redis admission in flight */
 	struct bud_rres	*b_rres;	/* its Redis reservation (lease) */
+	int		 b_free;	/* metered rule, a call that reports no
+					   usage: not reserved, not metered */
+	/* a metered event stream (budget/bud_stream.c) */
+	struct sse_filt	*b_filt;	/* events to the client, or NULL */
+	int		 b_strip;	/* leave the usage-only chunk out */
+	int		 b_cut;		/* cut at the usd cap */
+	uint64_t	 b_input_est;	/* the prompt as reserved */
+	uint64_t	 b_max_out;	/* its output bound, all completions */
+	int		 b_was_cut;
+	uint64_t	 b_cut_cost;	/* what it had cost when cut */
 };
 
 struct xchg {

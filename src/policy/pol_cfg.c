@@ -392,6 +392,8 @@ cfg_k_policies(struct cfg_parse *cp, const struct cfg_key *k,
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		pc.pc_pol = &c->c_policies[c->c_npolicies++];
 		pc.pc_pol->p_caps.cp_llm_concurrency = CFG_LLM_CONCURRENCY;
+		pc.pc_pol->p_caps.cp_clamp = 1;
+		pc.pc_pol->p_caps.cp_cut_streams = -1;
 		pc.pc_name = NULL;
 		if (cfg_want_map(cp, item, "a policy") == -1)
 			continue;

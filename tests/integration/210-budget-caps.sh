@@ -79,8 +79,8 @@ YAML
 	policy req "{requests: 3}"
 	policy bout "{bytes_out: 2000}"
 	policy bin "{bytes_in: 1500}"
-	policy usd "{usd: 0.01}"
-	policy usdtls "{usd: 0.001}"
+	policy usd "{usd: 0.01, clamp: false}"
+	policy usdtls "{usd: 0.001, clamp: false}"
 	policy rate "{rate: 5/s}"
 	policy win "{requests: 3, window: 2s}"
 	cat <<YAML

@@ -8,7 +8,9 @@
 # upstream, and afterwards every reservation has settled (the remaining
 # budget is exactly the cap minus the spend: a request reserving it fits,
 # one more micro-dollar does not). The same with the requests cap.
-# (caps.llm_concurrency: 0 here: the race is the point, not its bound.)
+# (caps.llm_concurrency: 0 here: the race is the point, not its bound;
+# clamp: false, so that a request over what is left is refused, not
+# lowered.)
 #
 # The price of model "unit-*" is 1 USD per million tokens in and out, so a
 # request reserves its body's bytes plus its max_tokens in µUSD; the mock
@@ -73,7 +75,7 @@ pricing:
   - {model: "unit-*", input: 1, output: 1}
 policies:
 YAML
-	policy usd "{usd: 0.0205, llm_concurrency: 0}"
+	policy usd "{usd: 0.0205, llm_concurrency: 0, clamp: false}"
 	policy reqs "{requests: 10, llm_concurrency: 0}"
 	cat <<YAML
 sandboxes:

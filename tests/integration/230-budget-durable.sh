@@ -59,11 +59,11 @@ policies:
   - name: big
     rules:
       - {host: "plain.openai.test", ports: [$PLAIN_PORT], methods: [POST], paths: ["/v1/*"], meter: openai}
-    caps: {usd: 1.0}
+    caps: {usd: 1.0, clamp: false}
   - name: exact
     rules:
       - {host: "plain.openai.test", ports: [$PLAIN_PORT], methods: [POST], paths: ["/v1/*"], meter: openai}
-    caps: {usd: 0.3005}
+    caps: {usd: 0.3005, clamp: false}
   - name: count
     rules:
       - {host: "plain.openai.test", ports: [$PLAIN_PORT], methods: [POST], paths: ["/v1/*"], meter: openai}

@@ -72,9 +72,9 @@ pricing:
   - {model: "unit-*", input: 1, output: 1}
 policies:
 YAML
-	policy n "{usd: 0.1}"
+	policy n "{usd: 0.1, clamp: false}"
 	policy big "{usd: 1000}"
-	policy conc "{usd: 0.01}"
+	policy conc "{usd: 0.01, clamp: false}"
 	policy conc2 "{usd: 1000, llm_concurrency: 2}"
 	cat <<YAML
 sandboxes:

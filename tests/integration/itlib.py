@@ -224,6 +224,26 @@ def roundtrip(port, data, timeout=10.0, method="GET"):
     return rs[0] if rs else None
 
 
+def error_code(j):
+    """The gateway's error code in a JSON error body: SPEC's "error"
+    string, or inside a provider's error shape on a metered rule (OpenAI
+    error.code, Anthropic error.type, Gemini error.details[].reason);
+    None when there is none."""
+    e = j.get("error")
+    if isinstance(e, str):
+        return e
+    if not isinstance(e, dict):
+        return None
+    if j.get("type") == "error" and isinstance(e.get("type"), str):
+        return e["type"]
+    if isinstance(e.get("status"), str):
+        for d in e.get("details") or []:
+            if isinstance(d, dict) and d.get("domain") == "airlock":
+                return d.get("reason")
+        return None
+    return e.get("code") if isinstance(e.get("code"), str) else None
+
+
 def check_error(r, status, code=None):
     """None when <r> is the gateway's JSON error with this status (and
     error code), else why not."""
@@ -238,11 +258,14 @@ def check_error(r, status, code=None):
         return "body is not JSON: %r" % r.body[:200]
     if not isinstance(j, dict):
         return "JSON body is not an object: %r" % j
-    for k in ("error", "reason", "request_id"):
+    for k in ("reason", "request_id"):
         if not isinstance(j.get(k), str):
             return "JSON member %s missing or not a string: %r" % (k, j)
-    if code is not None and j["error"] != code:
-        return "error %r, want %r" % (j["error"], code)
+    got = error_code(j)
+    if got is None:
+        return "JSON member error missing or of no known shape: %r" % j
+    if code is not None and got != code:
+        return "error %r, want %r" % (got, code)
     rid = r.header("X-Airlock-Request-Id")
     if rid is None:
         return "no X-Airlock-Request-Id header"

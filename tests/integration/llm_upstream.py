@@ -33,7 +33,9 @@ GET .../models answers a model list. The fixture can be chosen with "X-Fixture: 
 a chat completion (or Responses API result, Anthropic message) whose usage is "X-Synth-Usage: P,C[,R[,W]]"
 ("X-Synth-Usage: none": a chat completion without usage; "X-Synth: compat":
 an OpenAI-compatible server's stream, usage in the finishing chunk whatever
-stream_options says)
+stream_options says; "X-Synth: long": X-Synth-Usage P,N,STEP, N content
+chunks each with the usage so far, P prompt and STEP more output tokens a
+chunk)
 (prompt, completion, cached/cache-read, cache-write tokens) or, without it,
 P = the request body's length in bytes and C = its max_tokens (or
 max_completion_tokens / max_output_tokens, else 0): exactly the worst case
@@ -351,8 +353,30 @@ def _max_out(req):
     return 0
 
 
+def synth_long(req, usage_hdr):
+    """X-Synth: long: an OpenAI-compatible stream of N content chunks,
+    each with the usage so far (vLLM's continuous_usage_stats): "X-Synth-
+    Usage: P,N,STEP" (prompt tokens, chunks, output tokens per chunk)."""
+    p, n, step = [int(x) for x in (usage_hdr or "10,20,1").split(",")]
+    model = req.get("model") if isinstance(req.get("model"), str) else ""
+    out = []
+    for i in range(1, n + 1):
+        out.append({"id": "chatcmpl-long", "object": "chat.completion.chunk",
+                    "model": model, "choices": [{
+                        "index": 0, "delta": {"content": "w%d " % i},
+                        "finish_reason": None if i < n else "stop"}],
+                    "usage": {"prompt_tokens": p,
+                              "completion_tokens": i * step,
+                              "total_tokens": p + i * step}})
+    return "text/event-stream", ("".join(
+        "data: %s\n\n" % json.dumps(o) for o in out) +
+        "data: [DONE]\n\n").encode()
+
+
 def synth(kind, req, body, usage_hdr):
     """(content type, body bytes) for X-Synth."""
+    if kind == "long":
+        return synth_long(req, usage_hdr)
     model = req.get("model") if isinstance(req.get("model"), str) else ""
     stream = req.get("stream") is True
     no_usage = (usage_hdr or "").strip().lower() == "none"
