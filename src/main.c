@@ -32,6 +32,7 @@
 #include "dns/dns_synth.h"
 #include "launcher/launcher.h"
 #include "metrics/metrics.h"
+#include "policy/pol.h"
 #include "sbx/sbx.h"
 #include "sched/pool.h"
 #include "secrets/sec.h"
@@ -251,6 +252,7 @@ prepare_config(struct cfg *cfg, FILE *errs)
 			    cfg->c_sandboxes[i].s_id);
 			return -1;
 		}
+	pol_report_warn(cfg);	/* at start and on every reload */
 	return 0;
 }
 

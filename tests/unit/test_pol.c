@@ -772,6 +772,30 @@ START_TEST(test_host_normalize_lengths)
 }
 END_TEST
 
+/* The rule a deny answer suggests: the target only, quoted, bounded. */
+START_TEST(test_rule_hint)
+{
+	struct pol_request	pr = { "api.test", 443, "POST", "/v1/a\"b",
+				    NULL };
+	char			out[128], small[40];
+
+	ck_assert_int_eq(pol_rule_hint(&pr, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "{host: \"api.test\", ports: [443], methods: "
+	    "[POST], paths: [\"/v1/a\\\"b\"]}");
+	pr.pr_method_override = "DELETE";
+	pr.pr_path = "/x\x01y";
+	ck_assert_int_eq(pol_rule_hint(&pr, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "{host: \"api.test\", ports: [443], methods: "
+	    "[POST, DELETE], paths: [\"/x*\"]}");
+	pr.pr_path = NULL;	/* CONNECT: no methods, no paths */
+	ck_assert_int_eq(pol_rule_hint(&pr, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "{host: \"api.test\", ports: [443]}");
+	pr.pr_path = "/a-long-path-that-does-not-fit";
+	ck_assert_int_eq(pol_rule_hint(&pr, small, sizeof(small)), -1);
+	ck_assert_str_eq(small, "");
+}
+END_TEST
+
 Suite *
 suite_pol(void)
 {
@@ -791,6 +815,7 @@ suite_pol(void)
 	tcase_add_test(tc, test_evaluate_long_reason);
 	tcase_add_loop_test(tc, test_evaluate_encoded, 0, NELEM(enc_cases));
 	tcase_add_loop_test(tc, test_host_allowed, 0, NELEM(allowed_cases));
+	tcase_add_test(tc, test_rule_hint);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("normalize");
