@@ -33,6 +33,7 @@
 #include "launcher/launcher.h"
 #include "metrics/metrics.h"
 #include "policy/pol.h"
+#include "policy/pol_ask.h"
 #include "sbx/sbx.h"
 #include "sched/pool.h"
 #include "secrets/sec.h"
@@ -523,6 +524,8 @@ main(int argc, char *argv[])
 		fatalx("audit: cannot start");
 	if (bud_open(current_cfg->c_state_dir) == -1)
 		fatalx("budget ledger: cannot open");
+	if (ask_open(current_cfg->c_state_dir) == -1)
+		fatalx("approvals: cannot read the runtime rules");
 
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
@@ -570,6 +573,7 @@ main(int argc, char *argv[])
 	dns_synth_free(worker_dns_synth);
 	worker_dns_synth = NULL;
 	bud_close();
+	ask_close();
 	aud_stop();
 	event_free(ev_term);
 	event_free(ev_int);

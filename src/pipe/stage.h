@@ -12,7 +12,8 @@
  *		bytes, before the exchange goes on (SigV4 signs it, the
  *		meter reads it)
  *	XS_WAIT	the stage finishes later and resumes the exchange through
- *		an event (no stage waits yet)
+ *		an event (the budget's durable reservation, an approval
+ *		hold); xc_wait_ms bounds the wait
  *
  * Hooks, in the order an exchange meets them (NULL: not interested):
  *	req_head	the request head is parsed and policy allowed it
@@ -83,6 +84,8 @@ struct xs_call {
 	enum aud_reason		 xc_why;	/* XS_DENY */
 	int			 xc_close;	/* XS_DENY: close after it */
 	size_t			 xc_hold;	/* XS_HOLD: the bound */
+	uint64_t		 xc_wait_ms;	/* XS_WAIT: the bound, 0 = the
+						   connect timeout */
 	char			 xc_reason[400];
 };
 
@@ -100,6 +103,7 @@ struct xstage {
 };
 
 /* The stages, each in its plane (src/pipe/stages.c lists them). */
+extern const struct xstage ask_stage;	/* policy/pol_ask_stage.c */
 extern const struct xstage sec_stage;	/* secrets/sec_stage.c */
 extern const struct xstage bud_stage;	/* budget/bud_stage.c */
 extern const struct xstage aud_stage;	/* audit/aud_stage.c */

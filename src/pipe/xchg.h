@@ -89,6 +89,7 @@ struct xchg {
 						   it (pol_rule_hint) */
 	int			 x_ask;		/* held for an operator
 						   (policy/pol_ask.c) */
+	uint64_t		 x_ask_id;	/* its hold, 0 before */
 	struct xchg_secrets	 x_sec;
 	struct xchg_budget	 x_bud;
 };
