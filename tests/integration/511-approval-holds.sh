@@ -174,6 +174,18 @@ if phase == "live":
     p = ctl("deny", e[0]["id"] if e else "1")
     ck.ok(p.returncode == 1, "deciding twice: the gateway refuses", p.stderr)
 
+    # a client that leaves while held: its hold ends by ask.timeout at the
+    # latest (the connection is not read while it waits)
+    s = itlib.connect(P)
+    s.sendall(itlib.req("GET", url("api.test", "/leaver"), auth="a:tok-a"))
+    wait_pending(lambda e: e["path"] == "/leaver", "leaver")
+    s.close()
+    end = time.time() + 6
+    while time.time() < end and any(x["path"] == "/leaver" for x in pending() or []):
+        time.sleep(0.05)
+    ck.ok(not any(x["path"] == "/leaver" for x in pending() or []),
+          "client gone: its hold leaves the pending list", str(pending()))
+
     # 3. timeout (ask.timeout 3s)
     n0 = origin_n()
     q = Req("a", url("web.test", "/slow"))
