@@ -32,6 +32,8 @@
 #include "dns/dns_synth.h"
 #include "launcher/launcher.h"
 #include "metrics/metrics.h"
+#include "policy/pol.h"
+#include "policy/pol_ask.h"
 #include "sbx/sbx.h"
 #include "sched/pool.h"
 #include "secrets/sec.h"
@@ -251,6 +253,7 @@ prepare_config(struct cfg *cfg, FILE *errs)
 			    cfg->c_sandboxes[i].s_id);
 			return -1;
 		}
+	pol_report_warn(cfg);	/* at start and on every reload */
 	return 0;
 }
 
@@ -530,6 +533,8 @@ main(int argc, char *argv[])
 			fatalx("budget store: cannot start");
 	} else if (bud_open(current_cfg->c_state_dir) == -1)
 		fatalx("budget ledger: cannot open");
+	if (ask_open(current_cfg->c_state_dir) == -1)
+		fatalx("approvals: cannot read the runtime rules");
 
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
@@ -579,6 +584,7 @@ main(int argc, char *argv[])
 	bud_close();
 	bud_redis_close();
 	ca_fleet_clear();
+	ask_close();
 	aud_stop();
 	event_free(ev_term);
 	event_free(ev_int);

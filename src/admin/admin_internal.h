@@ -64,6 +64,9 @@ int	adm_snap_from_ok(struct admin_resp *, const char *from);
 struct sbx;
 void	adm_snap_rollback(const struct admin_req *, struct admin_resp *,
 	    struct sbx *);
+/* /v1/pending..., /v1/rules... (adm_ask.c): <seg> from "pending"/"rules". */
+void	adm_ask_route(const struct admin_req *, struct admin_resp *,
+	    char **seg, int n);
 /* The gateway's error shape: {"error","reason","request_id"}. */
 void	admin_error(struct admin_resp *, int status, const char *code,
 	    const char *reason);

@@ -934,6 +934,8 @@ admin_route(const struct admin_req *q, struct admin_resp *r)
 	}
 	if (IS(1, "snapshots"))
 		return adm_snap_route(q, r, seg + 2, n - 2);
+	if (IS(1, "pending") || IS(1, "rules"))
+		return adm_ask_route(q, r, seg + 1, n - 1);
 	if (n == 2 && IS(1, "pool")) {
 		if (m != HTTP_GET)
 			return method_not_allowed(r, "GET");

@@ -827,6 +827,7 @@ aud_rec_json(const struct aud_rec *r)
 	add_str(&b, "decision", r->ar_decision);
 	add_str(&b, "reason", r->ar_reason);
 	add_str(&b, "rule", r->ar_rule);
+	add_str(&b, "would_deny", r->ar_would_deny);
 	if (r->ar_nsecrets > 0) {
 		jb_key(&b, "secrets");
 		jb_raw(&b, "[", 1);

@@ -28,6 +28,7 @@ struct aud_rec {
 	const char	*ar_decision;	/* allow|deny */
 	const char	*ar_reason;
 	const char	*ar_rule;	/* POLICY#INDEX */
+	const char	*ar_would_deny;	/* report mode: the refusal, or NULL */
 	const char *const *ar_secrets;	/* names attached, never values */
 	size_t		 ar_nsecrets;
 	int64_t		 ar_bytes_in;	/* -1: absent */

@@ -65,6 +65,10 @@
 	    "the audit log cannot be written")				\
 	X(OVERLOADED, "overloaded", 503, AUD_D_KEEP,			\
 	    "connection or file-descriptor limits reached")		\
+	X(APPROVAL_DENIED, "approval_denied", 403, AUD_D_DENY,		\
+	    "an operator denied the request")				\
+	X(APPROVAL_TIMEOUT, "approval_timeout", 403, AUD_D_DENY,	\
+	    "no operator decided in time")				\
 	/* ends without an answer of ours */				\
 	X(DONE, NULL, 0, AUD_D_KEEP, "")				\
 	X(CLIENT_CLOSED, NULL, 0, AUD_D_KEEP, "client closed")		\

@@ -16,6 +16,8 @@ aud_done(struct xs_call *xc)
 	struct xchg	*x = xc->xc_x;
 
 	aud_submit(xc->xc_rec);
+	if (x->x_would_deny[0] != '\0')
+		met_would_deny();
 	met_request(x->x_allowed, x->x_why, xc->xc_dur_us, x->x_bytes_in,
 	    x->x_bytes_out);
 }

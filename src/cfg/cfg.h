@@ -44,6 +44,8 @@ struct cfg_rule {
 	uint64_t	  r_async_usd;	/* µUSD */
 	struct up_parent *r_via;	/* via: URL; NULL: upstream.proxy */
 	int		  r_via_direct;	/* via: direct */
+	int		  r_ask;	/* action: ask: held for an operator
+					   (policy/pol_ask.c) */
 	int		  r_line;	/* 1-based position of the rule */
 	int		  r_col;
 };
@@ -124,6 +126,10 @@ struct cfg_policy {
 	size_t		  p_ngeo_deny;
 	char		(*p_geo_allow)[3];	/* non-empty: only these */
 	size_t		  p_ngeo_allow;
+	int		  p_report;	/* mode: report: the allowlist's
+					   denials are forwarded, audited
+					   would_deny */
+	int		  p_unmatched_ask; /* on_unmatched: ask */
 };
 
 struct cfg_sandbox {
@@ -317,6 +323,11 @@ struct cfg {
 	size_t			  c_pool_warm;		/* 2 */
 	size_t			  c_pool_max;		/* 64 */
 	uint64_t		  c_pool_idle_ms;	/* 15m */
+
+	uint64_t		  c_ask_timeout_ms;	/* ask.timeout; 30s */
+	char			 *c_ask_webhook;	/* ask.webhook URL, or
+							   NULL */
+	size_t			  c_ask_max_pending;	/* per sandbox; 16 */
 
 	char			 *c_audit_file;	/* "-" = stdout; default
 						   "<state_dir>/audit.jsonl" */

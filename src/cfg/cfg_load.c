@@ -81,6 +81,8 @@ cfg_new(char *file, char *dir)
 	c->c_limits.l_body_bytes = 16 * 1024 * 1024;
 	c->c_limits.l_default_max_tokens = CFG_DEFAULT_MAX_OUTPUT;
 	c->c_tls_cert_cache = 10000;
+	c->c_ask_timeout_ms = 30 * 1000;
+	c->c_ask_max_pending = 16;
 	c->c_pool_warm = 2;
 	c->c_pool_max = 64;
 	c->c_pool_idle_ms = 15ULL * 60 * 1000;
@@ -503,6 +505,7 @@ cfg_free(struct cfg *c)
 	}
 	free(c->c_sandboxes);
 	free(c->c_audit_file);
+	free(c->c_ask_webhook);
 	free(c);
 }
 

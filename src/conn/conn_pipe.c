@@ -22,6 +22,7 @@
 #include "conn/worker.h"
 #include "pipe/stage.h"
 #include "pipe/xchg.h"
+#include "policy/pol_ask.h"
 #include "sbx/sbx.h"
 #include "util/log.h"
 
@@ -54,6 +55,7 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_why = AUD_R_NONE;
 	xc->xc_close = 0;
 	xc->xc_hold = 0;
+	xc->xc_wait_ms = 0;
 	xc->xc_reason[0] = '\0';
 }
 
@@ -133,8 +135,9 @@ conn_pipe_ready(struct conn *c, void (*next)(struct conn *))
 		c->c_r.r_wait_at = xc.xc_at;
 		c->c_r.r_wait_next = next;
 		c->c_state = CONN_WAIT;
-		/* the same bound as resolving and connecting */
-		conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+		/* the stage's bound, else that of resolving and connecting */
+		conn_timer_arm(c, xc.xc_wait_ms != 0 ? xc.xc_wait_ms :
+		    c->c_cfg->c_limits.l_connect_timeout_ms);
 		return 1;
 	case XS_DENY:
 	case XS_HOLD:
@@ -151,6 +154,7 @@ conn_pipe_fini(struct conn *c)
 	if (c->c_resume_ev == NULL)
 		return;
 	bud_led_unwatch(c->c_resume_ev);
+	ask_unwatch(c->c_resume_ev);
 	event_free(c->c_resume_ev);
 	c->c_resume_ev = NULL;
 }

@@ -197,8 +197,12 @@ stream_allowed(struct conn *c, const struct cfg *cfg, char *why,
 	pr.pr_method = c->c_r.r_connect ? "CONNECT" : c->c_x->x_method;
 	pr.pr_path = c->c_r.r_connect ? NULL : c->c_x->x_path;
 	if (pol_evaluate(p, &pr, &res) != POL_ALLOW) {
-		snprintf(why, whysz, "%s", res.pr_reason);
-		return 0;
+		/* report mode forwards what the rules deny, streams too */
+		if (!p->p_report || p->p_unmatched_ask || c->c_trans_raw) {
+			snprintf(why, whysz, "%s", res.pr_reason);
+			return 0;
+		}
+		goto guard;
 	}
 	r = &p->p_rules[res.pr_rule];
 	if (c->c_r.r_connect && !c->c_tls && c->c_x->x_tls != NULL &&
@@ -214,6 +218,7 @@ stream_allowed(struct conn *c, const struct cfg *cfg, char *why,
 		    res.pr_rule);
 		return 0;
 	}
+guard:
 	if (addr_of(c->c_x->x_upstream, &up) == 0 &&
 	    !net_guard_check(cfg->c_guard, &up, net, sizeof(net))) {
 		snprintf(why, whysz, "upstream %s is in denied network %s",

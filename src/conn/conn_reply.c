@@ -99,6 +99,10 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 		    json_object_new_string(reason));
 		json_object_object_add(o, "request_id",
 		    json_object_new_string(c->c_x->x_id));
+		/* the allowlist refused it: the rule that would allow it */
+		if (why == AUD_R_DENIED && c->c_x->x_hint[0] != '\0')
+			json_object_object_add(o, "rule_hint",
+			    json_object_new_string(c->c_x->x_hint));
 	}
 	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -213,6 +217,7 @@ conn_audit(struct conn *c)
 	r.ar_decision = x->x_allowed ? "allow" : "deny";
 	r.ar_reason = x->x_reason[0] ? x->x_reason : NULL;
 	r.ar_rule = x->x_rule[0] ? x->x_rule : NULL;
+	r.ar_would_deny = x->x_would_deny[0] ? x->x_would_deny : NULL;
 	if (x->x_sec.s_req != NULL)
 		r.ar_secrets = sec_req_names(x->x_sec.s_req,
 		    &r.ar_nsecrets);

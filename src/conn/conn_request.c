@@ -402,6 +402,13 @@ conn_on_request_head(struct conn *c)
 		pr.pr_method_override = override;
 	}
 	verdict = conn_policy_eval(c, &pr, &res);
+	/* report mode or an ask: forwarded, or held by the ask stage */
+	if (verdict == POL_DENY && c->c_policy != NULL &&
+	    pol_unmatched(c->c_policy, &res, c->c_x->x_would_deny,
+	    sizeof(c->c_x->x_would_deny), &c->c_x->x_ask))
+		verdict = POL_ALLOW;	/* report or ask: pr_rule is -1 */
+	else if (verdict == POL_ALLOW)
+		c->c_x->x_ask = c->c_policy->p_rules[res.pr_rule].r_ask;
 	if (verdict == POL_BAD) {
 		/* ambiguous, like a malformed target: the connection ends */
 		conn_reply_error(c, AUD_R_BAD_REQUEST, res.pr_reason, 1);
@@ -410,6 +417,10 @@ conn_on_request_head(struct conn *c)
 	if (verdict != POL_ALLOW) {
 		const char *why = c->c_policy == NULL ? "the sandbox's policy "
 		    "is not in the running config" : res.pr_reason;
+
+		if (c->c_policy != NULL)
+			(void)pol_rule_hint(&pr, c->c_x->x_hint,
+			    sizeof(c->c_x->x_hint));
 
 		if (c->c_r.r_connect)
 			conn_connect_denied(c, why);	/* 403 inside TLS */
@@ -421,7 +432,7 @@ conn_on_request_head(struct conn *c)
 
 	if (c->c_r.r_connect) {
 		/* TLS follows: peek its ClientHello before going anywhere */
-		conn_tls_connect_allowed(c,
+		conn_tls_connect_allowed(c, res.pr_rule < 0 ||
 		    c->c_policy->p_rules[res.pr_rule].r_intercept);
 		return;
 	}
@@ -440,7 +451,8 @@ conn_on_request_head(struct conn *c)
 			http_msg_ignore_upgrade(m);
 	}
 
-	c->c_x->x_rule_p = &c->c_policy->p_rules[res.pr_rule];
+	c->c_x->x_rule_p = res.pr_rule < 0 ? NULL :
+	    &c->c_policy->p_rules[res.pr_rule];
 	if ((i = conn_pipe_req_head(c, &c->c_r.r_hold)) == -1)
 		return;
 	if (i == 1 && !conn_msg_empty_body_left(m)) {

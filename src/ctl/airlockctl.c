@@ -37,6 +37,7 @@
 #define CTL_O_BY	0x20	/* --by model|day */
 #define CTL_O_NAME	0x40	/* --name NAME */
 #define CTL_O_FROM	0x80	/* --from SNAPSHOT */
+#define CTL_O_SCOPE	0x100	/* --scope once|sandbox|policy, --ttl DUR */
 
 struct ctl_command {
 	const char	*cm_word1;
@@ -80,6 +81,13 @@ static const struct ctl_command ctl_commands[] = {
 	{ "snapshot", "rollback", ctl_cmd_snap_rollback, 0, 2, 2, 0,
 	    "snapshot rollback SANDBOX NAME" },
 	{ "reload", NULL, ctl_cmd_reload, 0, 0, 0, 0, "reload" },
+	{ "pending", NULL, ctl_cmd_pending, 0, 0, 0, 0, "pending" },
+	{ "approve", NULL, ctl_cmd_approve, CTL_O_SCOPE, 1, 1, 0,
+	    "approve ID [--scope once|sandbox|policy] [--ttl DURATION]" },
+	{ "deny", NULL, ctl_cmd_deny, 0, 1, 1, 0, "deny ID" },
+	{ "rules", "revoke", ctl_cmd_rules_revoke, 0, 1, 1, 0,
+	    "rules revoke RULE" },
+	{ "rules", NULL, ctl_cmd_rules, 0, 0, 0, 0, "rules" },
 	{ "audit", "verify", ctl_cmd_audit_verify, CTL_O_PREV, 1, -1, 1,
 	    "audit verify [--prev HEX] FILE..." },
 	{ "policy", "replay", ctl_cmd_policy_replay, 0, 1, -1, 1,
@@ -130,6 +138,12 @@ usage(FILE *f)
 "  reload                                 reload the config (as SIGHUP)\n"
 "  audit verify [--prev HEX] FILE...      check the audit hash chain"
 " (local)\n"
+"  pending                                requests held for approval\n"
+"  approve ID [--scope once|sandbox|policy] [--ttl DURATION]\n"
+"                                         let a held request go on; a scope\n"
+"                                         leaves a runtime rule for HOST:PORT\n"
+"  deny ID                                refuse a held request (403)\n"
+"  rules | rules revoke RULE              runtime rules approvals left\n"
 "  policy replay --config NEW.yaml AUDIT.jsonl...\n"
 "                                         what NEW would have decided on"
 " the\n"
@@ -508,6 +522,10 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			slot = &a->a_name;
 		else if ((cm->cm_opts & CTL_O_FROM) && is_opt(arg, "--from"))
 			slot = &a->a_from;
+		else if ((cm->cm_opts & CTL_O_SCOPE) && is_opt(arg, "--scope"))
+			slot = &a->a_scope;
+		else if ((cm->cm_opts & CTL_O_SCOPE) && is_opt(arg, "--ttl"))
+			slot = &a->a_ttl;
 		else if (strcmp(arg, "-a") == 0 || is_opt(arg, "--admin"))
 			slot = &opt_addr;
 		else if (strcmp(arg, "-k") == 0 || is_opt(arg, "--token-file"))
@@ -520,6 +538,11 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			return usage_error("option \"%s\" needs a value", arg);
 		*slot = v;
 	}
+	if (a->a_scope != NULL && strcmp(a->a_scope, "once") != 0 &&
+	    strcmp(a->a_scope, "sandbox") != 0 &&
+	    strcmp(a->a_scope, "policy") != 0)
+		return usage_error("--scope must be once, sandbox or policy, "
+		    "not \"%s\"", a->a_scope);
 	if (a->a_by != NULL && strcmp(a->a_by, "model") != 0 &&
 	    strcmp(a->a_by, "day") != 0)
 		return usage_error("--by must be model or day, not \"%s\"",

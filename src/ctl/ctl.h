@@ -55,6 +55,8 @@ struct ctl_args {
 	const char	*a_config;	/* -c/--config (policy replay) */
 	const char	*a_name;	/* --name (snapshot create) */
 	const char	*a_from;	/* --from SNAPSHOT (run) */
+	const char	*a_scope;	/* --scope (approve) */
+	const char	*a_ttl;		/* --ttl (approve) */
 	char		**a_pos;	/* positional words (argv's) */
 	int		  a_npos;
 	char		**a_tail;	/* after "--" (run) */
@@ -136,6 +138,12 @@ char	*ctl_sandbox_path(const char *id, const char *rest);
 /* ctl_snap.c: snapshot create | list | show | delete */
 int	ctl_cmd_snap_create(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_list(struct ctl *, struct ctl_args *);
+/* ctl_ask.c: approval holds and runtime rules */
+int	ctl_cmd_pending(struct ctl *, struct ctl_args *);
+int	ctl_cmd_approve(struct ctl *, struct ctl_args *);
+int	ctl_cmd_deny(struct ctl *, struct ctl_args *);
+int	ctl_cmd_rules(struct ctl *, struct ctl_args *);
+int	ctl_cmd_rules_revoke(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_show(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_delete(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_rollback(struct ctl *, struct ctl_args *);

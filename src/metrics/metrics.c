@@ -70,9 +70,15 @@ static struct {
 	uint64_t	bytes_out;
 	uint64_t	reloads[2];			/* error, ok */
 	uint64_t	canary_failures;
+	uint64_t	would_deny;
+	uint64_t	holds[MET_HOLD_COUNT];
 } met;
 
 static uint64_t	met_start_s;
+
+static const char *const met_hold_names[MET_HOLD_COUNT] = {
+	"held", "approved", "denied", "timeout", "rule",
+};
 
 /* The process start time, for airlock_start_time_seconds. */
 static void __attribute__((constructor))
@@ -157,6 +163,18 @@ void
 met_canary_failure(void)
 {
 	met_add(&met.canary_failures, 1);
+}
+
+void
+met_would_deny(void)
+{
+	met_add(&met.would_deny, 1);
+}
+
+void
+met_hold(enum met_hold h)
+{
+	met_add(&met.holds[h], 1);
 }
 
 /* "# HELP" and "# TYPE" of one family. */
@@ -433,7 +451,7 @@ met_render(struct evbuffer *out)
 {
 	struct ca_cache	*cc;
 	uint64_t	 hits = 0, misses = 0;
-	size_t		 entries = 0;
+	size_t		 entries = 0, i;
 
 	met_render_requests(out);
 	met_render_duration(out);
@@ -493,6 +511,18 @@ met_render(struct evbuffer *out)
 	    "sandbox probe).");
 	met_sample(out, "airlock_canary_failures_total",
 	    met_load(&met.canary_failures));
+
+	met_family(out, "airlock_would_deny_total", "counter",
+	    "Requests a policy in report mode forwarded that its rules "
+	    "would deny.");
+	met_sample(out, "airlock_would_deny_total", met_load(&met.would_deny));
+
+	met_family(out, "airlock_approval_holds_total", "counter",
+	    "Requests held for an operator (action: ask), by outcome.");
+	for (i = 0; i < MET_HOLD_COUNT; i++)
+		evbuffer_add_printf(out, "airlock_approval_holds_total"
+		    "{outcome=\"%s\"} %" PRIu64 "\n", met_hold_names[i],
+		    met_load(&met.holds[i]));
 
 	met_family(out, "airlock_build_info", "gauge",
 	    "Always 1; the version is in the label.");

@@ -37,6 +37,18 @@ void	met_llm_usage(const char *sandbox, const char *model, uint64_t input,
 	    uint64_t cost_micro);
 /* One failed containment check of the escape canary (sched/canary.c). */
 void	met_canary_failure(void);
+/* A request a policy in report mode forwarded though its rules deny it. */
+void	met_would_deny(void);
+/* An approval hold and how it ended (policy/pol_ask.c). */
+enum met_hold {
+	MET_HOLD_HELD = 0,	/* held for an operator */
+	MET_HOLD_APPROVED,
+	MET_HOLD_DENIED,
+	MET_HOLD_TIMEOUT,
+	MET_HOLD_RULE,		/* let through by a runtime rule */
+	MET_HOLD_COUNT,
+};
+void	met_hold(enum met_hold);
 /* Append the whole exposition to <out>. */
 void	met_render(struct evbuffer *out);
 

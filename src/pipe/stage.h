@@ -13,7 +13,8 @@
  *		meter reads it)
  *	XS_WAIT	req_ready only: the stage finishes later and resumes the
  *		exchange through an event (xc_resume); the walk then
- *		starts again at that stage
+ *		starts again at that stage (the budget's durable
+ *		reservation, an approval hold); xc_wait_ms bounds the wait
  *
  * Hooks, in the order an exchange meets them (NULL: not interested):
  *	req_head	the request head is parsed and policy allowed it
@@ -111,6 +112,8 @@ struct xs_call {
 	enum aud_reason		 xc_why;	/* XS_DENY */
 	int			 xc_close;	/* XS_DENY: close after it */
 	size_t			 xc_hold;	/* XS_HOLD: the bound */
+	uint64_t		 xc_wait_ms;	/* XS_WAIT: the bound, 0 = the
+						   connect timeout */
 	size_t			 xc_pass;	/* XS_DENY of req_body: bytes
 						   of the chunk that go on */
 	enum aud_reason		 xc_cut;	/* XS_DENY once the answer
@@ -146,6 +149,7 @@ struct xstage {
 };
 
 /* The stages, each in its plane (src/pipe/stages.c lists them). */
+extern const struct xstage ask_stage;	/* policy/pol_ask_stage.c */
 extern const struct xstage sec_stage;	/* secrets/sec_stage.c */
 extern const struct xstage bud_stage;	/* budget/bud_stage.c */
 extern const struct xstage aud_stage;	/* audit/aud_stage.c */

@@ -11,6 +11,8 @@
 #include "pipe/stage.h"
 
 const struct xstage *const xs_table[] = {
+	&ask_stage,		/* approval holds: before anything is
+				   reserved or contacted */
 	&sec_stage,		/* placeholders, injection, tripwire, what a
 				   secret's host may answer */
 	&bud_stage,		/* metered body, admission, bytes, meter,

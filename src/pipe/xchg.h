@@ -98,6 +98,14 @@ struct xchg {
 	uint32_t		 x_asn;		/* its AS number, 0 unknown */
 	int			 x_resp_done;	/* the response reached its
 						   end (set for done) */
+	char			 x_would_deny[256]; /* report mode: what
+						   the allowlist refused */
+	char			 x_hint[768];	/* the allowlist refused it:
+						   the rule that would allow
+						   it (pol_rule_hint) */
+	int			 x_ask;		/* held for an operator
+						   (policy/pol_ask.c) */
+	uint64_t		 x_ask_id;	/* its hold, 0 before */
 	struct xchg_secrets	 x_sec;
 	struct xchg_budget	 x_bud;
 };

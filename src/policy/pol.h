@@ -106,4 +106,27 @@ int	pol_path_double_encoded(const char *path);
  */
 int	pol_host_normalize(const char *in, char *out, size_t outsz);
 
+/*
+ * The smallest rule that would allow <pr>, as one line of YAML (a flow
+ * mapping for a policy's "rules" list): its host, port, the method (and
+ * a method override's) and the path, quoted. Only the request target is
+ * named, never a header or body value; a path with bytes outside
+ * printable ASCII is cut there and ends in "*". Returns 0, or -1 when it
+ * does not fit (out is then "").
+ */
+int	pol_rule_hint(const struct pol_request *pr, char *out, size_t outsz);
+
+/*
+ * No rule of <p> allowed the request (<res> says why): does the policy
+ * let it go on anyway? on_unmatched: ask holds it for an operator (*ask
+ * set); mode: report forwards it, the refusal copied to <would_deny> for
+ * the audit. Returns 1 (res->pr_rule then -1: no rule), or 0: denied.
+ */
+int	pol_unmatched(const struct cfg_policy *p, struct pol_result *res,
+	    char *would_deny, size_t wdsz, int *ask);
+
+/* Log a warning for every policy of <cfg> in report mode (start, reload). */
+struct cfg;
+void	pol_report_warn(const struct cfg *cfg);
+
 #endif

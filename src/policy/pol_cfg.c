@@ -196,6 +196,21 @@ cfg_k_rule_async(struct cfg_parse *cp, const struct cfg_key *k,
 	r->r_has_async = cp->cp_errors == nerr;
 }
 
+/* action: allow (the default) or ask: held for an operator. */
+static void
+cfg_k_rule_action(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_rule	*r = arg;
+	const char	*s = cfg_str(v);
+
+	if (strcmp(s, "ask") == 0)
+		r->r_ask = 1;
+	else if (strcmp(s, "allow") != 0)
+		cfg_err(cp, v, "\"action\" must be allow or ask, not \"%s\"",
+		    s);
+}
+
 static const struct cfg_key cfg_rule_keys[] = {
 	CFG_SCALAR("host", CFG_K_REQUIRED, cfg_k_rule_host, 0,
 	    "a host pattern"),
@@ -210,6 +225,7 @@ static const struct cfg_key cfg_rule_keys[] = {
 	    offsetof(struct cfg_rule, r_async_usd), "an amount of USD"),
 	CFG_SCALAR("via", 0, up_cfg_k_via, 0,
 	    "direct, http://HOST:PORT or socks5://HOST:PORT"),
+	CFG_SCALAR("action", 0, cfg_k_rule_action, 0, "allow or ask"),
 	CFG_END,
 };
 
@@ -287,6 +303,10 @@ cfg_k_policy_rules(struct cfg_parse *cp, const struct cfg_key *k,
 			continue;
 		cfg_walk_map(cp, item, "rule", cfg_rule_keys, r);
 		cfg_rule_splice_check(cp, item, r);
+		if (r->r_ask && !r->r_intercept)
+			cfg_err(cp, item, "\"action: ask\" holds requests, "
+			    "which a spliced (intercept: false) rule never "
+			    "sees; intercept the rule");
 		if (r->r_ports == NULL) {
 			r->r_ports = xmalloc(sizeof(defports));
 			memcpy(r->r_ports, defports, sizeof(defports));
@@ -369,11 +389,43 @@ cfg_k_policy_geo(struct cfg_parse *cp, const struct cfg_key *k,
 		cp->cp_geo_node = v;	/* checked once geoip is known */
 }
 
+/* mode: enforce (the default) or report (observe only). */
+static void
+cfg_k_policy_mode(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_policy	*p = ((struct cfg_pctx *)arg)->pc_pol;
+	const char		*s = cfg_str(v);
+
+	if (strcmp(s, "report") == 0)
+		p->p_report = 1;
+	else if (strcmp(s, "enforce") != 0)
+		cfg_err(cp, v, "\"mode\" must be enforce or report, not "
+		    "\"%s\"", s);
+}
+
+static void
+cfg_k_policy_unmatched(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_policy	*p = ((struct cfg_pctx *)arg)->pc_pol;
+	const char		*s = cfg_str(v);
+
+	if (strcmp(s, "ask") == 0)
+		p->p_unmatched_ask = 1;
+	else if (strcmp(s, "deny") != 0)
+		cfg_err(cp, v, "\"on_unmatched\" must be deny or ask, not "
+		    "\"%s\"", s);
+}
+
 static const struct cfg_key cfg_policy_keys[] = {
 	CFG_SCALAR("name", CFG_K_REQUIRED, cfg_k_policy_name, 0, "a string"),
 	CFG_SEQ("rules", 0, cfg_k_policy_rules),
 	CFG_MAP("geo", 0, cfg_k_policy_geo),
 	CFG_MAP("caps", 0, cfg_k_policy_caps),
+	CFG_SCALAR("mode", 0, cfg_k_policy_mode, 0, "enforce or report"),
+	CFG_SCALAR("on_unmatched", 0, cfg_k_policy_unmatched, 0,
+	    "deny or ask"),
 	CFG_END,
 };
 
@@ -407,7 +459,43 @@ cfg_k_policies(struct cfg_parse *cp, const struct cfg_key *k,
 	free(names);
 }
 
+/* ask.webhook: plain http:// (a chat-ops relay beside the gateway). */
+static void
+cfg_k_ask_webhook(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg	*c = cp->cp_cfg;
+	const char	*s = cfg_str(v), *why;
+	char		*hp, *slash, *canon = NULL;
+
+	if (strncmp(s, "http://", 7) != 0) {
+		cfg_err(cp, v, "\"webhook\" must be an http:// URL, not "
+		    "\"%s\"", s);
+		return;
+	}
+	hp = xstrdup(s + 7);
+	if ((slash = strchr(hp, '/')) != NULL)
+		*slash = '\0';
+	/* an IP literal: the gateway resolves no name for itself */
+	if ((why = cfg_parse_hostport(hp, 80, &canon)) != NULL)
+		cfg_err(cp, v, "bad \"webhook\" \"%s\": %s", s, why);
+	else
+		c->c_ask_webhook = xstrdup(s);
+	free(canon);
+	free(hp);
+}
+
+static const struct cfg_key cfg_ask_keys[] = {
+	CFG_DURATION("timeout", 0, offsetof(struct cfg, c_ask_timeout_ms), 1,
+	    3600 * 1000),
+	CFG_SCALAR("webhook", 0, cfg_k_ask_webhook, 0, "an http:// URL"),
+	CFG_COUNT("max_pending_per_sandbox", 0,
+	    offsetof(struct cfg, c_ask_max_pending), 1, 10000),
+	CFG_END,
+};
+
 const struct cfg_key pol_cfg_keys[] = {
 	CFG_SEQ("policies", 0, cfg_k_policies),
+	CFG_NEST("ask", 0, cfg_ask_keys, "ask", 0),
 	CFG_END,
 };

@@ -7,6 +7,7 @@
 
 #include "cfg/cfg.h"
 #include "policy/pol.h"
+#include "policy/pol_ask.h"
 #include "unit.h"
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
@@ -772,6 +773,66 @@ START_TEST(test_host_normalize_lengths)
 }
 END_TEST
 
+/* The rule a deny answer suggests: the target only, quoted, bounded. */
+START_TEST(test_rule_hint)
+{
+	struct pol_request	pr = { "api.test", 443, "POST", "/v1/a\"b",
+				    NULL };
+	char			out[128], small[40];
+
+	ck_assert_int_eq(pol_rule_hint(&pr, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "{host: \"api.test\", ports: [443], methods: "
+	    "[POST], paths: [\"/v1/a\\\"b\"]}");
+	pr.pr_method_override = "DELETE";
+	pr.pr_path = "/x\x01y";
+	ck_assert_int_eq(pol_rule_hint(&pr, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "{host: \"api.test\", ports: [443], methods: "
+	    "[POST, DELETE], paths: [\"/x*\"]}");
+	pr.pr_path = NULL;	/* CONNECT: no methods, no paths */
+	ck_assert_int_eq(pol_rule_hint(&pr, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "{host: \"api.test\", ports: [443]}");
+	pr.pr_path = "/a-long-path-that-does-not-fit";
+	ck_assert_int_eq(pol_rule_hint(&pr, small, sizeof(small)), -1);
+	ck_assert_str_eq(small, "");
+}
+END_TEST
+
+/* The hold registry without its thread: bounds, decisions, rules. */
+START_TEST(test_ask_registry)
+{
+	struct ask_req	q = { "rid", "sb", "pol", "GET", "h.test", 80, "/p" };
+	uint64_t	id1, id2, id3, left = 0;
+	char		rule[32];
+
+	id1 = ask_hold(&q, NULL, 60000, 2, NULL);
+	id2 = ask_hold(&q, NULL, 60000, 2, NULL);
+	ck_assert_int_eq(ask_take(id1, &left), ASK_WAITING);
+	ck_assert(left > 0 && left <= 60000);
+	id3 = ask_hold(&q, NULL, 60000, 2, NULL);	/* id1 gives way */
+	ck_assert_int_eq(ask_take(id1, NULL), ASK_REFUSED);
+	ck_assert_int_eq(ask_take(id1, NULL), ASK_GONE);
+	ck_assert_int_eq(ask_decide(id2, 0, ASK_ONCE, 0, rule, sizeof(rule)),
+	    0);
+	ck_assert_int_eq(ask_decide(id2, 1, ASK_ONCE, 0, rule, sizeof(rule)),
+	    -1);	/* decided already */
+	ck_assert_int_eq(ask_take(id2, NULL), ASK_DENIED);
+	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 80));
+	ck_assert_int_eq(ask_decide(id3, 1, ASK_POLICY, 0, rule, sizeof(rule)),
+	    0);
+	ck_assert_int_eq(ask_take(id3, NULL), ASK_APPROVED);
+	ck_assert(ask_rule_allows("other", "pol", "h.test", 80));
+	ck_assert(!ask_rule_allows("sb", "pol2", "h.test", 80));
+	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 443));
+	ck_assert_int_eq(ask_rule_revoke(rule), 0);
+	ck_assert_int_eq(ask_rule_revoke(rule), -1);
+	ck_assert(!ask_rule_allows("other", "pol", "h.test", 80));
+	/* timed out by the clock even before the thread says so */
+	id1 = ask_hold(&q, NULL, 0, 2, NULL);
+	ck_assert_int_eq(ask_take(id1, NULL), ASK_TIMEOUT);
+	ask_close();
+}
+END_TEST
+
 Suite *
 suite_pol(void)
 {
@@ -791,6 +852,8 @@ suite_pol(void)
 	tcase_add_test(tc, test_evaluate_long_reason);
 	tcase_add_loop_test(tc, test_evaluate_encoded, 0, NELEM(enc_cases));
 	tcase_add_loop_test(tc, test_host_allowed, 0, NELEM(allowed_cases));
+	tcase_add_test(tc, test_rule_hint);
+	tcase_add_test(tc, test_ask_registry);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("normalize");
