@@ -17,6 +17,8 @@ TEST_PKGS="curl python3 python3-websocket procps iproute2 nftables squid tinypro
            bind9-dnsutils clang libclang-rt-14-dev"
 # real clients of 405/406 (run with the system python, /usr/bin/python3)
 TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
+# 570-secrets-brokers: the mock token endpoints verify RS256 JWTs
+TEST_PKGS="$TEST_PKGS python3-cryptography"
 # 470-deb-package builds the Debian package (dpkg-buildpackage, debhelper),
 # installs it and rotates its audit log; devscripts without its
 # recommends (mail and web tooling)

@@ -22,6 +22,7 @@
 #include "pipe/stage.h"
 #include "pipe/xchg.h"
 #include "sbx/sbx.h"
+#include "secrets/sec.h"
 
 static void
 pipe_call(struct conn *c, struct xs_call *xc)
@@ -146,6 +147,7 @@ conn_pipe_fini(struct conn *c)
 	if (c->c_resume_ev == NULL)
 		return;
 	bud_led_unwatch(c->c_resume_ev);
+	sec_store_unwatch(c->c_cfg->c_store, c->c_resume_ev);
 	event_free(c->c_resume_ev);
 	c->c_resume_ev = NULL;
 }

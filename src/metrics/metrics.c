@@ -70,6 +70,7 @@ static struct {
 	uint64_t	bytes_out;
 	uint64_t	reloads[2];			/* error, ok */
 	uint64_t	canary_failures;
+	uint64_t	secret_mints[2];		/* failed, ok */
 } met;
 
 static uint64_t	met_start_s;
@@ -157,6 +158,12 @@ void
 met_canary_failure(void)
 {
 	met_add(&met.canary_failures, 1);
+}
+
+void
+met_secret_mint(int ok)
+{
+	met_add(&met.secret_mints[ok ? 1 : 0], 1);
 }
 
 /* "# HELP" and "# TYPE" of one family. */
@@ -493,6 +500,16 @@ met_render(struct evbuffer *out)
 	    "sandbox probe).");
 	met_sample(out, "airlock_canary_failures_total",
 	    met_load(&met.canary_failures));
+
+	met_family(out, "airlock_secret_mints_total", "counter",
+	    "Tokens minted for token broker secrets (requests to a token "
+	    "endpoint that gave one).");
+	met_sample(out, "airlock_secret_mints_total",
+	    met_load(&met.secret_mints[1]));
+	met_family(out, "airlock_secret_mint_failures_total", "counter",
+	    "Requests to a token endpoint that gave no token.");
+	met_sample(out, "airlock_secret_mint_failures_total",
+	    met_load(&met.secret_mints[0]));
 
 	met_family(out, "airlock_build_info", "gauge",
 	    "Always 1; the version is in the label.");

@@ -37,6 +37,8 @@ void	met_llm_usage(const char *sandbox, const char *model, uint64_t input,
 	    uint64_t cost_micro);
 /* One failed containment check of the escape canary (sched/canary.c). */
 void	met_canary_failure(void);
+/* One token mint of a broker secret (secrets/sec_store.c), <ok> or not. */
+void	met_secret_mint(int ok);
 /* Append the whole exposition to <out>. */
 void	met_render(struct evbuffer *out);
 

@@ -30,6 +30,8 @@ struct xchg_secrets {
 	struct sec_trip	*s_trip;	/* placeholders the body must not
 					   carry (conn_secrets.c), or NULL */
 	int		 s_signed;	/* SigV4 headers added */
+	size_t		 s_wait;	/* 1 + the token broker secret whose
+					   mint the request waits for */
 };
 
 /* The budget stage's slot. */

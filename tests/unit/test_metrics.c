@@ -608,6 +608,8 @@ static const struct {
 	{ "airlock_audit_available",		"gauge" },
 	{ "airlock_reloads_total",		"counter" },
 	{ "airlock_canary_failures_total",	"counter" },
+	{ "airlock_secret_mints_total",		"counter" },
+	{ "airlock_secret_mint_failures_total",	"counter" },
 	{ "airlock_build_info",			"gauge" },
 	{ "airlock_start_time_seconds",		"gauge" },
 };
