@@ -145,8 +145,10 @@ sec_req_ready(struct xs_call *xc)
 	while (x->x_sec.s_wait != 0) {
 		idx = x->x_sec.s_wait - 1;
 		if (xc->xc_resume != NULL && (ev = xc->xc_resume(xc)) != NULL) {
-			if (sec_store_watch(ss, idx, ev) == 0)
+			if (sec_store_watch(ss, idx, ev) == 0) {
+				x->x_sec.s_wait_ev = ev;
 				return XS_WAIT;
+			}
 		} else
 			sec_store_wait(ss, idx, xc->xc_cfg->c_limits.
 			    l_connect_timeout_ms);
@@ -202,10 +204,24 @@ sec_resp_head(struct xs_call *xc)
 	return XS_GO;
 }
 
+/* An exchange that ended while waiting for a mint (a timeout, the client
+ * gone) is no longer woken: its event may be freed before the mint ends. */
+static void
+sec_done(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+
+	if (x->x_sec.s_wait_ev == NULL)
+		return;
+	sec_store_unwatch(xc->xc_cfg->c_store, x->x_sec.s_wait_ev);
+	x->x_sec.s_wait_ev = NULL;
+}
+
 const struct xstage sec_stage = {
 	.xs_name = "secrets",
 	.xs_req_head = sec_req_head,
 	.xs_req_ready = sec_req_ready,
 	.xs_req_body = sec_req_body,
 	.xs_resp_head = sec_resp_head,
+	.xs_done = sec_done,
 };
