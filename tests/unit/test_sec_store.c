@@ -750,6 +750,7 @@ START_TEST(test_sec_broker)
 	struct sec_val	*v;
 	char		 path[512], why[400], *items, *out;
 
+	tmp_setup();
 	tmp_file("sa.json", "{\"client_email\": \"a@b\",\n"
 	    "\"private_key\": \"LEAKCHECK\"}\n", 0600, path, sizeof(path));
 	ck_assert_int_ne(asprintf(&items,
@@ -783,6 +784,7 @@ START_TEST(test_sec_broker)
 	    strstr(why, "not a PEM RSA key") != NULL, "%s", why);
 	ck_assert_ptr_null(strstr(why, "LEAKCHECK"));
 	cfg_unref(c);	/* stops the threads */
+	tmp_teardown();
 }
 END_TEST
 
