@@ -767,16 +767,18 @@ route_claim(const struct admin_req *q, struct admin_resp *r)
 static void
 route_prewarm(const struct admin_req *q, struct admin_resp *r)
 {
-	static const char *const fields[] = { "policy", "count", NULL };
+	static const char *const fields[] = { "policy", "count", "from",
+	    NULL };
 	json_object	*body, *v, *o;
-	const char	*policy;
+	const char	*policy, *from;
 	int64_t		 count = 1;
 	long		 n;
-	char		 why[160];
+	char		 why[200];
 
 	if ((body = admin_body_object(q, r, fields)) == NULL)
 		return;
-	if ((policy = body_policy(body, r)) == NULL) {
+	if ((policy = body_policy(body, r)) == NULL ||
+	    admin_body_string(body, "from", &from, r) == -1) {
 		json_object_put(body);
 		return;
 	}
@@ -789,15 +791,26 @@ route_prewarm(const struct admin_req *q, struct admin_resp *r)
 			return;
 		}
 	}
-	if ((n = pool_prewarm(policy, (size_t)count)) < 0) {
-		snprintf(why, sizeof(why), "no policy \"%.64s\" in the running "
-		    "config", policy);
+	/* a pool from a snapshot (issue 22, point 3): it must exist */
+	if (from != NULL && adm_snap_from_ok(r, from) == -1) {
 		json_object_put(body);
-		admin_error(r, 400, "bad_request", why);
+		return;
+	}
+	if ((n = pool_prewarm(policy, from, (size_t)count, why,
+	    sizeof(why))) < 0) {
+		json_object_put(body);
+		if (from != NULL && errno == ENOENT)
+			admin_error(r, 404, "not_found", why);
+		else if (from != NULL && errno == ENOSPC)
+			admin_error(r, 507, "insufficient_storage", why);
+		else
+			admin_error(r, 400, "bad_request", why);
 		return;
 	}
 	o = json_object_new_object();
 	json_object_object_add(o, "policy", json_object_new_string(policy));
+	if (from != NULL)
+		json_object_object_add(o, "from", json_object_new_string(from));
 	json_object_object_add(o, "requested", json_object_new_int64(count));
 	json_object_object_add(o, "scheduled", json_object_new_int64(n));
 	json_object_put(body);

@@ -19,6 +19,7 @@
 #include "audit/aud.h"
 #include "budget/bud.h"
 #include "budget/bud_internal.h"
+#include "budget/decode.h"
 #include "cfg/cfg.h"
 #include "http/http_msg.h"
 #include "pipe/stage.h"
@@ -284,6 +285,43 @@ bud_req_head(struct xs_call *xc)
 }
 
 /*
+ * Content codings of a metered request towards no secret's host (those
+ * are forced to identity already, sec_inject.c): its Accept-Encoding is
+ * passed on when the meter decodes every coding it names (budget/
+ * decode.c), else replaced with identity.
+ */
+static int
+accept_encoding_unreadable(const struct xs_call *xc)
+{
+	const struct http_msg	*m = xc->xc_req;
+	const struct cfg_rule	*rule = xc->xc_x->x_rule_p;
+	int			 i;
+
+	if (rule == NULL || rule->r_meter == CFG_METER_NONE ||
+	    xc->xc_x->x_sec.s_req != NULL)
+		return 0;
+	for (i = 0; (i = http_msg_find(m, "accept-encoding", i)) != -1; i++)
+		if (!dec_accept_readable(http_msg_str(m,
+		    m->hm_hdrs[i].h_value), m->hm_hdrs[i].h_value_len))
+			return 1;
+	return 0;
+}
+
+static int
+bud_req_drop(struct xs_call *xc, const char *name, size_t nlen)
+{
+	return util_strncaseeq(name, nlen, "accept-encoding") &&
+	    accept_encoding_unreadable(xc);
+}
+
+static void
+bud_req_fields(struct xs_call *xc)
+{
+	if (accept_encoding_unreadable(xc))
+		xc->xc_add_field(xc, "Accept-Encoding", "identity");
+}
+
+/*
  * An admitted exchange whose reservation line is not durable yet: wait
  * (the ledger makes xc_resume active), go on once it is, or refuse and
  * undo when the ledger failed.
@@ -450,11 +488,100 @@ bud_resp_head(struct xs_call *xc)
 	return XS_GO;
 }
 
-static void
-bud_resp_body(struct xs_call *xc, const char *p, size_t len)
+/*
+ * What went past a bytes cap: the exchange ends (a 402 while nothing went
+ * back yet, else a cut audited budget_cut). The driver answers.
+ */
+static enum xs_verdict
+over_cap(struct xs_call *xc)
 {
-	if (xc->xc_x->x_bud.b_meter != NULL)
-		meter_feed(xc->xc_x->x_bud.b_meter, p, len);
+	const struct cfg_caps	*caps = bud_caps_of(xc->xc_policy);
+	struct xchg		*x = xc->xc_x;
+
+	if (x->x_bud.b_over == 0)
+		x->x_bud.b_over = x->x_bud.b_room_out == 0 ? 2 : 1;
+	xc->xc_cut = AUD_R_BUDGET_CUT;
+	if (caps != NULL && caps->cp_has_bytes_out && x->x_bud.b_over == 2)
+		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes_out cap %llu "
+		    "reached mid-request",
+		    (unsigned long long)caps->cp_bytes_out);
+	if (caps != NULL && caps->cp_has_bytes_in)
+		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes_in cap %llu "
+		    "reached mid-response",
+		    (unsigned long long)caps->cp_bytes_in);
+	return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes cap reached");
+}
+
+/* A request body chunk, or tunnel bytes towards the upstream: what
+ * passes the bytes_out cap does not go on. */
+static enum xs_verdict
+bud_req_body(struct xs_call *xc, const char *p, size_t len)
+{
+	size_t	ok;
+
+	(void)p;
+	ok = bud_xchg_allow(xc->xc_x, bud_caps_of(xc->xc_policy), 1, len);
+	if (ok == len && !xc->xc_x->x_bud.b_over)
+		return XS_GO;
+	over_cap(xc);
+	xc->xc_pass = ok;	/* up to the cap */
+	return XS_DENY;
+}
+
+/*
+ * The response body, or tunnel bytes towards the client: what fits under
+ * bytes_in goes on (the rest is dropped and the exchange ends), and a
+ * metered response is read as it streams.
+ */
+static enum xs_verdict
+bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
+{
+	struct xchg		*x = xc->xc_x;
+	struct evbuffer_iovec	 v[8];
+	size_t			 n = evbuffer_get_length(in), ok, left, m;
+	int			 i, k;
+
+	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0, n);
+	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0) {
+		if ((k = evbuffer_peek(in, (ssize_t)ok, NULL, v, 8)) > 8) {
+			/* in more pieces than we look at: make it one */
+			evbuffer_pullup(in, (ssize_t)ok);
+			k = evbuffer_peek(in, (ssize_t)ok, NULL, v, 1);
+		}
+		for (i = 0, left = ok; i < k && left > 0; i++) {
+			m = v[i].iov_len < left ? v[i].iov_len : left;
+			meter_feed(x->x_bud.b_meter, v[i].iov_base, m);
+			left -= m;
+		}
+	}
+	if (ok == n && !x->x_bud.b_over)
+		return XS_GO;
+	evbuffer_remove_buffer(in, out, ok);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	return over_cap(xc);
+}
+
+/*
+ * Bytes moved: charged in batches (64 KiB with no bytes cap, the rest at
+ * the end). Bodies and tunnel bytes were checked before they moved
+ * (bud_req_body, bud_resp_body); what passes a cap here is a head, or
+ * another request of the sandbox: a tunnel ends (more would follow), a
+ * request goes on (its next body byte is refused; the sandbox's next
+ * request is refused at admission).
+ */
+static enum xs_verdict
+bud_flow(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+
+	if (!x->x_bud.b_admitted || x->x_bud.b_sb == NULL)
+		return XS_GO;
+	if (!bud_xchg_batch_due(x))
+		return XS_GO;
+	if (bud_xchg_charge(x, bud_caps_of(xc->xc_policy)) == -1 &&
+	    !x->x_bud.b_over && xc->xc_tunnel)
+		x->x_bud.b_over = x->x_bud.b_room_out == 0 ? 2 : 1;
+	return x->x_bud.b_over ? over_cap(xc) : XS_GO;
 }
 
 /*
@@ -524,7 +651,11 @@ const struct xstage bud_stage = {
 	.xs_name = "budget",
 	.xs_req_head = bud_req_head,
 	.xs_req_ready = bud_req_ready,
+	.xs_req_drop = bud_req_drop,
+	.xs_req_fields = bud_req_fields,
+	.xs_req_body = bud_req_body,
 	.xs_resp_head = bud_resp_head,
 	.xs_resp_body = bud_resp_body,
+	.xs_flow = bud_flow,
 	.xs_done = bud_done,
 };

@@ -64,7 +64,7 @@ void
 conn_leave(struct conn *c)
 {
 	if (c->c_depth == 1 && !c->c_closing)
-		conn_budget_flow(c);	/* charge this callback's bytes */
+		conn_pipe_flow(c);	/* the stages see what moved */
 	if (--c->c_depth == 0 && c->c_closing)
 		conn_free(c);
 }
@@ -244,9 +244,17 @@ static void
 request_body_cb(void *arg, const char *p, size_t len)
 {
 	struct conn	*c = arg;
+	size_t		 pass;
 
-	if (conn_pipe_req_body(c, p, len) == -1)
-		return;		/* refused once the parser returns */
+	if (conn_pipe_req_body(c, p, len, &pass) == -1) {
+		/* refused once the parser returns; what a stage let through
+		   still goes (up to a cap) */
+		if (pass > 0 && c->c_up != NULL &&
+		    c->c_state == CONN_FORWARD)
+			conn_body_out(c, c->c_up->u_bev, p, pass,
+			    c->c_r.r_up_chunked, &c->c_x->x_bytes_out);
+		return;
+	}
 	if (c->c_state == CONN_BODY_BUFFER) {
 		/* held whole (SigV4 hash, usage options), within body_bytes */
 		if (c->c_r.r_body == NULL)
@@ -261,8 +269,6 @@ request_body_cb(void *arg, const char *p, size_t len)
 	}
 	if (c->c_up == NULL)
 		return;
-	/* past a bytes cap: the feed loop cuts the request */
-	len = conn_budget_allow(c, 1, len);
 	conn_body_out(c, c->c_up->u_bev, p, len, c->c_r.r_up_chunked,
 	    &c->c_x->x_bytes_out);
 }
@@ -467,7 +473,7 @@ write_request_head(struct conn *c)
 		    (nlen > 6 && strncasecmp(name, "proxy-", 6) == 0) ||
 		    sec_req_drops(sr, name, nlen) ||
 		    conn_header_stripped(c, name, nlen) ||
-		    conn_budget_header_dropped(c, name, nlen) ||
+		    conn_pipe_req_drop(c, name, nlen) ||
 		    (c->c_r.r_body != NULL &&
 		    util_strncaseeq(name, nlen, "expect")))
 			continue;
@@ -480,7 +486,6 @@ write_request_head(struct conn *c)
 		evbuffer_add(out, "\r\n", 2);
 	}
 	sec_req_fields_out(sr, out);
-	conn_budget_headers_add(c, out);
 	conn_pipe_req_fields(c, out);
 	if (c->c_r.r_upgrade)
 		evbuffer_add_printf(out,
@@ -606,10 +611,6 @@ conn_feed_request_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
-		if (c->c_x->x_bud.b_over) {
-			conn_budget_cut(c);
-			return;
-		}
 		if (conn_pipe_pending(c))
 			return;
 		if (c->c_r.r_body_too_large) {
@@ -876,7 +877,10 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		if (c->c_resp.hm_head_done &&
 		    c->c_resp.hm_framing == HTTP_BODY_EOF &&
 		    http_msg_finish(&c->c_resp) == HTTP_FEED_DONE) {
-			conn_response_body_end(c);
+			if (conn_response_body_end(c) == -1) {
+				(void)conn_pipe_pending(c);
+				goto out;
+			}
 			c->c_r.r_resp_done = 1;
 			c->c_resp.hm_keepalive = 0;
 			conn_client_flush(c);

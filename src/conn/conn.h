@@ -88,6 +88,8 @@ struct conn_req {
 	enum aud_reason	 r_pend_why;	/* a stage refused inside the parser:
 					   answered once it returns */
 	char		 r_pend_reason[400];
+	enum aud_reason	 r_pend_cut;	/* its xc_cut */
+	int		 r_reframe;	/* a stage changes the body's length */
 	size_t		 r_wait_at;	/* the stage that said XS_WAIT */
 	void		(*r_wait_next)(struct conn *); /* then go on here */
 };
@@ -267,14 +269,33 @@ int	conn_pipe_ready(struct conn *, void (*next)(struct conn *));
 /* Before the connection is freed: no stage will resume it. */
 void	conn_pipe_fini(struct conn *);
 /* A request body chunk (inside the parser): 0, or -1 when a stage
- * refused; the answer waits for conn_pipe_pending(). */
-int	conn_pipe_req_body(struct conn *, const char *, size_t);
+ * refused (its first *pass bytes still go on); the answer waits for
+ * conn_pipe_pending(). */
+int	conn_pipe_req_body(struct conn *, const char *, size_t,
+	    size_t *pass);
 /* After the parser returned: 1 after answering a refusal kept by
  * conn_pipe_req_body(), else 0. */
 int	conn_pipe_pending(struct conn *);
 /* The response head: 0, or -1 after answering (or cutting). */
 int	conn_pipe_resp_head(struct conn *);
-void	conn_pipe_resp_body(struct conn *, const char *, size_t);
+/* The response head built in <head> as it goes to the client: through
+ * the stages' filters, then added to <out>. */
+void	conn_pipe_resp_head_out(struct conn *, struct evbuffer *head,
+	    struct evbuffer *out);
+/* A piece of response body (inside the parser; <eof>: its end, <len> may
+ * be 0) through the stages' filters and out to the client: 0, or -1 when
+ * a stage ended the exchange (answered by conn_pipe_pending()). */
+int	conn_pipe_resp_body(struct conn *, const char *, size_t, int eof);
+/* Tunnel bytes from <in> to <out> (<up>: towards the upstream) through
+ * the stages, counted in <count>: 0, or -1 after ending the exchange. */
+int	conn_pipe_tunnel(struct conn *, int up, struct evbuffer *in,
+	    struct evbuffer *out, uint64_t *count);
+/* End of an event callback: the stages see the bytes that moved (the
+ * budget charges them); the exchange may end here. */
+void	conn_pipe_flow(struct conn *);
+/* The request head being written: 1 when a stage leaves field <name>
+ * out. */
+int	conn_pipe_req_drop(struct conn *, const char *name, size_t nlen);
 /* The request head being written to <out>: the stages' extra fields. */
 void	conn_pipe_req_fields(struct conn *, struct evbuffer *out);
 /* Once per exchange, from conn_audit: every stage's done hook, the
@@ -282,22 +303,7 @@ void	conn_pipe_req_fields(struct conn *, struct evbuffer *out);
 void	conn_pipe_done(struct conn *, struct aud_rec *r, struct usage *u,
 	    uint64_t dur_us);
 
-/* conn_meter_coding.c: an Accept-Encoding naming a coding the meter
- * cannot read is replaced with identity on metered rules (the meter's
- * own decoder is set up by the budget stage, budget/bud_stage.c). */
-int	conn_budget_header_dropped(const struct conn *, const char *name,
-	    size_t nlen);
-void	conn_budget_headers_add(const struct conn *, struct evbuffer *);
 
-/* conn_budget.c */
-/* Budget in flight (conn_budget.c): how many of <len> more bytes towards
- * the upstream (<up>) or the client the bytes caps allow; fewer marks the
- * request to be cut. */
-size_t	conn_budget_allow(struct conn *, int up, size_t len);
-/* End of a callback: charge what moved; cut if a cap was passed. */
-void	conn_budget_flow(struct conn *);
-/* A bytes cap was reached: 402 if nothing went back yet, else cut. */
-void	conn_budget_cut(struct conn *);
 
 /* conn_connect.c: what follows a CONNECT besides an allowed ClientHello */
 /* How long a denied CONNECT waits for the ClientHello after its 200. */
@@ -327,10 +333,6 @@ void	conn_ident_warn(const struct cfg *);
 
 /* conn_secrets.c */
 struct evbuffer;
-/* Move the upstream's status line and fields in <head> to <out>,
- * reflected secrets redacted over the whole block. */
-void	conn_sec_head_out(struct conn *, struct evbuffer *head,
-	    struct evbuffer *out);
 /* A splice towards a secret's host (its responses could not be scanned):
  * 1 after refusing it (403, or the connection closed when transparent). */
 int	conn_sec_splice_refused(struct conn *);

@@ -40,7 +40,7 @@ void	conn_body_buffered(struct conn *);
 
 /* conn_response.c */
 void	conn_response_body_cb(void *arg, const char *p, size_t len);
-void	conn_response_body_end(struct conn *);
+int	conn_response_body_end(struct conn *);
 void	conn_feed_response(struct conn *);
 void	conn_feed_response_loop(struct conn *);
 

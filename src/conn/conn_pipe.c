@@ -18,11 +18,13 @@
 #include "budget/bud.h"
 #include "cfg/cfg.h"
 #include "conn/conn.h"
+#include "conn/conn_internal.h"
 #include "conn/worker.h"
 #include "pipe/stage.h"
 #include "pipe/xchg.h"
 #include "sbx/sbx.h"
 #include "secrets/sec.h"
+#include "util/log.h"
 
 static void
 pipe_call(struct conn *c, struct xs_call *xc)
@@ -37,7 +39,10 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_scratch = c->c_worker->w_scratch2;
 	xc->xc_tls = c->c_tls;
 	xc->xc_upgrade = c->c_r.r_upgrade;
-	xc->xc_tunnel = c->c_r.r_connect;
+	xc->xc_tunnel = c->c_r.r_connect || c->c_state == CONN_TUNNEL;
+	xc->xc_eof = 0;
+	xc->xc_cut = AUD_R_NONE;
+	xc->xc_reframe = 0;
 	xc->xc_rec = NULL;
 	xc->xc_usage = NULL;
 	xc->xc_dur_us = 0;
@@ -152,32 +157,69 @@ conn_pipe_fini(struct conn *c)
 	c->c_resume_ev = NULL;
 }
 
+/*
+ * A stage ended the exchange while it streamed: as a refusal when it
+ * gave no cut reason (the upstream is let go; the client gets the answer
+ * or, once it began, a cut), else a 402-like answer while nothing went
+ * back yet, or a cut audited with the cut's text.
+ */
+static void
+pipe_end(struct conn *c, enum aud_reason why, const char *reason,
+    enum aud_reason cut)
+{
+	if (cut == AUD_R_NONE) {
+		conn_upstream_failed(c, why, reason);
+		return;
+	}
+	if (!c->c_r.r_resp_started && !c->c_r.r_connect_replied) {
+		conn_reply_error(c, why, reason, 1);
+		return;
+	}
+	log_info("%s: sandbox %s: %s: cut", c->c_client,
+	    c->c_sbx != NULL ? c->c_sbx->sb_id : "-", reason);
+	conn_cut(c, aud_reason(cut)->ri_text);
+}
+
+/* Keep a refusal raised inside the parser for conn_pipe_pending(). */
+static void
+pipe_keep(struct conn *c, const struct xs_call *xc)
+{
+	if (c->c_r.r_pend_why != AUD_R_NONE)
+		return;
+	c->c_r.r_pend_why = xc->xc_why != AUD_R_NONE ? xc->xc_why :
+	    AUD_R_UPSTREAM_UNREACHABLE;
+	c->c_r.r_pend_cut = xc->xc_cut;
+	snprintf(c->c_r.r_pend_reason, sizeof(c->c_r.r_pend_reason), "%s",
+	    pipe_reason(xc));
+}
+
 int
-conn_pipe_req_body(struct conn *c, const char *p, size_t len)
+conn_pipe_req_body(struct conn *c, const char *p, size_t len, size_t *pass)
 {
 	struct xs_call	xc;
 
+	*pass = 0;
 	if (c->c_r.r_pend_why != AUD_R_NONE)
 		return -1;
 	pipe_call(c, &xc);
 	if (xs_run_req_body(xs_table, &xc, p, len) == XS_GO)
 		return 0;
-	c->c_r.r_pend_why = xc.xc_why;
-	snprintf(c->c_r.r_pend_reason, sizeof(c->c_r.r_pend_reason), "%s",
-	    pipe_reason(&xc));
+	*pass = xc.xc_pass < len ? xc.xc_pass : len;
+	pipe_keep(c, &xc);
 	return -1;
 }
 
 int
 conn_pipe_pending(struct conn *c)
 {
-	char	reason[sizeof(c->c_r.r_pend_reason)];
+	char		reason[sizeof(c->c_r.r_pend_reason)];
+	enum aud_reason	why = c->c_r.r_pend_why, cut = c->c_r.r_pend_cut;
 
-	if (c->c_r.r_pend_why == AUD_R_NONE)
+	if (why == AUD_R_NONE)
 		return 0;
 	/* conn_upstream_failed() resets the request state it is read from */
 	memcpy(reason, c->c_r.r_pend_reason, sizeof(reason));
-	conn_upstream_failed(c, c->c_r.r_pend_why, reason);
+	pipe_end(c, why, reason, cut);
 	return 1;
 }
 
@@ -187,8 +229,10 @@ conn_pipe_resp_head(struct conn *c)
 	struct xs_call	xc;
 
 	pipe_call(c, &xc);
-	if (xs_run(xs_table, XS_RESP_HEAD, &xc) == XS_GO)
+	if (xs_run(xs_table, XS_RESP_HEAD, &xc) == XS_GO) {
+		c->c_r.r_reframe = xc.xc_reframe;
 		return 0;
+	}
 	if (xc.xc_close)
 		conn_reply_error(c, xc.xc_why, pipe_reason(&xc), 1);
 	else
@@ -217,13 +261,116 @@ conn_pipe_req_fields(struct conn *c, struct evbuffer *out)
 	xs_run_req_fields(xs_table, &xc);
 }
 
-void
-conn_pipe_resp_body(struct conn *c, const char *p, size_t len)
+int
+conn_pipe_req_drop(struct conn *c, const char *name, size_t nlen)
 {
 	struct xs_call	xc;
 
 	pipe_call(c, &xc);
-	xs_run_resp_body(xs_table, &xc, p, len);
+	return xs_run_req_drop(xs_table, &xc, name, nlen);
+}
+
+void
+conn_pipe_resp_head_out(struct conn *c, struct evbuffer *head,
+    struct evbuffer *out)
+{
+	struct xs_call	 xc;
+	struct evbuffer	*res, *spare = c->c_worker->w_filt[1];
+
+	pipe_call(c, &xc);
+	(void)xs_run_filter(xs_table, XS_F_RESP_HEAD_OUT, &xc, head, spare,
+	    &res);
+	evbuffer_add_buffer(out, res);
+}
+
+int
+conn_pipe_resp_body(struct conn *c, const char *p, size_t len, int eof)
+{
+	struct xs_call	 xc;
+	struct evbuffer	*in = c->c_worker->w_filt[0];
+	struct evbuffer	*spare = c->c_worker->w_filt[1], *res;
+	enum xs_verdict	 v;
+	size_t		 n;
+
+	if (c->c_r.r_pend_why != AUD_R_NONE)
+		return -1;	/* ended already: nothing more goes out */
+	pipe_call(c, &xc);
+	xc.xc_eof = eof;
+	/* the parser's bytes, not copied: they go out before it returns */
+	if (len > 0)
+		evbuffer_add_reference(in, p, len, NULL, NULL);
+	v = xs_run_filter(xs_table, XS_F_RESP_BODY, &xc, in, spare, &res);
+	if ((n = evbuffer_get_length(res)) > 0)
+		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(res,
+		    (ssize_t)n), n, c->c_r.r_rechunk, &c->c_x->x_bytes_in);
+	evbuffer_drain(res, n);
+	if (v == XS_GO)
+		return 0;
+	pipe_keep(c, &xc);
+	return -1;
+}
+
+int
+conn_pipe_tunnel(struct conn *c, int up, struct evbuffer *in,
+    struct evbuffer *out, uint64_t *count)
+{
+	struct xs_call		 xc;
+	struct evbuffer		*spare = c->c_worker->w_filt[1], *res;
+	struct evbuffer_iovec	 v[8];
+	struct evbuffer_ptr	 at;
+	enum xs_verdict		 r = XS_GO;
+	size_t			 n, ok = 0, pass;
+	int			 i, k;
+
+	pipe_call(c, &xc);
+	xc.xc_tunnel = 1;
+	if (up) {
+		/* towards the upstream: each piece through req_body */
+		evbuffer_ptr_set(in, &at, 0, EVBUFFER_PTR_SET);
+		while (r == XS_GO && (k = evbuffer_peek(in, -1, &at, v,
+		    8)) > 0) {
+			for (i = 0; i < k && i < 8 && r == XS_GO; i++) {
+				r = xs_run_req_body(xs_table, &xc,
+				    v[i].iov_base, v[i].iov_len);
+				pass = r == XS_GO ? v[i].iov_len :
+				    xc.xc_pass < v[i].iov_len ? xc.xc_pass :
+				    v[i].iov_len;
+				ok += pass;
+				evbuffer_ptr_set(in, &at, pass,
+				    EVBUFFER_PTR_ADD);
+			}
+			if (k <= 8)
+				break;
+		}
+		*count += ok;
+		if (r == XS_GO)
+			evbuffer_add_buffer(out, in);
+		else
+			evbuffer_remove_buffer(in, out, ok);
+	} else {
+		r = xs_run_filter(xs_table, XS_F_RESP_BODY, &xc, in, spare,
+		    &res);
+		*count += evbuffer_get_length(res);
+		evbuffer_add_buffer(out, res);
+	}
+	if (r == XS_GO)
+		return 0;
+	n = evbuffer_get_length(in);
+	evbuffer_drain(in, n);
+	pipe_end(c, xc.xc_why, pipe_reason(&xc), xc.xc_cut);
+	return -1;
+}
+
+void
+conn_pipe_flow(struct conn *c)
+{
+	struct xs_call	xc;
+
+	if (c->c_closing || c->c_x == NULL || !c->c_x->x_active)
+		return;
+	pipe_call(c, &xc);
+	if (xs_run(xs_table, XS_FLOW, &xc) == XS_DENY)
+		pipe_end(c, xc.xc_why, pipe_reason(&xc), xc.xc_cut);
 }
 
 void

@@ -48,50 +48,23 @@
 void
 conn_response_body_cb(void *arg, const char *p, size_t len)
 {
-	struct conn	*c = arg;
-	struct evbuffer	*scanned = c->c_worker->w_scratch2;
-	const struct sec_req *sr = c->c_x->x_sec.s_req;
-	struct sec_scan	*reflect;
-	size_t		 n;
-
-	/* past a bytes cap: the feed loop cuts the response */
-	len = conn_budget_allow(c, 0, len);
-	conn_pipe_resp_body(c, p, len);
-	if ((reflect = sec_req_reflector(sr)) != NULL) {
-		/* a secret went out: it must not come back */
-		sec_scan_feed(reflect, p, len, scanned);
-		n = evbuffer_get_length(scanned);
-		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(
-		    scanned, (ssize_t)n), n, c->c_r.r_rechunk,
-		    &c->c_x->x_bytes_in);
-		evbuffer_drain(scanned, n);
-		return;
-	}
-	conn_body_out(c, c->c_bev, p, len, c->c_r.r_rechunk,
-	    &c->c_x->x_bytes_in);
+	/* a stage that ends the exchange is answered once the parser
+	   returns (conn_pipe_pending) */
+	(void)conn_pipe_resp_body(arg, p, len, 0);
 }
 
-/* End of a response body: what the scanner held, then the last chunk. */
-void
+/* End of a response body: what the stages held, then the last chunk.
+ * -1 when a stage ended the exchange (conn_pipe_pending answers). */
+int
 conn_response_body_end(struct conn *c)
 {
-	struct evbuffer	*scanned = c->c_worker->w_scratch2;
-	const struct sec_req *sr = c->c_x->x_sec.s_req;
-	struct sec_scan	*reflect;
-	size_t		 n;
-
-	if ((reflect = sec_req_reflector(sr)) != NULL) {
-		sec_scan_finish(reflect, scanned);
-		n = evbuffer_get_length(scanned);
-		conn_body_out(c, c->c_bev, (const char *)evbuffer_pullup(
-		    scanned, (ssize_t)n), n, c->c_r.r_rechunk,
-		    &c->c_x->x_bytes_in);
-		evbuffer_drain(scanned, n);
-	}
+	if (conn_pipe_resp_body(c, NULL, 0, 1) == -1)
+		return -1;
 	if (c->c_r.r_rechunk) {
 		evbuffer_add(c->c_pend, "0\r\n\r\n", 5);
 		c->c_x->x_bytes_in += 5;
 	}
+	return 0;
 }
 
 /* Response head from upstream -> client. */
@@ -106,16 +79,14 @@ write_response_head(struct conn *c, int interim)
 	size_t		 nlen, vlen, before = evbuffer_get_length(out);
 	int		 i, http10 = c->c_req.hm_minor == 0;
 	int		 upgrade = m->hm_status == 101;
-	struct sec_scan	*reflect = sec_req_reflector(c->c_x->x_sec.s_req);
 	enum http_framing framing = m->hm_framing;
 
-	/* redaction changes the length: the body is re-framed */
-	if (reflect != NULL && framing == HTTP_BODY_LENGTH)
+	/* a stage changes the body's length: it is re-framed */
+	if (c->c_r.r_reframe && framing == HTTP_BODY_LENGTH)
 		framing = HTTP_BODY_CHUNKED;
 
-	/* the upstream's part is redacted as one block: the reason phrase,
-	   names and values could each echo a secret */
-	up = reflect != NULL ? evbuffer_new() : out;
+	/* the upstream's part goes through the stages as one block */
+	up = c->c_worker->w_filt[0];
 	evbuffer_add(up, "HTTP/1.1 ", 9);
 	evbuffer_add(up, num, util_u64_dec((uint64_t)m->hm_status, num));
 	evbuffer_add(up, " ", 1);
@@ -136,10 +107,7 @@ write_response_head(struct conn *c, int interim)
 		evbuffer_add(up, v, vlen);
 		evbuffer_add(up, "\r\n", 2);
 	}
-	if (up != out) {
-		conn_sec_head_out(c, up, out);
-		evbuffer_free(up);
-	}
+	conn_pipe_resp_head_out(c, up, out);
 	if (!interim) {
 		evbuffer_add(out, "X-Airlock-Request-Id: ", 22);
 		evbuffer_add(out, c->c_x->x_id, strlen(c->c_x->x_id));
@@ -209,10 +177,8 @@ conn_feed_response_loop(struct conn *c)
 		}
 		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
-		if (c->c_x->x_bud.b_over) {
-			conn_budget_cut(c);
+		if (conn_pipe_pending(c))
 			return;
-		}
 		switch (f) {
 		case HTTP_FEED_MORE:
 			break;
@@ -242,7 +208,10 @@ conn_feed_response_loop(struct conn *c)
 				write_response_head(c, 0);
 				c->c_r.r_resp_started = 1;
 			}
-			conn_response_body_end(c);
+			if (conn_response_body_end(c) == -1) {
+				(void)conn_pipe_pending(c);
+				return;
+			}
 			c->c_r.r_resp_done = 1;
 			conn_client_flush(c);
 			conn_request_finished(c);

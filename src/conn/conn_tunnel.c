@@ -31,9 +31,9 @@
 #define TUNNEL_GRACE_MS		5000
 
 /*
- * Move <from>'s input to <to>, <up> when towards the upstream. Charged to
- * the sandbox as it moves (conn_budget_allow batches the charges); what
- * would pass a bytes cap stays behind and the tunnel is cut.
+ * Move <from>'s input to <to>, <up> when towards the upstream, through
+ * the stages (the budget charges it; what would pass a bytes cap
+ * is dropped and the tunnel is cut).
  */
 static void
 pump(struct conn *c, struct bufferevent *from, struct bufferevent *to,
@@ -41,21 +41,12 @@ pump(struct conn *c, struct bufferevent *from, struct bufferevent *to,
 {
 	struct evbuffer	*in = bufferevent_get_input(from);
 	struct evbuffer	*out = bufferevent_get_output(to);
-	size_t		 n = evbuffer_get_length(in), ok;
 
 	if (c->c_closing)
 		return;
-	if (n > 0) {
-		ok = conn_budget_allow(c, up, n);
-		*count += ok;
-		if (ok == n)
-			evbuffer_add_buffer(out, in);
-		else {
-			evbuffer_remove_buffer(in, out, ok);
-			conn_budget_cut(c);
-			return;
-		}
-	}
+	if (evbuffer_get_length(in) > 0 &&
+	    conn_pipe_tunnel(c, up, in, out, count) == -1)
+		return;
 	if (evbuffer_get_length(out) >= CONN_HIWAT)
 		bufferevent_disable(from, EV_READ);
 }
@@ -65,7 +56,7 @@ static void
 tunnel_move(struct conn *c)
 {
 	pump(c, c->c_bev, c->c_up->u_bev, &c->c_x->x_bytes_out, 1);
-	/* a bytes cap may have cut the tunnel (conn_budget_cut) */
+	/* a stage may have ended the tunnel (a bytes cap) */
 	if (c->c_up != NULL && !c->c_closing)
 		pump(c, c->c_up->u_bev, c->c_bev, &c->c_x->x_bytes_in, 0);
 }

@@ -266,6 +266,10 @@ worker_free(struct worker *w)
 		evbuffer_free(w->w_scratch);
 	if (w->w_scratch2 != NULL)
 		evbuffer_free(w->w_scratch2);
+	if (w->w_filt[0] != NULL)
+		evbuffer_free(w->w_filt[0]);
+	if (w->w_filt[1] != NULL)
+		evbuffer_free(w->w_filt[1]);
 	SSL_CTX_free(w->w_tls_server);
 	SSL_CTX_free(w->w_tls_client);
 	if (w->w_resume_ev != NULL)
@@ -371,6 +375,8 @@ workers_start(struct cfg *cfg)
 		w->w_dns = dns_base_new(w->w_base, cfg);
 		w->w_scratch = evbuffer_new();
 		w->w_scratch2 = evbuffer_new();
+		w->w_filt[0] = evbuffer_new();
+		w->w_filt[1] = evbuffer_new();
 		if (worker_tls_ctx(w, cfg) == -1)
 			fatalx("cannot set up TLS contexts");
 		w->w_stop_ev = event_new(w->w_base, -1, 0, stop_cb, w);

@@ -32,7 +32,9 @@ struct worker {
 	uint64_t		  w_seq;	/* request ids */
 	int			  w_stopping;
 	struct evbuffer		 *w_scratch;	/* heads are built here */
-	struct evbuffer		 *w_scratch2;	/* redacted body pieces */
+	struct evbuffer		 *w_scratch2;	/* lent to stages */
+	struct evbuffer		 *w_filt[2];	/* the stages' filters
+						   (conn_pipe.c) */
 	struct ssl_ctx_st	 *w_tls_server;	/* towards intercepted clients */
 	struct ssl_ctx_st	 *w_tls_client;	/* towards upstreams */
 	struct event		 *w_reload_ev;	/* main hands a new config */

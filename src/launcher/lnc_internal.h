@@ -24,6 +24,7 @@
 /* the init's fd of its overlay's upper layer (lnc_root.c, lnc_snap.c) */
 #define LNC_UPPER_FD	4
 #define LNC_SNAP_DEPTH	16	/* layers in a snapshot chain */
+#define LNC_PINS_MAX	64	/* pins of snapshots by prewarmed pools */
 
 /* comm of every sandbox init */
 #define LNC_INIT_NAME	"airlock-init"
@@ -108,6 +109,9 @@ struct lnc {
 	int		 l_accel;	/* qemu: CFG_ACCEL_KVM or _TCG */
 	unsigned long	 l_tsc_khz;	/* qemu: the host's TSC, 0 unknown */
 	char		 l_rundir[64];	/* qemu: /run/airlock/<table> */
+	/* snapshots pinned by the daemon's prewarmed pools (LNC_SNAP_PIN) */
+	char		 l_pins[LNC_PINS_MAX][LNC_ID_MAX];
+	size_t		 l_npins;
 };
 
 int	lnc_host_setup(struct lnc *, char *why, size_t);

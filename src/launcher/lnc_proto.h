@@ -80,12 +80,16 @@ struct lnc_m_vmop {
 
 /* LNC_M_SNAP: CREATE (id, name), SHOW/DELETE (name), LIST (index: the
  * ms_index-th snapshot, oldest first; ENOENT past the end). The OK's
- * mr_msg: "name layer parent bytes created sandbox" ("-": no parent). */
+ * mr_msg: "name layer parent bytes created sandbox" ("-": no parent).
+ * PIN/UNPIN (name): a warm pool prewarmed from it keeps it from delete
+ * and pruning until unpinned (counted: one per pin). */
 enum lnc_snap_op {
 	LNC_SNAP_CREATE = 1,
 	LNC_SNAP_LIST,
 	LNC_SNAP_SHOW,
 	LNC_SNAP_DELETE,
+	LNC_SNAP_PIN,
+	LNC_SNAP_UNPIN,
 };
 
 struct lnc_m_snap {

@@ -280,6 +280,9 @@ ref_in_use(struct lnc *l, const struct snap_ref *v, size_t n,
 	for (i = 0; i < n; i++)
 		if (strcmp(v[i].parent, name) == 0)
 			return 1;
+	for (i = 0; i < l->l_npins; i++)
+		if (strcmp(l->l_pins[i], name) == 0)
+			return 1;
 	return l->l_o.lo_pool_from != NULL &&
 	    strcmp(l->l_o.lo_pool_from, name) == 0;
 }
@@ -828,6 +831,33 @@ snap_create(struct lnc *l, int sfd, const struct lnc_m_snap *m,
 	return 0;
 }
 
+/* A pin per prewarmed pool built from <name>: kept while pinned. */
+static int
+snap_pin(struct lnc *l, int sfd, int pin, const char *name, char *out,
+    size_t outsz)
+{
+	struct snap_ref	r;
+	size_t		i;
+
+	if (!pin) {
+		for (i = 0; i < l->l_npins; i++)
+			if (strcmp(l->l_pins[i], name) == 0) {
+				memmove(l->l_pins[i], l->l_pins[--l->l_npins],
+				    sizeof(l->l_pins[i]));
+				return 0;
+			}
+		return snap_err(out, outsz, ENOENT, "snapshot %s is not "
+		    "pinned", name);
+	}
+	if (ref_read(sfd, name, &r) == -1)
+		return snap_err(out, outsz, ENOENT, "no snapshot %s", name);
+	if (l->l_npins == LNC_PINS_MAX)
+		return snap_err(out, outsz, ENOSPC, "more than %d pools "
+		    "prewarmed from snapshots", LNC_PINS_MAX);
+	snprintf(l->l_pins[l->l_npins++], sizeof(l->l_pins[0]), "%s", name);
+	return 0;
+}
+
 static int
 snap_delete(struct lnc *l, int sfd, const char *name, char *out,
     size_t outsz)
@@ -887,6 +917,11 @@ lnc_snap_op(struct lnc *l, const struct lnc_m_snap *m, char *out,
 		break;
 	case LNC_SNAP_DELETE:
 		err = snap_delete(l, sfd, m->ms_name, out, outsz);
+		break;
+	case LNC_SNAP_PIN:
+	case LNC_SNAP_UNPIN:
+		err = snap_pin(l, sfd, m->ms_op == LNC_SNAP_PIN, m->ms_name,
+		    out, outsz);
 		break;
 	case LNC_SNAP_SHOW:
 	case LNC_SNAP_LIST:

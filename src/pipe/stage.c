@@ -1,11 +1,14 @@
 /*
- * The stage walker: no libevent, no connection, so a fake exchange can
+ * The stage walker: no event loop, no connection, so a fake exchange can
  * drive it (tests/unit/test_stage.c).
  */
 #include "config.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+
+#include <event2/buffer.h>
 
 #include "pipe/stage.h"
 
@@ -23,6 +26,9 @@ xs_call_hook(const struct xstage *s, enum xs_hook hook, struct xs_call *xc)
 		break;
 	case XS_RESP_HEAD:
 		fn = s->xs_resp_head;
+		break;
+	case XS_FLOW:
+		fn = s->xs_flow;
 		break;
 	}
 	return fn != NULL ? fn(xc) : XS_GO;
@@ -64,20 +70,56 @@ xs_run_req_body(const struct xstage *const *tbl, struct xs_call *xc,
 {
 	enum xs_verdict	v;
 
-	for (; *tbl != NULL; tbl++)
+	for (; *tbl != NULL; tbl++) {
+		xc->xc_pass = 0;
 		if ((*tbl)->xs_req_body != NULL &&
 		    (v = (*tbl)->xs_req_body(xc, p, len)) != XS_GO)
 			return v;
+	}
 	return XS_GO;
 }
 
-void
-xs_run_resp_body(const struct xstage *const *tbl, struct xs_call *xc,
-    const char *p, size_t len)
+enum xs_verdict
+xs_run_filter(const struct xstage *const *tbl, enum xs_filter f,
+    struct xs_call *xc, struct evbuffer *in, struct evbuffer *spare,
+    struct evbuffer **res)
 {
-	for (; *tbl != NULL; tbl++)
-		if ((*tbl)->xs_resp_body != NULL)
-			(*tbl)->xs_resp_body(xc, p, len);
+	enum xs_verdict	 (*fn)(struct xs_call *, struct evbuffer *,
+			    struct evbuffer *);
+	struct evbuffer	*cur = in, *next = spare, *t;
+	enum xs_verdict	 out = XS_GO;
+	enum aud_reason	 why = AUD_R_NONE, cut = AUD_R_NONE;
+	char		 reason[sizeof(xc->xc_reason)];
+
+	reason[0] = '\0';
+	for (; *tbl != NULL; tbl++) {
+		fn = f == XS_F_RESP_BODY ? (*tbl)->xs_resp_body :
+		    (*tbl)->xs_resp_head_out;
+		if (fn == NULL)
+			continue;
+		xc->xc_why = AUD_R_NONE;
+		xc->xc_cut = AUD_R_NONE;
+		xc->xc_reason[0] = '\0';
+		if (fn(xc, cur, next) == XS_DENY && out == XS_GO) {
+			/* the first refusal stands; the rest still filter */
+			out = XS_DENY;
+			why = xc->xc_why;
+			cut = xc->xc_cut;
+			memcpy(reason, xc->xc_reason, sizeof(reason));
+		}
+		if (evbuffer_get_length(next) == 0)
+			continue;	/* observed (or kept all back) */
+		/* what it left goes on after what it wrote */
+		evbuffer_add_buffer(next, cur);
+		t = cur;
+		cur = next;
+		next = t;
+	}
+	xc->xc_why = why;
+	xc->xc_cut = cut;
+	memcpy(xc->xc_reason, reason, sizeof(reason));
+	*res = cur;
+	return out;
 }
 
 void
@@ -86,6 +128,17 @@ xs_run_req_fields(const struct xstage *const *tbl, struct xs_call *xc)
 	for (; *tbl != NULL; tbl++)
 		if ((*tbl)->xs_req_fields != NULL)
 			(*tbl)->xs_req_fields(xc);
+}
+
+int
+xs_run_req_drop(const struct xstage *const *tbl, struct xs_call *xc,
+    const char *name, size_t nlen)
+{
+	for (; *tbl != NULL; tbl++)
+		if ((*tbl)->xs_req_drop != NULL &&
+		    (*tbl)->xs_req_drop(xc, name, nlen))
+			return 1;
+	return 0;
 }
 
 void

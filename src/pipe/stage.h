@@ -11,19 +11,45 @@
  *	XS_HOLD	request head only: hold the whole body, at most xc_hold
  *		bytes, before the exchange goes on (SigV4 signs it, the
  *		meter reads it)
- *	XS_WAIT	the stage finishes later and resumes the exchange through
- *		an event (no stage waits yet)
+ *	XS_WAIT	req_ready only: the stage finishes later and resumes the
+ *		exchange through an event (xc_resume); the walk then
+ *		starts again at that stage
  *
  * Hooks, in the order an exchange meets them (NULL: not interested):
  *	req_head	the request head is parsed and policy allowed it
  *	req_ready	head (and held body) complete: last word before the
  *			request goes upstream (budget admission)
+ *	req_drop	the request head goes upstream: 1 to leave out
+ *			its field <name> (the stage may put its own in
+ *			through req_fields)
  *	req_fields	the request head goes upstream: add fields to it
  *			through xc_add_field (the driver writes them)
- *	req_body	a chunk of a streamed request body
- *	resp_head	the upstream's response head
- *	resp_body	a chunk of the response body (observe only)
+ *	req_body	a chunk of a streamed request body (observe, or
+ *			refuse: the chunk's first xc_pass bytes still go
+ *			on, then the exchange ends as a filter's does)
+ *	resp_head	the upstream's response head; a stage that will
+ *			change the body's length sets xc_reframe
+ *	resp_head_out	the response head as it goes to the client, one
+ *			piece (status line and fields): a filter (below)
+ *	resp_body	the response body: a filter (below)
+ *	flow		bytes moved (x_bytes_in / x_bytes_out grew): once
+ *			per event, outside any parser (charging)
  *	done		once, before the audit record is written; fills it
+ *
+ * In a tunnel (a CONNECT splice, a transparent splice, a WebSocket after
+ * its 101; xc_tunnel) the bytes towards the upstream go through req_body
+ * and those towards the client through resp_body.
+ *
+ * A filter (resp_head_out, resp_body) streams: it is handed <in>, what
+ * the stages before it let through, and an empty <out>. It either leaves
+ * <in> alone and writes nothing (it observed: the bytes go on as they
+ * are), or takes from <in> and writes what goes on to <out>; what it
+ * leaves in <in> then goes on after <out>. It may keep back a bounded
+ * tail of its own (a scanner's partial match) and must release it on
+ * the last call, xc_eof, whose <in> may be empty. XS_DENY ends the
+ * exchange: what reached <out> still passes the later stages and goes to
+ * the client, then the driver answers (nothing went back yet) or cuts
+ * the stream, audited with xc_cut's text when the stage set it.
  */
 #ifndef AIRLOCK_STAGE_H
 #define AIRLOCK_STAGE_H
@@ -63,7 +89,9 @@ struct xs_call {
 	int			 xc_tls;	/* upstream over verified TLS */
 	int			 xc_upgrade;	/* a WebSocket upgrade asked */
 	int			 xc_tunnel;	/* a CONNECT or transparent
-						   tunnel, not a request */
+						   tunnel, or the bytes after
+						   a 101: not a request */
+	int			 xc_eof;	/* resp_body: the last call */
 	struct aud_rec		*xc_rec;	/* done: the record to fill */
 	struct usage		*xc_usage;	/* done: room for the usage */
 	uint64_t		 xc_dur_us;	/* done: the exchange's time */
@@ -83,6 +111,14 @@ struct xs_call {
 	enum aud_reason		 xc_why;	/* XS_DENY */
 	int			 xc_close;	/* XS_DENY: close after it */
 	size_t			 xc_hold;	/* XS_HOLD: the bound */
+	size_t			 xc_pass;	/* XS_DENY of req_body: bytes
+						   of the chunk that go on */
+	enum aud_reason		 xc_cut;	/* XS_DENY once the answer
+						   began: the audit's reason
+						   is this row's text (else
+						   xc_reason) */
+	int			 xc_reframe;	/* resp_head: the body's
+						   length will change */
 	char			 xc_reason[400];
 };
 
@@ -90,12 +126,17 @@ struct xstage {
 	const char	*xs_name;
 	enum xs_verdict	(*xs_req_head)(struct xs_call *);
 	enum xs_verdict	(*xs_req_ready)(struct xs_call *);
+	int		(*xs_req_drop)(struct xs_call *, const char *name,
+			    size_t nlen);
 	void		(*xs_req_fields)(struct xs_call *);
 	enum xs_verdict	(*xs_req_body)(struct xs_call *, const char *,
 			    size_t);
 	enum xs_verdict	(*xs_resp_head)(struct xs_call *);
-	void		(*xs_resp_body)(struct xs_call *, const char *,
-			    size_t);
+	enum xs_verdict	(*xs_resp_head_out)(struct xs_call *,
+			    struct evbuffer *in, struct evbuffer *out);
+	enum xs_verdict	(*xs_resp_body)(struct xs_call *,
+			    struct evbuffer *in, struct evbuffer *out);
+	enum xs_verdict	(*xs_flow)(struct xs_call *);
 	void		(*xs_done)(struct xs_call *);
 };
 
@@ -114,6 +155,12 @@ enum xs_hook {
 	XS_REQ_HEAD = 0,
 	XS_REQ_READY,
 	XS_RESP_HEAD,
+	XS_FLOW,
+};
+
+enum xs_filter {
+	XS_F_RESP_HEAD_OUT = 0,
+	XS_F_RESP_BODY,
 };
 
 /*
@@ -129,11 +176,21 @@ enum xs_verdict	xs_run(const struct xstage *const *tbl, enum xs_hook hook,
 /* A request body chunk through every stage: XS_GO or the first refusal. */
 enum xs_verdict	xs_run_req_body(const struct xstage *const *tbl,
 		    struct xs_call *, const char *, size_t);
-void		xs_run_resp_body(const struct xstage *const *tbl,
-		    struct xs_call *, const char *, size_t);
+/*
+ * Bytes through filter <f> of every stage (see above): <in> holds them,
+ * <spare> is empty; on return *<res> is the one of the two that holds
+ * what goes on, the other is empty. XS_GO, or the first XS_DENY (every
+ * later stage still filtered what went on).
+ */
+enum xs_verdict	xs_run_filter(const struct xstage *const *tbl,
+		    enum xs_filter f, struct xs_call *, struct evbuffer *in,
+		    struct evbuffer *spare, struct evbuffer **res);
 void		xs_run_done(const struct xstage *const *tbl, struct xs_call *);
 void		xs_run_req_fields(const struct xstage *const *tbl,
 		    struct xs_call *);
+/* Does any stage leave field <name> of the request head out? */
+int		xs_run_req_drop(const struct xstage *const *tbl,
+		    struct xs_call *, const char *name, size_t nlen);
 /* A refusal, for a hook: sets xc_why and the reason text; XS_DENY. */
 enum xs_verdict	xs_deny(struct xs_call *, enum aud_reason why,
 		    const char *fmt, ...)

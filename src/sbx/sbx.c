@@ -545,7 +545,7 @@ sbx_delete(const char *id)
 }
 
 struct sbx *
-sbx_claim_pooled(const char *policy)
+sbx_claim_pooled(const char *policy, const char *from)
 {
 	struct sbx	*s = NULL;
 	size_t		 i;
@@ -553,7 +553,8 @@ sbx_claim_pooled(const char *policy)
 	pthread_rwlock_wrlock(&sbx_lock);
 	for (i = 0; i < sbx_n; i++) {
 		if ((sbx_v[i]->sb_flags & SBX_F_POOLED) &&
-		    strcmp(sbx_v[i]->sb_policy, policy) == 0) {
+		    strcmp(sbx_v[i]->sb_policy, policy) == 0 &&
+		    strcmp(sbx_v[i]->sb_pool_from, from ? from : "") == 0) {
 			s = sbx_v[i];
 			break;
 		}

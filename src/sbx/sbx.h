@@ -44,6 +44,9 @@ struct sbx {
 					   unix socket, for airlockctl run */
 	int		 sb_init_pid;	/* netns backend: host pid of its
 					   init, for airlockctl run */
+	char		 sb_pool_from[64]; /* warm: the snapshot a prewarm
+					   built it from ("": the pool's
+					   own, launcher.pool.from) */
 };
 
 #define SBX_F_POOLED	0x01	/* warm in the launcher's pool, not handed
@@ -89,9 +92,10 @@ void		 sbx_unref(struct sbx *);	/* NULL ok */
  * *out gets a reference. */
 enum sbx_err	 sbx_create(const struct cfg *, const char *policy,
 		    const char *id, int flags, struct sbx **out);
-/* Hand out a warm sandbox of <policy>: it stops being pooled, becomes
+/* Hand out a warm sandbox of <policy> prewarmed from snapshot <from>
+ * (NULL: the pool's own): it stops being pooled, becomes
  * launched and is persisted. A reference, or NULL when none is warm. */
-struct sbx	*sbx_claim_pooled(const char *policy);
+struct sbx	*sbx_claim_pooled(const char *policy, const char *from);
 /* Add or clear <flags> of a sandbox (under the registry lock). */
 void		 sbx_add_flags(struct sbx *, int flags);
 void		 sbx_clear_flags(struct sbx *, int flags);

@@ -33,6 +33,7 @@
 #include "cfg/cfg.h"
 #include "conn/worker.h"
 #include "launcher/launcher.h"
+#include "launcher/lnc_proto.h"
 #include "sched/canary.h"
 #include "sched/pool.h"
 #include "util/log.h"
@@ -53,13 +54,20 @@
 
 struct pool_pol {
 	char		*pp_name;
+	char		*pp_from;	/* prewarmed from this snapshot (not
+					   launcher.pool.from), or NULL: the
+					   policy's own pool */
+	int		 pp_pinned;	/* pp_from pinned in the launcher */
 	double		 pp_rate;	/* claims/s, EWMA */
 	double		 pp_refill_ms;	/* EWMA; 0 = not measured yet */
 	uint64_t	 pp_claims_tick;
 	uint64_t	 pp_claims;
 	uint64_t	 pp_cold;
 	uint64_t	 pp_evicted;
-	size_t		 pp_extra;	/* prewarm asked for, not built yet */
+	size_t		 pp_extra;	/* prewarm asked for, not claimed yet:
+					   part of the target until claimed or
+					   idle_timeout after the last prewarm */
+	uint64_t	 pp_extra_ms;	/* the last prewarm */
 	size_t		 pp_target;
 	size_t		 pp_warm;	/* as of the last tick */
 	size_t		 pp_launched;
@@ -111,7 +119,7 @@ pool_get_launcher(void)
  */
 static enum sbx_err
 pool_build_from(const struct cfg *cfg, const char *policy, const char *from,
-    int flags, struct sbx **out)
+    const char *pool_from, int flags, struct sbx **out)
 {
 	struct lnc_create_req	 req;
 	struct lnc_sandbox	 ls;
@@ -157,6 +165,10 @@ pool_build_from(const struct cfg *cfg, const char *policy, const char *from,
 	}
 	__atomic_store_n(&(*out)->sb_last_used_ms, util_now_ms(),
 	    __ATOMIC_RELAXED);
+	/* which warm list it joins: set before it can be claimed */
+	if (pool_from != NULL)
+		snprintf((*out)->sb_pool_from, sizeof((*out)->sb_pool_from),
+		    "%s", pool_from);
 	sbx_add_flags(*out, flags & (SBX_F_POOLED | SBX_F_LAUNCHED));
 	return SBX_OK;
 }
@@ -166,7 +178,16 @@ static enum sbx_err
 pool_build(const struct cfg *cfg, const char *policy, int flags,
     struct sbx **out)
 {
-	return pool_build_from(cfg, policy, cfg->c_pool_from, flags, out);
+	return pool_build_from(cfg, policy, cfg->c_pool_from, NULL, flags,
+	    out);
+}
+
+/* Is <from> the snapshot the policies' own pools are built from? */
+static int
+pool_own_from(const struct cfg *cfg, const char *from)
+{
+	return from == NULL || (cfg->c_pool_from != NULL &&
+	    strcmp(cfg->c_pool_from, from) == 0);
 }
 
 int
@@ -237,18 +258,33 @@ mem_available(void)
 	return v;
 }
 
+/* The pool of <name> prewarmed from snapshot <from> (NULL: the policy's
+ * own), made on first use. Caller holds pool_mtx. */
+static struct pool_pol *
+pol_get_from(const char *name, const char *from)
+{
+	struct pool_pol	*pp;
+	size_t		 i;
+
+	for (i = 0; i < pool_npols; i++) {
+		pp = &pool_pols[i];
+		if (strcmp(pp->pp_name, name) == 0 && (from == NULL ?
+		    pp->pp_from == NULL : pp->pp_from != NULL &&
+		    strcmp(pp->pp_from, from) == 0))
+			return pp;
+	}
+	pool_pols = xrealloc(pool_pols, (pool_npols + 1) * sizeof(*pool_pols));
+	pp = &pool_pols[pool_npols++];
+	memset(pp, 0, sizeof(*pp));
+	pp->pp_name = xstrdup(name);
+	pp->pp_from = from != NULL ? xstrdup(from) : NULL;
+	return pp;
+}
+
 static struct pool_pol *
 pol_get(const char *name)
 {
-	size_t	i;
-
-	for (i = 0; i < pool_npols; i++)
-		if (strcmp(pool_pols[i].pp_name, name) == 0)
-			return &pool_pols[i];
-	pool_pols = xrealloc(pool_pols, (pool_npols + 1) * sizeof(*pool_pols));
-	memset(&pool_pols[pool_npols], 0, sizeof(*pool_pols));
-	pool_pols[pool_npols].pp_name = xstrdup(name);
-	return &pool_pols[pool_npols++];
+	return pol_get_from(name, NULL);
 }
 
 static void
@@ -268,7 +304,8 @@ pool_target(const struct cfg *cfg, const struct pool_pol *pp)
 {
 	size_t	t = 0;
 
-	if (cfg->c_launcher_set)
+	/* a pool prewarmed from a snapshot holds what prewarm asked for */
+	if (cfg->c_launcher_set && pp->pp_from == NULL)
 		t = cfg->c_pool_warm + (size_t)ceil(2.0 * pp->pp_rate *
 		    pp->pp_refill_ms / 1000.0);
 	t += pp->pp_extra;
@@ -286,7 +323,7 @@ pool_thread_main(void *arg)
 	struct pool_pol	*pp;
 	struct cfg	*cfg;
 	struct sbx	*s;
-	char		*name;
+	char		*name, *from;
 	uint64_t	 t0;
 	double		 ms;
 	size_t		 i;
@@ -307,18 +344,22 @@ pool_thread_main(void *arg)
 			continue;
 		}
 		name = xstrdup(pp->pp_name);
+		from = pp->pp_from != NULL ? xstrdup(pp->pp_from) : NULL;
 		cfg = cfg_ref(pp->pp_cfg);
 		pthread_mutex_unlock(&pool_mtx);
 
 		t0 = util_now_ms();
-		ok = pool_build(cfg, name, SBX_F_POOLED, &s) == SBX_OK;
+		ok = (from == NULL ? pool_build(cfg, name, SBX_F_POOLED, &s) :
+		    pool_build_from(cfg, name, from, from, SBX_F_POOLED, &s)) ==
+		    SBX_OK;
 		if (ok)
 			sbx_unref(s);
 		ms = (double)(util_now_ms() - t0);
 		cfg_unref(cfg);
 
 		pthread_mutex_lock(&pool_mtx);
-		pp = pol_get(name);	/* the array may have moved */
+		pp = pol_get_from(name, from);	/* the array may have moved */
+		free(from);
 		if (pp->pp_preparing > 0)
 			pp->pp_preparing--;
 		if (!ok) {
@@ -402,12 +443,27 @@ pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
 	for (i = 0; i < n; i++) {
 		if (strcmp(list[i]->sb_policy, pp->pp_name) != 0)
 			continue;
-		if (list[i]->sb_flags & SBX_F_POOLED)
-			warm[nwarm++] = list[i];
-		else if (list[i]->sb_flags & SBX_F_LAUNCHED)
+		/* warm ones by the pool they wait in; the policy's own pool
+		   looks after every launched one */
+		if (list[i]->sb_flags & SBX_F_POOLED) {
+			if (strcmp(list[i]->sb_pool_from, pp->pp_from != NULL ?
+			    pp->pp_from : "") == 0)
+				warm[nwarm++] = list[i];
+		} else if ((list[i]->sb_flags & SBX_F_LAUNCHED) &&
+		    pp->pp_from == NULL)
 			launched[nl++] = list[i];
 	}
+	/* what prewarm asked for and nobody claimed stops counting once it
+	   idled too long; the surplus is then dropped below */
+	if (pp->pp_extra > 0 && now - pp->pp_extra_ms > cfg->c_pool_idle_ms)
+		pp->pp_extra = 0;
 	pp->pp_target = pool_target(cfg, pp);
+	/* over pool.max, unclaimed warm ones give way first: they are
+	   rebuilt in the background, a claimed one is someone's work */
+	qsort(warm, nwarm, sizeof(*warm), lru_cmp);
+	while (nwarm > 0 && nwarm + nl > cfg->c_pool_max &&
+	    sbx_delete(warm[nwarm - 1]->sb_id) == SBX_OK)
+		nwarm--;
 	qsort(launched, nl, sizeof(*launched), lru_cmp);
 	for (i = 0; i < nl; i++) {
 		struct sbx *s = launched[i];
@@ -449,18 +505,17 @@ pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
 		while (nwarm + pp->pp_preparing < pp->pp_target &&
 		    nwarm + pp->pp_preparing + nl < cfg->c_pool_max) {
 			pool_prepare(cfg, pp);
-			if (pp->pp_extra > 0)
-				pp->pp_extra--;
 			more = 1;
 		}
 	}
 	if (nwarm + pp->pp_preparing > pp->pp_target && nwarm > 0) {
 		/* the oldest unclaimed surplus goes once it idled too long */
-		qsort(warm, nwarm, sizeof(*warm), lru_cmp);
 		if (now - __atomic_load_n(&warm[0]->sb_last_used_ms,
 		    __ATOMIC_RELAXED) > cfg->c_pool_idle_ms &&
-		    sbx_delete(warm[0]->sb_id) == SBX_OK)
-			nwarm--;
+		    sbx_delete(warm[0]->sb_id) == SBX_OK) {
+			/* gone: not the canary's either */
+			memmove(&warm[0], &warm[1], --nwarm * sizeof(*warm));
+		}
 	}
 	/* launcher.canary: one warm netns sandbox per policy, now and then
 	   (probed by pool_tick once the lock is released) */
@@ -494,6 +549,57 @@ pool_canary(struct sbx *s)
 	sbx_unref(s);
 }
 
+/*
+ * The pools prewarmed from snapshots: each refills what prewarm asked for
+ * and drops its unclaimed surplus like the policy's own; one left empty
+ * (or of a policy a reload removed) unpins its snapshot: its name goes
+ * into *unpin for pool_unpin, after pool_mtx is released. Caller holds
+ * pool_mtx.
+ */
+static int
+pool_from_tick(const struct cfg *cfg, struct sbx **list, size_t n,
+    uint64_t now, char ***unpin, size_t *nunpin)
+{
+	struct pool_pol	*pp;
+	size_t		 i;
+	int		 more = 0, nopressure = 0;
+
+	for (i = 0; i < pool_npols; i++) {
+		pp = &pool_pols[i];
+		if (pp->pp_from == NULL)
+			continue;
+		if (cfg_policy_find(cfg, pp->pp_name) == NULL)
+			pp->pp_extra = 0;
+		else
+			more |= pool_policy_tick(cfg, pp, list, n, now,
+			    &nopressure, NULL);
+		if (pp->pp_pinned && pp->pp_warm == 0 &&
+		    pp->pp_preparing == 0 && pp->pp_extra == 0) {
+			pp->pp_pinned = 0;
+			*unpin = xrealloc(*unpin, (*nunpin + 1) *
+			    sizeof(**unpin));
+			(*unpin)[(*nunpin)++] = xstrdup(pp->pp_from);
+		}
+	}
+	return more;
+}
+
+/* Release the launcher's pins on <names> (freed here). */
+static void
+pool_unpin(char **names, size_t n)
+{
+	char	why[160];
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (pool_launcher != NULL && launcher_snap(pool_launcher,
+		    LNC_SNAP_UNPIN, NULL, names[i], 0, why, sizeof(why)) == -1)
+			log_warnx("pool: unpin snapshot %s: %s", names[i], why);
+		free(names[i]);
+	}
+	free(names);
+}
+
 static void
 pool_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -504,6 +610,8 @@ pool_tick(evutil_socket_t fd, short what, void *arg)
 	size_t			  i, n;
 	double			  inst;
 	struct sbx		 *canary = NULL;
+	char			**unpin = NULL;
+	size_t			  nunpin = 0;
 	int			  more = 0, evicted_any, pressure;
 
 	pthread_mutex_lock(&pool_mtx);
@@ -536,8 +644,10 @@ pool_tick(evutil_socket_t fd, short what, void *arg)
 		    pool_launcher != NULL ? &canary : NULL);
 		evicted_any |= pp->pp_evicted != before;
 	}
+	more |= pool_from_tick(cfg, list, n, now, &unpin, &nunpin);
 	pthread_mutex_unlock(&pool_mtx);
 	sbx_list_free(list, n);
+	pool_unpin(unpin, nunpin);
 	if (evicted_any)
 		workers_revoke();
 	if (canary != NULL)
@@ -562,28 +672,31 @@ pool_start(struct event_base *base, const struct cfg *(*cfg_fn)(void))
 	return 0;
 }
 
-/* A warm sandbox of <policy> ready to use (a VM resumed), or NULL. */
+/* A warm sandbox of <policy> from the pool prewarmed from <from> (NULL:
+ * the policy's own) ready to use (a VM resumed), or NULL. */
 static struct sbx *
-pool_take_warm(const char *policy)
+pool_take_warm(const char *policy, const char *from)
 {
 	struct pool_pol	*pp;
 	struct sbx	*s;
 	char		 why[160];
 
 	pthread_mutex_lock(&pool_mtx);
-	pp = pol_get(policy);
+	pp = pol_get_from(policy, from);
 	pp->pp_claims++;
 	pp->pp_claims_tick++;
 	pp->pp_last_claim_ms = util_now_ms();
 	for (;;) {
-		if ((s = sbx_claim_pooled(policy)) == NULL) {
-			pp = pol_get(policy);
+		if ((s = sbx_claim_pooled(policy, from)) == NULL) {
+			pp = pol_get_from(policy, from);
 			pp->pp_cold++;
 			break;
 		}
-		pp = pol_get(policy);
+		pp = pol_get_from(policy, from);
 		if (pp->pp_warm > 0)
 			pp->pp_warm--;
+		if (pp->pp_extra > 0)	/* a prewarmed one served its claim */
+			pp->pp_extra--;
 		pthread_mutex_unlock(&pool_mtx);
 		if (!(s->sb_flags & SBX_F_PAUSED) ||
 		    pool_resume(s, why, sizeof(why)) == 0) {
@@ -681,7 +794,7 @@ pool_claim_async(const char *policy, pool_claim_cb done, void *arg,
 	pa->pa_cfg = cfg_ref((struct cfg *)cfg);
 	pa->pa_done = done;
 	pa->pa_arg = arg;
-	if ((pa->pa_sbx = pool_take_warm(policy)) != NULL) {
+	if ((pa->pa_sbx = pool_take_warm(policy, NULL)) != NULL) {
 		pa->pa_warm = 1;
 		pool_async_finish(pa);
 		return 0;
@@ -708,7 +821,7 @@ pool_claim(const char *policy, struct sbx **out, int *warm)
 
 	if (cfg_policy_find(cfg, policy) == NULL)
 		return SBX_E_POLICY;
-	if ((*out = pool_take_warm(policy)) != NULL) {
+	if ((*out = pool_take_warm(policy, NULL)) != NULL) {
 		*warm = 1;
 		return SBX_OK;
 	}
@@ -760,39 +873,73 @@ pool_rollback(struct sbx *s, const char *from, char *why, size_t whysz)
 }
 
 /* A sandbox from snapshot <from>: the pool's when it is built from that
- * one, else cold (issue 22, points 2, 3). */
+ * one, or a warm one prewarmed from it, else built now, identical to the
+ * warm ones (issue 22, points 2, 3). */
 enum sbx_err
 pool_claim_from(const char *policy, const char *from, struct sbx **out,
     int *warm)
 {
 	const struct cfg	*cfg = pool_cfg();
 
-	if (cfg->c_pool_from != NULL && strcmp(cfg->c_pool_from, from) == 0)
+	if (pool_own_from(cfg, from))
 		return pool_claim(policy, out, warm);
 	if (cfg_policy_find(cfg, policy) == NULL)
 		return SBX_E_POLICY;
 	if (pool_launcher == NULL)
 		return SBX_E_LAUNCH;
+	if ((*out = pool_take_warm(policy, from)) != NULL) {
+		*warm = 1;
+		return SBX_OK;
+	}
 	*warm = 0;
-	return pool_build_from(cfg, policy, from, SBX_F_LAUNCHED, out);
+	pool_kick(0);
+	return pool_build_from(cfg, policy, from, NULL, SBX_F_LAUNCHED, out);
 }
 
 long
-pool_prewarm(const char *policy, size_t count)
+pool_prewarm(const char *policy, const char *from, size_t count, char *why,
+    size_t whysz)
 {
 	const struct cfg	*cfg = pool_cfg();
 	struct pool_pol		*pp;
 	size_t			 room, have;
+	int			 pin;
 
-	if (cfg_policy_find(cfg, policy) == NULL)
+	if (cfg_policy_find(cfg, policy) == NULL) {
+		snprintf(why, whysz, "no policy \"%.64s\" in the running "
+		    "config", policy);
+		errno = EINVAL;
+		return -1;
+	}
+	if (pool_own_from(cfg, from))
+		from = NULL;
+	else if (pool_launcher == NULL) {
+		snprintf(why, whysz, "\"from\" needs launcher.backend netns");
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&pool_mtx);
+	pp = pol_get_from(policy, from);
+	pin = from != NULL && !pp->pp_pinned;
+	pthread_mutex_unlock(&pool_mtx);
+	/* a pool built from it keeps the snapshot from delete and pruning */
+	if (pin && launcher_snap(pool_launcher, LNC_SNAP_PIN, NULL, from, 0,
+	    why, whysz) == -1)
 		return -1;
 	pthread_mutex_lock(&pool_mtx);
-	pp = pol_get(policy);
+	pp = pol_get_from(policy, from);
+	if (pin) {
+		if (pp->pp_pinned)	/* another prewarm pinned it meanwhile */
+			(void)launcher_snap(pool_launcher, LNC_SNAP_UNPIN,
+			    NULL, from, 0, why, whysz);
+		pp->pp_pinned = 1;
+	}
 	have = pool_target(cfg, pp);
 	room = cfg->c_pool_max > have ? cfg->c_pool_max - have : 0;
 	if (count > room)
 		count = room;
 	pp->pp_extra += count;
+	pp->pp_extra_ms = util_now_ms();
 	pthread_mutex_unlock(&pool_mtx);
 	pool_kick(0);
 	return (long)count;
@@ -860,6 +1007,7 @@ pool_stop(void)
 	sbx_drop_pooled();
 	for (i = 0; i < pool_npols; i++) {
 		free(pool_pols[i].pp_name);
+		free(pool_pols[i].pp_from);
 		cfg_unref(pool_pols[i].pp_cfg);
 	}
 	free(pool_pols);

@@ -53,9 +53,13 @@ int		 pool_claim_async(const char *policy, pool_claim_cb done,
 		    void *arg, enum sbx_err *e);
 /* Does a cold claim take seconds (backend qemu)? */
 int		 pool_claim_is_slow(void);
-/* Prepare <count> more for <policy> ahead of demand (up to pool.max).
- * Returns how many were scheduled, or -1 for an unknown policy. */
-long		 pool_prewarm(const char *policy, size_t count);
+/* Prepare <count> more for <policy> ahead of demand (up to pool.max),
+ * from snapshot <from> (NULL: as the policy's own pool; else a pool of
+ * its own that pins the snapshot while it holds any, netns backend only).
+ * Returns how many were scheduled, or -1 with the reason (an unknown
+ * policy or snapshot). */
+long		 pool_prewarm(const char *policy, const char *from,
+		    size_t count, char *why, size_t whysz);
 /* Per-policy figures of the running config's policies; free with
  * pool_stats_free. */
 size_t		 pool_stats(struct pool_stat **);

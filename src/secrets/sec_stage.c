@@ -2,14 +2,21 @@
  * The secrets stage (pipe/stage.h): placeholders resolved and injected
  * on the request head (misuse refused), the body held when SigV4 signs
  * it, the body watched for placeholders of secrets not bound to its host
- * (the tripwire), and a response to a request towards a secret's hosts
- * refused when it could carry the secret past the scanner.
+ * (the tripwire), a response to a request towards a secret's hosts
+ * refused when it could carry the secret past the scanner, and what a
+ * secret went out with redacted from the response (its head as one
+ * piece, its body as it streams): a secret that went out never comes
+ * back to the sandbox.
  */
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <event2/buffer.h>
+#include <openssl/crypto.h>
 
 #include "cfg/cfg.h"
 #include "http/http_msg.h"
@@ -201,6 +208,59 @@ sec_resp_head(struct xs_call *xc)
 		return xs_deny(xc, AUD_R_UPSTREAM_UNREACHABLE, "upstream sent "
 		    "a partial answer (206, byte ranges) to a request that "
 		    "carried a secret");
+	/* redaction changes the body's length */
+	xc->xc_reframe = 1;
+	return XS_GO;
+}
+
+/*
+ * The head as it goes to the client, redacted as one block: the reason
+ * phrase, names and values could each echo a secret, and a value split
+ * across two fields is seen whole where it is whole.
+ */
+static enum xs_verdict
+sec_resp_head_out(struct xs_call *xc, struct evbuffer *in,
+    struct evbuffer *out)
+{
+	struct sec_scan	*reflect = sec_req_reflector(xc->xc_x->x_sec.s_req);
+	char		*raw, *clean;
+	size_t		 n = evbuffer_get_length(in), clen;
+
+	if (reflect == NULL || n == 0)
+		return XS_GO;
+	raw = (char *)evbuffer_pullup(in, (ssize_t)n);
+	clean = sec_scan_string(reflect, raw, n, &clen, NULL);
+	OPENSSL_cleanse(raw, n);
+	evbuffer_drain(in, n);
+	evbuffer_add(out, clean, clen);
+	free(clean);
+	return XS_GO;
+}
+
+/* The body through the scanner, which keeps back at most a partial match
+ * and lets it go at the end. */
+static enum xs_verdict
+sec_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
+{
+	struct sec_scan		*reflect;
+	struct evbuffer_iovec	 v[8];
+	size_t			 taken;
+	int			 i, n;
+
+	if ((reflect = sec_req_reflector(xc->xc_x->x_sec.s_req)) == NULL)
+		return XS_GO;
+	while (evbuffer_get_length(in) > 0 &&
+	    (n = evbuffer_peek(in, -1, NULL, v, 8)) > 0) {
+		taken = 0;
+		for (i = 0; i < n && i < 8; i++) {
+			sec_scan_feed(reflect, v[i].iov_base, v[i].iov_len,
+			    out);
+			taken += v[i].iov_len;
+		}
+		evbuffer_drain(in, taken);
+	}
+	if (xc->xc_eof)
+		sec_scan_finish(reflect, out);
 	return XS_GO;
 }
 
@@ -224,4 +284,6 @@ const struct xstage sec_stage = {
 	.xs_req_body = sec_req_body,
 	.xs_resp_head = sec_resp_head,
 	.xs_done = sec_done,
+	.xs_resp_head_out = sec_resp_head_out,
+	.xs_resp_body = sec_resp_body,
 };

@@ -34,6 +34,7 @@ main(void)
 	srunner_add_suite(sr, suite_dns_synth());
 	srunner_add_suite(sr, suite_dns_stub());
 	srunner_add_suite(sr, suite_stage());
+	srunner_add_suite(sr, suite_stage_sec());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

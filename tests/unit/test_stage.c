@@ -16,6 +16,8 @@
 #include "http/http_msg.h"
 #include "pipe/stage.h"
 #include "pipe/xchg.h"
+#include "secrets/sec.h"
+#include "secrets/sec_req.h"
 #include "unit.h"
 
 static char	calls[64];
@@ -129,6 +131,105 @@ START_TEST(test_walk_body_done)
 	calls[0] = '\0';
 	xs_run_done(tbl, &xc);
 	ck_assert_str_eq(calls, "12");
+}
+END_TEST
+
+/* Filters: 'u' upper-cases what it takes, 'o' observes, 'x' refuses
+ * after letting the first byte through, 'h' keeps everything back until
+ * the last call. */
+static enum xs_verdict
+u_filt(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
+{
+	char	ch;
+
+	(void)xc;
+	mark('u');
+	while (evbuffer_remove(in, &ch, 1) == 1) {
+		ch = (char)(ch >= 'a' && ch <= 'z' ? ch - 32 : ch);
+		evbuffer_add(out, &ch, 1);
+	}
+	return XS_GO;
+}
+static enum xs_verdict
+o_filt(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
+{ (void)xc; (void)in; (void)out; mark('o'); return XS_GO; }
+static enum xs_verdict
+x_filt(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
+{
+	mark('x');
+	evbuffer_remove_buffer(in, out, 1);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	xc->xc_cut = AUD_R_BUDGET_CUT;
+	return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "cap");
+}
+static struct evbuffer	*h_kept;
+static enum xs_verdict
+h_filt(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
+{
+	mark('h');
+	evbuffer_add_buffer(h_kept, in);
+	if (xc->xc_eof)
+		evbuffer_add_buffer(out, h_kept);
+	return XS_GO;
+}
+static const struct xstage fu = { .xs_name = "u", .xs_resp_body = u_filt };
+static const struct xstage fo = { .xs_name = "o", .xs_resp_body = o_filt,
+    .xs_resp_head_out = o_filt };
+static const struct xstage fx = { .xs_name = "x", .xs_resp_body = x_filt };
+static const struct xstage fh = { .xs_name = "h", .xs_resp_body = h_filt };
+
+/* Run <tbl>'s body filters over <text>; the result as a string. */
+static enum xs_verdict
+filter(const struct xstage *const *tbl, struct xs_call *xc, const char *text,
+    char *got, size_t size)
+{
+	struct evbuffer	*a = evbuffer_new(), *b = evbuffer_new(), *res;
+	enum xs_verdict	 v;
+	size_t		 n;
+
+	evbuffer_add(a, text, strlen(text));
+	v = xs_run_filter(tbl, XS_F_RESP_BODY, xc, a, b, &res);
+	ck_assert(res == a || res == b);
+	ck_assert_uint_eq(evbuffer_get_length(res == a ? b : a), 0);
+	n = evbuffer_remove(res, got, size - 1);
+	got[n] = '\0';
+	evbuffer_free(a);
+	evbuffer_free(b);
+	return v;
+}
+
+START_TEST(test_filter_chain)
+{
+	const struct xstage *const obs[] = { &fo, &fo, NULL };
+	const struct xstage *const up[] = { &fo, &fu, &fo, NULL };
+	const struct xstage *const cut[] = { &fx, &fu, NULL };
+	const struct xstage *const hold[] = { &fh, &fu, NULL };
+	struct xs_call	xc;
+	struct xchg	x;
+	char		got[64];
+
+	call_init(&xc, &x);
+	ck_assert_int_eq(filter(obs, &xc, "abc", got, sizeof(got)), XS_GO);
+	ck_assert_str_eq(got, "abc");	/* observed: untouched */
+	ck_assert_int_eq(filter(up, &xc, "abc", got, sizeof(got)), XS_GO);
+	ck_assert_str_eq(got, "ABC");
+	/* the first stage refuses after one byte: the later ones still
+	   filter what it let through */
+	calls[0] = '\0';
+	ck_assert_int_eq(filter(cut, &xc, "abc", got, sizeof(got)), XS_DENY);
+	ck_assert_str_eq(got, "A");
+	ck_assert_str_eq(calls, "xu");
+	ck_assert_int_eq(xc.xc_why, AUD_R_BUDGET_EXCEEDED);
+	ck_assert_int_eq(xc.xc_cut, AUD_R_BUDGET_CUT);
+	ck_assert_str_eq(xc.xc_reason, "cap");
+	/* kept back until the last call */
+	h_kept = evbuffer_new();
+	ck_assert_int_eq(filter(hold, &xc, "abc", got, sizeof(got)), XS_GO);
+	ck_assert_str_eq(got, "");
+	xc.xc_eof = 1;
+	ck_assert_int_eq(filter(hold, &xc, "de", got, sizeof(got)), XS_GO);
+	ck_assert_str_eq(got, "ABCDE");
+	evbuffer_free(h_kept);
 }
 END_TEST
 
@@ -270,6 +371,7 @@ suite_stage(void)
 	tcase_add_test(tc, test_walk_deny_stops);
 	tcase_add_test(tc, test_walk_wait_resumes);
 	tcase_add_test(tc, test_walk_body_done);
+	tcase_add_test(tc, test_filter_chain);
 	tcase_add_test(tc, test_table_order);
 	tcase_add_test(tc, test_reasons);
 	suite_add_tcase(s, tc);

@@ -45,5 +45,6 @@ Suite	*suite_aud_verify(void);
 Suite	*suite_dns_synth(void);
 Suite	*suite_dns_stub(void);
 Suite	*suite_stage(void);
+Suite	*suite_stage_sec(void);
 
 #endif
