@@ -24,6 +24,8 @@ TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
 # 59x (parent proxies, the SOCKS5 listener): a SOCKS5 parent, and ssh
 # through SOCKS5 (nc -X 5) to an sshd the test starts
 TEST_PKGS="$TEST_PKGS microsocks openssh-server openssh-client netcat-openbsd"
+# 570-secrets-brokers: the mock token endpoints verify RS256 JWTs
+TEST_PKGS="$TEST_PKGS python3-cryptography"
 # 470-deb-package builds the Debian package (dpkg-buildpackage, debhelper),
 # installs it and rotates its audit log; devscripts without its
 # recommends (mail and web tooling)

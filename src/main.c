@@ -483,7 +483,9 @@ main(int argc, char *argv[])
 			    nerr == 1 ? "" : "s");
 			return 1;
 		}
-		/* secret sources must resolve too (values never printed) */
+		/* secret sources must resolve too (values never printed);
+		 * no token is minted by a check */
+		sec_store_no_mint();
 		if (cfg->c_nsecrets > 0 &&
 		    (cfg->c_store = sec_store_new(cfg, stderr)) == NULL) {
 			cfg_unref(cfg);

@@ -29,8 +29,8 @@
 	X(DENIED, "denied", 403, AUD_D_KEEP, "no rule allows it")	\
 	X(SECRET_MISUSE, "secret_misuse", 403, AUD_D_DENY,		\
 	    "a secret's placeholder towards a host it is not bound to")	\
-	X(SECRET_UNAVAILABLE, "secret_unavailable", 503, AUD_D_KEEP,	\
-	    "a secret could not be obtained")				\
+	X(SECRET_UNAVAILABLE, "secret_unavailable", 502, AUD_D_KEEP,	\
+	    "a secret (or a minted token) could not be obtained")	\
 	X(BUDGET_EXCEEDED, "budget_exceeded", 402, AUD_D_KEEP,		\
 	    "a cap of the sandbox is spent")				\
 	X(BUDGET_UNAVAILABLE, "budget_unavailable", 503, AUD_D_KEEP,	\

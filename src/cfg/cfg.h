@@ -58,11 +58,40 @@ enum cfg_inject {
 	CFG_INJECT_SIGV4,	/* {aws_sigv4: {region: R, service: S}} */
 };
 
+/* A secret minted by the gateway from a credential (token brokers). */
+enum cfg_broker_kind {
+	CFG_BROKER_CLIENT_CREDENTIALS = 1,	/* oauth2_client_credentials */
+	CFG_BROKER_REFRESH,			/* oauth2_refresh */
+	CFG_BROKER_GOOGLE,			/* google_service_account */
+	CFG_BROKER_GITHUB,			/* github_app */
+};
+
+struct cfg_broker {
+	enum cfg_broker_kind b_kind;
+	char		*b_token_url;	/* http(s)://host[:port]/path; github:
+					   the API base; google: NULL = the
+					   key file's token_uri */
+	char		*b_client_id;	/* oauth2_* */
+	char		*b_cred;	/* client_secret / refresh_token /
+					   private_key: "env:X" | "file:/abs"
+					   | "exec:CMD" | "literal:V"; google:
+					   "file:" of key_file */
+	char		*b_cred2;	/* oauth2_refresh: client_secret, or
+					   NULL */
+	char		*b_scope;	/* space-separated, or NULL */
+	char		*b_app_id;	/* github_app */
+	char		*b_installation_id;
+	uint64_t	 b_margin_ms;	/* renew this long before expiry
+					   (at most half the lifetime) */
+};
+
 struct cfg_secret {
 	char		 *sc_name;
 	char		 *sc_source;	/* "env:X" | "file:/abs" | "exec:CMD" |
 					   "literal:V" (file: made absolute) */
 	uint64_t	  sc_refresh_ms;	/* exec: only; 0 = never */
+	struct cfg_broker *sc_broker;	/* minted, else NULL; sc_source is
+					   then "broker:KIND" */
 	char		**sc_hosts;	/* lowercase patterns like rule hosts */
 	size_t		  sc_nhosts;
 	enum cfg_inject	  sc_inject;

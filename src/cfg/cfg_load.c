@@ -402,6 +402,22 @@ cfg_secret_free(struct cfg_secret *sc)
 	if (sc->sc_source != NULL)
 		OPENSSL_cleanse(sc->sc_source, strlen(sc->sc_source));
 	free(sc->sc_source);
+	if (sc->sc_broker != NULL) {
+		if (sc->sc_broker->b_cred != NULL)
+			OPENSSL_cleanse(sc->sc_broker->b_cred,
+			    strlen(sc->sc_broker->b_cred));
+		free(sc->sc_broker->b_cred);
+		if (sc->sc_broker->b_cred2 != NULL)
+			OPENSSL_cleanse(sc->sc_broker->b_cred2,
+			    strlen(sc->sc_broker->b_cred2));
+		free(sc->sc_broker->b_cred2);
+		free(sc->sc_broker->b_token_url);
+		free(sc->sc_broker->b_client_id);
+		free(sc->sc_broker->b_scope);
+		free(sc->sc_broker->b_app_id);
+		free(sc->sc_broker->b_installation_id);
+		free(sc->sc_broker);
+	}
 	free(sc->sc_name);
 	cfg_strv_free(sc->sc_hosts, sc->sc_nhosts);
 	free(sc->sc_header);

@@ -24,6 +24,7 @@
 #include "pipe/xchg.h"
 #include "policy/pol_ask.h"
 #include "sbx/sbx.h"
+#include "secrets/sec.h"
 #include "util/log.h"
 
 static void
@@ -155,6 +156,7 @@ conn_pipe_fini(struct conn *c)
 		return;
 	bud_led_unwatch(c->c_resume_ev);
 	ask_unwatch(c->c_resume_ev);
+	sec_store_unwatch(c->c_cfg->c_store, c->c_resume_ev);
 	event_free(c->c_resume_ev);
 	c->c_resume_ev = NULL;
 }

@@ -154,6 +154,19 @@ mask_add(struct launcher_opts *o, size_t *n, const char *path)
 	return 0;
 }
 
+/* A token broker's credential files (key_file, file: sources). */
+static int
+mask_broker(struct launcher_opts *o, size_t *n, const struct cfg_broker *b)
+{
+	int	rc = 0;
+
+	if (b->b_cred != NULL && strncmp(b->b_cred, "file:", 5) == 0)
+		rc |= mask_add(o, n, b->b_cred + 5);
+	if (b->b_cred2 != NULL && strncmp(b->b_cred2, "file:", 5) == 0)
+		rc |= mask_add(o, n, b->b_cred2 + 5);
+	return rc;
+}
+
 int
 launcher_opts_from_cfg(struct launcher_opts *o, const struct cfg *cfg)
 {
@@ -213,6 +226,8 @@ launcher_opts_from_cfg(struct launcher_opts *o, const struct cfg *cfg)
 	for (i = 0; i < cfg->c_nsecrets; i++)
 		if (strncmp(cfg->c_secrets[i].sc_source, "file:", 5) == 0)
 			rc |= mask_add(o, &n, cfg->c_secrets[i].sc_source + 5);
+		else if (cfg->c_secrets[i].sc_broker != NULL)
+			rc |= mask_broker(o, &n, cfg->c_secrets[i].sc_broker);
 	return rc ? -1 : 0;
 }
 

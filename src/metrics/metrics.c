@@ -72,6 +72,7 @@ static struct {
 	uint64_t	canary_failures;
 	uint64_t	would_deny;
 	uint64_t	holds[MET_HOLD_COUNT];
+	uint64_t	secret_mints[2];		/* failed, ok */
 } met;
 
 static uint64_t	met_start_s;
@@ -175,6 +176,12 @@ void
 met_hold(enum met_hold h)
 {
 	met_add(&met.holds[h], 1);
+}
+
+void
+met_secret_mint(int ok)
+{
+	met_add(&met.secret_mints[ok ? 1 : 0], 1);
 }
 
 /* "# HELP" and "# TYPE" of one family. */
@@ -523,6 +530,15 @@ met_render(struct evbuffer *out)
 		evbuffer_add_printf(out, "airlock_approval_holds_total"
 		    "{outcome=\"%s\"} %" PRIu64 "\n", met_hold_names[i],
 		    met_load(&met.holds[i]));
+	met_family(out, "airlock_secret_mints_total", "counter",
+	    "Tokens minted for token broker secrets (requests to a token "
+	    "endpoint that gave one).");
+	met_sample(out, "airlock_secret_mints_total",
+	    met_load(&met.secret_mints[1]));
+	met_family(out, "airlock_secret_mint_failures_total", "counter",
+	    "Requests to a token endpoint that gave no token.");
+	met_sample(out, "airlock_secret_mint_failures_total",
+	    met_load(&met.secret_mints[0]));
 
 	met_family(out, "airlock_build_info", "gauge",
 	    "Always 1; the version is in the label.");

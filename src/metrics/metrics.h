@@ -49,6 +49,8 @@ enum met_hold {
 	MET_HOLD_COUNT,
 };
 void	met_hold(enum met_hold);
+/* One token mint of a broker secret (secrets/sec_store.c), <ok> or not. */
+void	met_secret_mint(int ok);
 /* Append the whole exposition to <out>. */
 void	met_render(struct evbuffer *out);
 

@@ -21,6 +21,7 @@
 struct cfg_rule;
 struct sec_req;
 struct sec_trip;
+struct event;
 struct meter;
 struct bud_sb;
 struct bud_rop;
@@ -33,6 +34,9 @@ struct xchg_secrets {
 	struct sec_trip	*s_trip;	/* placeholders the body must not
 					   carry (conn_secrets.c), or NULL */
 	int		 s_signed;	/* SigV4 headers added */
+	size_t		 s_wait;	/* 1 + the token broker secret whose
+					   mint the request waits for */
+	struct event	*s_wait_ev;	/* the event it is watched with */
 };
 
 /* The budget stage's slot. */

@@ -34,6 +34,8 @@ struct sec_val {
 	char		 sv_data[];	/* sv_len bytes + NUL */
 };
 
+/* An empty value with room for <cap> bytes and a NUL, or NULL. */
+struct sec_val	*sec_val_new(size_t cap);
 struct sec_val	*sec_val_ref(struct sec_val *);
 void		 sec_val_unref(struct sec_val *);	/* NULL ok */
 
@@ -54,6 +56,26 @@ void		 sec_store_free(struct sec_store *);
 struct sec_val	*sec_store_get(struct sec_store *, size_t idx);
 /* Number of successful loads/refreshes of <idx> (tests, metrics). */
 uint64_t	 sec_store_generation(struct sec_store *, size_t idx);
+
+/*
+ * Token brokers (sec_broker.h). A broker secret's value is its current
+ * token, handed out only before it expires. pending: no usable token and
+ * a mint under way (or not begun yet): wait for it with watch (1: nothing
+ * to wait for; else <ev> is made active, from the mint's thread, when a
+ * mint ends; unwatch before freeing it) or, where nothing can wait, wait
+ * (blocks at most <ms>). why: the failure that left it without a token,
+ * or "" (never a value).
+ */
+struct event;
+int		 sec_store_pending(struct sec_store *, size_t idx);
+int		 sec_store_watch(struct sec_store *, size_t idx, struct event *);
+void		 sec_store_unwatch(struct sec_store *, struct event *);
+void		 sec_store_wait(struct sec_store *, size_t idx, uint64_t ms);
+void		 sec_store_why(struct sec_store *, size_t idx, char *, size_t);
+/* The token a broker secret had before, while it is valid (new ref). */
+struct sec_val	*sec_store_prev(struct sec_store *, size_t idx);
+/* airlockd -t: stores made after this never reach a token endpoint. */
+void		 sec_store_no_mint(void);
 
 /* Process hardening: PR_SET_DUMPABLE 0 and RLIMIT_CORE 0. */
 void		 sec_harden_process(void);

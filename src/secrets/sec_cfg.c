@@ -17,6 +17,7 @@
 #include "cfg/cfg_walk.h"
 #include "util/util.h"
 #include "cfg/cfg_planes.h"
+#include "secrets/sec_broker.h"
 
 /* secrets */
 
@@ -55,12 +56,13 @@ cfg_k_sec_name(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 }
 
 /*
- * Only the form is checked here: the value is read by the secrets store
- * (sec_store_new), which keeps it in locked memory.
+ * A plain source "kind:rest" (env:, file:, exec:, literal:) as stored:
+ * file: made absolute relative to the config's directory. NULL after an
+ * error at <v> (the text is never echoed: it may be the secret itself).
  */
-static void
-cfg_k_sec_source(struct cfg_parse *cp, const struct cfg_key *k,
-    yaml_node_t *v, void *arg)
+char *
+sec_cfg_plain_source(struct cfg_parse *cp, const yaml_node_t *v,
+    const char *s, const char *key)
 {
 	static const struct {
 		const char	*prefix;
@@ -69,38 +71,60 @@ cfg_k_sec_source(struct cfg_parse *cp, const struct cfg_key *k,
 		{ "env:", "a variable name" }, { "file:", "a path" },
 		{ "exec:", "a command" }, { "literal:", "a value" },
 	};
-	struct cfg_secret	*sc = ((struct cfg_xctx *)arg)->xc_sec;
-	const char		*s, *rest;
-	char			*path;
+	const char		*rest;
+	char			*path, *out;
 	size_t			 i, len, plen;
 
-	s = cfg_str(v);
 	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (strncmp(s, kinds[i].prefix, strlen(kinds[i].prefix)) == 0)
 			break;
 	if (i == sizeof(kinds) / sizeof(kinds[0])) {
 		/* Do not echo it: a bare value may well be the secret. */
-		cfg_err(cp, v, "\"source\" must be env:NAME, file:PATH, "
-		    "exec:COMMAND or literal:VALUE (a bare value is refused)");
-		return;
+		cfg_err(cp, v, "\"%s\" must be env:NAME, file:PATH, "
+		    "exec:COMMAND or literal:VALUE (a bare value is refused)",
+		    key);
+		return NULL;
 	}
 	rest = s + strlen(kinds[i].prefix);
 	if (*rest == '\0') {
-		cfg_err(cp, v, "\"source\": %s needs %s", kinds[i].prefix,
+		cfg_err(cp, v, "\"%s\": %s needs %s", key, kinds[i].prefix,
 		    kinds[i].needs);
-		return;
+		return NULL;
 	}
-	if (strcmp(kinds[i].prefix, "file:") != 0) {
-		sc->sc_source = xstrdup(s);
-		return;
-	}
+	if (strcmp(kinds[i].prefix, "file:") != 0)
+		return xstrdup(s);
 	/* Relative to the configuration's directory, stored absolute. */
 	path = cfg_path_join(cp->cp_cfg->c_dir, rest);
 	plen = strlen(path);
 	len = 5 + plen + 1;
-	sc->sc_source = xmalloc(len);
-	snprintf(sc->sc_source, len, "file:%s", path);
+	out = xmalloc(len);
+	snprintf(out, len, "file:%s", path);
 	free(path);
+	return out;
+}
+
+/*
+ * Only the form is checked here: the value is read by the secrets store
+ * (sec_store_new), which keeps it in locked memory. A mapping is a token
+ * broker (sec_cfg_broker.c).
+ */
+static void
+cfg_k_sec_source(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_secret	*sc = ((struct cfg_xctx *)arg)->xc_sec;
+
+	(void)k;
+	if (v->type == YAML_MAPPING_NODE) {
+		sec_cfg_broker(cp, v, sc);
+		return;
+	}
+	if (v->type != YAML_SCALAR_NODE) {
+		cfg_err(cp, v, "\"source\" must be a source such as env:NAME "
+		    "or a token broker mapping, not %s", cfg_node_kind(v));
+		return;
+	}
+	sc->sc_source = sec_cfg_plain_source(cp, v, cfg_str(v), "source");
 }
 
 static void
@@ -462,8 +486,7 @@ cfg_k_sec_allow_plaintext(struct cfg_parse *cp, const struct cfg_key *k,
 
 static const struct cfg_key cfg_secret_keys[] = {
 	CFG_SCALAR("name", CFG_K_REQUIRED, cfg_k_sec_name, 0, "a string"),
-	CFG_SCALAR("source", CFG_K_REQUIRED, cfg_k_sec_source, 0,
-	    "a source such as env:NAME"),
+	CFG_ANY("source", CFG_K_REQUIRED, cfg_k_sec_source, 0),
 	CFG_NOTE("refresh", 0, cfg_k_sec_refresh, "a duration",
 	    offsetof(struct cfg_xctx, xc_refresh)),
 	CFG_SEQ("hosts", CFG_K_REQUIRED, cfg_k_sec_hosts),
@@ -490,6 +513,8 @@ cfg_secret_check(struct cfg_parse *cp, yaml_node_t *map,
 	    strncmp(sc->sc_source, "exec:", 5) != 0)
 		cfg_err(cp, xc->xc_refresh, "\"refresh\" applies only to "
 		    "exec: sources");
+	if (sc->sc_broker != NULL)
+		sec_cfg_broker_check(cp, map, sc);
 	if (xc->xc_inject == NULL && xc->xc_placeholder == NULL)
 		cfg_err(cp, map, "secret \"%s\" needs \"inject\", "
 		    "\"placeholder\" or both", sc->sc_name != NULL ?

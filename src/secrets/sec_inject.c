@@ -191,6 +191,25 @@ reflect_secret(struct refl_list *rl, size_t idx, struct sec_val *v)
 	rl->rl_val[rl->rl_n++] = sec_val_ref(v);
 }
 
+/*
+ * A renewed token's predecessor is still valid until it expires: an
+ * upstream that stored it may hand it back, so it is scanned for too.
+ */
+static void
+reflect_prev(const struct cfg *cfg, struct refl_list *rl)
+{
+	struct sec_val	*v;
+	size_t		 i, n = rl->rl_n;
+
+	for (i = 0; i < n; i++) {
+		if (cfg->c_secrets[rl->rl_idx[i]].sc_broker == NULL ||
+		    (v = sec_store_prev(cfg->c_store, rl->rl_idx[i])) == NULL)
+			continue;
+		rl->rl_idx[rl->rl_n] = rl->rl_idx[i];
+		rl->rl_val[rl->rl_n++] = v;
+	}
+}
+
 static void
 refl_fini(struct refl_list *rl)
 {
@@ -387,7 +406,7 @@ reflect_bound(struct sec_req **srp, const struct sec_facts *f,
 }
 
 enum sec_verdict
-sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
+sec_req_prepare(struct sec_facts *f, struct sec_req **out, char *reason,
     size_t reasonsz)
 {
 	const struct cfg	*cfg = f->sf_cfg;
@@ -395,14 +414,16 @@ sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
 	struct sec_req		*sr = NULL;
 	struct sec_val		*v;
 	struct refl_list	 rl;
+	char			 why[340];
 	size_t			 i, n;
 
 	*out = NULL;
 	if (cfg->c_nsecrets == 0)
 		return SEC_OK;
 	rl.rl_done = xcalloc(cfg->c_nsecrets, 1);
-	rl.rl_idx = xcalloc(cfg->c_nsecrets, sizeof(*rl.rl_idx));
-	rl.rl_val = xcalloc(cfg->c_nsecrets, sizeof(*rl.rl_val));
+	/* room for a broker secret's previous token too (reflect_prev) */
+	rl.rl_idx = xcalloc(2 * cfg->c_nsecrets, sizeof(*rl.rl_idx));
+	rl.rl_val = xcalloc(2 * cfg->c_nsecrets, sizeof(*rl.rl_val));
 	rl.rl_n = 0;
 	/* placeholders first: misuse stops everything */
 	for (i = 0; i < cfg->c_nsecrets; i++) {
@@ -439,6 +460,7 @@ sec_req_prepare(const struct sec_facts *f, struct sec_req **out, char *reason,
 			goto noval;
 	}
 	reflect_bound(&sr, f, &rl);
+	reflect_prev(f->sf_cfg, &rl);
 	if (sr == NULL) {
 		refl_fini(&rl);
 		return SEC_OK;
@@ -465,8 +487,14 @@ misuse:
 	return SEC_MISUSE;
 noval:
 	refl_fini(&rl);
-	snprintf(reason, reasonsz, "secret \"%s\" has no value", s->sc_name);
 	sec_req_free(sr);
+	if (sec_store_pending(cfg->c_store, i)) {
+		f->sf_wait_idx = i;
+		return SEC_WAIT;
+	}
+	sec_store_why(cfg->c_store, i, why, sizeof(why));
+	snprintf(reason, reasonsz, "secret \"%s\" has no value%s%s",
+	    s->sc_name, why[0] != '\0' ? ": " : "", why);
 	return SEC_ERROR;
 }
 

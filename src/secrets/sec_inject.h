@@ -29,6 +29,7 @@ enum sec_verdict {
 	SEC_OK = 0,
 	SEC_MISUSE,		/* a placeholder towards an unbound host */
 	SEC_ERROR,		/* a value is unavailable */
+	SEC_WAIT,		/* a token is being minted: *wait_idx */
 };
 
 /* What the stage needs to know about the request. */
@@ -42,17 +43,20 @@ struct sec_facts {
 	int			 sf_tls;	/* the upstream is reached over
 						   TLS whose certificate is
 						   verified */
+	size_t			 sf_wait_idx;	/* out, SEC_WAIT: the secret */
 };
 
 /*
  * Decide for one request. On SEC_OK, *out is NULL when no secret is
  * involved, else a new sec_req (sec_req_free()): one that carries values
  * (sr_carries), or only the scanner for the values bound to the host
- * (stored reflection). SEC_MISUSE: a placeholder towards an unbound host,
+ * (stored reflection). SEC_WAIT: a token broker secret it needs has no
+ * token yet, one is being minted (sf_wait_idx; sec_store_watch).
+ * SEC_MISUSE: a placeholder towards an unbound host,
  * or a value that would go over plain HTTP without allow_plaintext. On
  * SEC_MISUSE/ERROR <reason> names the secret, never a value.
  */
-enum sec_verdict sec_req_prepare(const struct sec_facts *,
+enum sec_verdict sec_req_prepare(struct sec_facts *,
 	    struct sec_req **out, char *reason, size_t reasonsz);
 void	sec_req_free(struct sec_req *);
 

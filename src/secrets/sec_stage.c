@@ -75,8 +75,9 @@ trip_setup(struct xs_call *xc)
 	    xc->xc_x->x_host);
 }
 
+/* Resolve the request's secrets; XS_WAIT: a token is being minted. */
 static enum xs_verdict
-sec_req_head(struct xs_call *xc)
+sec_prepare(struct xs_call *xc)
 {
 	struct xchg		*x = xc->xc_x;
 	struct sec_facts	 f;
@@ -88,11 +89,14 @@ sec_req_head(struct xs_call *xc)
 	f.sf_path = x->x_path;
 	f.sf_query = x->x_query;
 	f.sf_tls = xc->xc_tls;	/* the upstream handshake verifies */
+	f.sf_wait_idx = 0;
 	switch (sec_req_prepare(&f, &x->x_sec.s_req, xc->xc_reason,
 	    sizeof(xc->xc_reason))) {
 	case SEC_OK:
-		trip_setup(xc);
 		break;
+	case SEC_WAIT:
+		x->x_sec.s_wait = f.sf_wait_idx + 1;
+		return XS_WAIT;
 	case SEC_MISUSE:
 		x->x_allowed = 0;
 		xc->xc_why = AUD_R_SECRET_MISUSE;
@@ -106,10 +110,61 @@ sec_req_head(struct xs_call *xc)
 		return xs_deny(xc, AUD_R_DENIED, "WebSocket upgrade towards "
 		    "a secret's host is not relayed (its frames could not be "
 		    "scanned for the secret)");
+	return XS_GO;
+}
+
+static enum xs_verdict
+sec_req_head(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+	enum xs_verdict	 v;
+
+	trip_setup(xc);
+	if ((v = sec_prepare(xc)) == XS_WAIT)
+		/* the head cannot wait: req_ready does, before anything
+		 * goes upstream (a minted token is never SigV4) */
+		return XS_GO;
+	if (v != XS_GO)
+		return v;
 	if (x->x_sec.s_req != NULL && x->x_sec.s_req->sr_need_body) {
 		/* SigV4 signs the body: hold it whole */
 		xc->xc_hold = (size_t)xc->xc_cfg->c_limits.l_body_bytes;
 		return XS_HOLD;
+	}
+	return XS_GO;
+}
+
+/*
+ * A token broker secret had no token yet at the head: wait for the mint
+ * (the store makes the resume event active), then resolve again.
+ */
+static enum xs_verdict
+sec_req_ready(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+	struct sec_store *ss = xc->xc_cfg->c_store;
+	struct event	*ev;
+	size_t		 idx;
+	enum xs_verdict	 v;
+
+	while (x->x_sec.s_wait != 0) {
+		idx = x->x_sec.s_wait - 1;
+		if (xc->xc_resume != NULL && (ev = xc->xc_resume(xc)) != NULL) {
+			if (sec_store_watch(ss, idx, ev) == 0) {
+				x->x_sec.s_wait_ev = ev;
+				return XS_WAIT;
+			}
+		} else
+			sec_store_wait(ss, idx, xc->xc_cfg->c_limits.
+			    l_connect_timeout_ms);
+		x->x_sec.s_wait = 0;
+		if ((v = sec_prepare(xc)) == XS_WAIT && xc->xc_resume == NULL &&
+		    sec_store_pending(ss, x->x_sec.s_wait - 1))
+			return xs_deny(xc, AUD_R_SECRET_UNAVAILABLE, "secret "
+			    "\"%s\": no token minted in time",
+			    xc->xc_cfg->c_secrets[x->x_sec.s_wait - 1].sc_name);
+		if (v != XS_GO && v != XS_WAIT)
+			return v;
 	}
 	return XS_GO;
 }
@@ -207,11 +262,26 @@ sec_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	return XS_GO;
 }
 
+/* An exchange that ended while waiting for a mint (a timeout, the client
+ * gone) is no longer woken: its event may be freed before the mint ends. */
+static void
+sec_done(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+
+	if (x->x_sec.s_wait_ev == NULL)
+		return;
+	sec_store_unwatch(xc->xc_cfg->c_store, x->x_sec.s_wait_ev);
+	x->x_sec.s_wait_ev = NULL;
+}
+
 const struct xstage sec_stage = {
 	.xs_name = "secrets",
 	.xs_req_head = sec_req_head,
+	.xs_req_ready = sec_req_ready,
 	.xs_req_body = sec_req_body,
 	.xs_resp_head = sec_resp_head,
+	.xs_done = sec_done,
 	.xs_resp_head_out = sec_resp_head_out,
 	.xs_resp_body = sec_resp_body,
 };

@@ -26,12 +26,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <event2/event.h>
 #include <openssl/crypto.h>
 
 #include "cfg/cfg.h"
 #include "secrets/sec.h"
+#include "metrics/metrics.h"
+#include "secrets/sec_broker.h"
 #include "secrets/sec_inject.h"
 #include "util/exec.h"
 #include "util/log.h"
@@ -59,6 +63,26 @@ struct sec_entry {
 	uint64_t	 se_failed_ms;	/* last failure logged, 0 = healthy */
 	struct sec_val	*se_val;	/* under ss_mtx */
 	uint64_t	 se_gen;	/* under ss_mtx */
+	/* token brokers (sec_broker.h): the secret's config, else NULL */
+	const struct cfg_secret *se_sc;
+	struct sec_val	*se_cred;	/* its credential; broker thread */
+	struct sec_val	*se_cred2;	/* oauth2_refresh client_secret */
+	uint64_t	 se_exp;	/* se_val's expiry, wall s; ss_mtx */
+	struct sec_val	*se_prev;	/* the token before, still valid: an
+					   upstream may hand it back */
+	uint64_t	 se_prev_exp;
+	int		 se_minting;	/* a mint is under way; ss_mtx */
+	int		 se_tried;	/* a mint has ended; ss_mtx */
+	char		 se_why[300];	/* the last failure; ss_mtx */
+	pthread_t	 se_thread;
+	int		 se_running;
+	struct sec_store *se_ss;
+};
+
+/* An event made active when a mint ends (sec_store_watch). */
+struct sec_watch {
+	struct event		*w_ev;
+	struct sec_watch	*w_next;
 };
 
 struct sec_store {
@@ -73,7 +97,18 @@ struct sec_store {
 	 * from a running command alike (both wait in poll()).
 	 */
 	int		 ss_wake[2];
+	const struct cfg *ss_cfg;
+	pthread_cond_t	 ss_cond;	/* a mint ended */
+	struct sec_watch *ss_watch;	/* under ss_mtx */
 };
+
+static int	sec_no_mint;	/* airlockd -t: no token endpoint */
+
+void
+sec_store_no_mint(void)
+{
+	sec_no_mint = 1;
+}
 
 void
 sec_store_test_timeout(uint64_t ms)
@@ -105,8 +140,8 @@ sec_mlock_warn(int err)
  * locked (so never swapped), left out of core dumps, and zero in a forked
  * child.
  */
-static struct sec_val *
-sec_val_alloc(size_t cap)
+struct sec_val *
+sec_val_new(size_t cap)
 {
 	struct sec_val	*v;
 	size_t		 len, pg;
@@ -163,7 +198,7 @@ sec_val_unref(struct sec_val *v)
  * NULL with the reason in <why> when the value is not usable.
  */
 static struct sec_val *
-sec_val_finish(struct sec_val *v, int trim, char *why, size_t whysz)
+sec_val_finish(struct sec_val *v, int trim, int ml, char *why, size_t whysz)
 {
 	struct sec_val	*out;
 	size_t		 len, i;
@@ -177,8 +212,12 @@ sec_val_finish(struct sec_val *v, int trim, char *why, size_t whysz)
 		sec_val_unref(v);
 		return NULL;
 	}
-	/* A CR or LF would let the value add headers where injected. */
+	/* A CR or LF would let the value add headers where injected (a
+	 * broker's credential, a PEM key, never goes into a header). */
 	for (i = 0; i < len; i++) {
+		if (ml && (v->sv_data[i] == '\n' || v->sv_data[i] == '\r' ||
+		    v->sv_data[i] == '\t'))
+			continue;
 		if ((unsigned char)v->sv_data[i] < 0x20 ||
 		    v->sv_data[i] == 0x7f) {
 			snprintf(why, whysz, "the value contains control "
@@ -187,7 +226,7 @@ sec_val_finish(struct sec_val *v, int trim, char *why, size_t whysz)
 			return NULL;
 		}
 	}
-	if ((out = sec_val_alloc(len)) == NULL) {
+	if ((out = sec_val_new(len)) == NULL) {
 		snprintf(why, whysz, "out of memory: %s", strerror(errno));
 		sec_val_unref(v);
 		return NULL;
@@ -202,7 +241,7 @@ sec_val_finish(struct sec_val *v, int trim, char *why, size_t whysz)
 /* sources */
 
 static struct sec_val *
-sec_read_env(const char *name, char *why, size_t whysz)
+sec_read_env(const char *name, int ml, char *why, size_t whysz)
 {
 	struct sec_val	*v;
 	const char	*s;
@@ -214,34 +253,34 @@ sec_read_env(const char *name, char *why, size_t whysz)
 		return NULL;
 	}
 	len = strlen(s);
-	if ((v = sec_val_alloc(len)) == NULL) {
+	if ((v = sec_val_new(len)) == NULL) {
 		snprintf(why, whysz, "out of memory: %s", strerror(errno));
 		return NULL;
 	}
 	memcpy(v->sv_data, s, len);
 	v->sv_len = len;
-	return sec_val_finish(v, 0, why, whysz);
+	return sec_val_finish(v, 0, ml, why, whysz);
 }
 
 static struct sec_val *
-sec_read_literal(const char *s, char *why, size_t whysz)
+sec_read_literal(const char *s, int ml, char *why, size_t whysz)
 {
 	struct sec_val	*v;
 	size_t		 len;
 
 	len = strlen(s);
-	if ((v = sec_val_alloc(len)) == NULL) {
+	if ((v = sec_val_new(len)) == NULL) {
 		snprintf(why, whysz, "out of memory: %s", strerror(errno));
 		return NULL;
 	}
 	memcpy(v->sv_data, s, len);
 	v->sv_len = len;
-	return sec_val_finish(v, 0, why, whysz);
+	return sec_val_finish(v, 0, ml, why, whysz);
 }
 
 /* Read straight into locked memory: no copy of the bytes elsewhere. */
 static struct sec_val *
-sec_read_file(const char *path, char *why, size_t whysz)
+sec_read_file(const char *path, int ml, char *why, size_t whysz)
 {
 	struct sec_val	*v;
 	ssize_t		 r;
@@ -249,7 +288,7 @@ sec_read_file(const char *path, char *why, size_t whysz)
 
 	if ((fd = util_open_secret(path, why, whysz)) == -1)
 		return NULL;
-	if ((v = sec_val_alloc(SEC_MAX_VALUE + 1)) == NULL) {
+	if ((v = sec_val_new(SEC_MAX_VALUE + 1)) == NULL) {
 		snprintf(why, whysz, "out of memory: %s", strerror(errno));
 		close(fd);
 		return NULL;
@@ -277,7 +316,7 @@ sec_read_file(const char *path, char *why, size_t whysz)
 		sec_val_unref(v);
 		return NULL;
 	}
-	return sec_val_finish(v, 1, why, whysz);
+	return sec_val_finish(v, 1, ml, why, whysz);
 }
 
 /*
@@ -286,13 +325,14 @@ sec_read_file(const char *path, char *why, size_t whysz)
  * 0 within the timeout). <stopfd> (or -1) becoming readable aborts it.
  */
 static struct sec_val *
-sec_exec(const char *cmd, int stopfd, int *stopped, char *why, size_t whysz)
+sec_exec(const char *cmd, int stopfd, int *stopped, int ml, char *why,
+    size_t whysz)
 {
 	struct sec_val	*v;
 	char		 err[200];
 
 	*stopped = 0;
-	if ((v = sec_val_alloc(SEC_MAX_VALUE + 1)) == NULL) {
+	if ((v = sec_val_new(SEC_MAX_VALUE + 1)) == NULL) {
 		snprintf(why, whysz, "out of memory: %s", strerror(errno));
 		return NULL;
 	}
@@ -302,12 +342,13 @@ sec_exec(const char *cmd, int stopfd, int *stopped, char *why, size_t whysz)
 		sec_val_unref(v);
 		return NULL;
 	}
-	return sec_val_finish(v, 1, why, whysz);
+	return sec_val_finish(v, 1, ml, why, whysz);
 }
 
 /* The value of source <src> ("kind:rest"), or NULL and the reason. */
 static struct sec_val *
-sec_load(const char *src, int stopfd, int *stopped, char *why, size_t whysz)
+sec_load(const char *src, int stopfd, int *stopped, int ml, char *why,
+    size_t whysz)
 {
 	*stopped = 0;
 	if (src == NULL) {
@@ -315,13 +356,13 @@ sec_load(const char *src, int stopfd, int *stopped, char *why, size_t whysz)
 		return NULL;
 	}
 	if (strncmp(src, "env:", 4) == 0)
-		return sec_read_env(src + 4, why, whysz);
+		return sec_read_env(src + 4, ml, why, whysz);
 	if (strncmp(src, "file:", 5) == 0)
-		return sec_read_file(src + 5, why, whysz);
+		return sec_read_file(src + 5, ml, why, whysz);
 	if (strncmp(src, "exec:", 5) == 0)
-		return sec_exec(src + 5, stopfd, stopped, why, whysz);
+		return sec_exec(src + 5, stopfd, stopped, ml, why, whysz);
 	if (strncmp(src, "literal:", 8) == 0)
-		return sec_read_literal(src + 8, why, whysz);
+		return sec_read_literal(src + 8, ml, why, whysz);
 	/* The config refuses these; never echo what it was. */
 	snprintf(why, whysz, "unknown kind of source");
 	return NULL;
@@ -337,7 +378,8 @@ sec_refresh_one(struct sec_store *ss, struct sec_entry *e)
 	uint64_t	 now;
 	int		 stopped;
 
-	v = sec_exec(e->se_cmd, ss->ss_wake[0], &stopped, why, sizeof(why));
+	v = sec_exec(e->se_cmd, ss->ss_wake[0], &stopped, 0, why,
+	    sizeof(why));
 	now = util_now_ms();
 	e->se_due_ms = now + e->se_refresh_ms;
 	if (v == NULL) {
@@ -402,22 +444,274 @@ sec_refresh_main(void *arg)
 	return NULL;
 }
 
-/* Started with every signal blocked: they belong to the main thread. */
+/*
+ * A thread of the store, started with every signal blocked (they belong
+ * to the main thread); the wake pipe is made first. 0 or an errno.
+ */
 static int
-sec_refresh_start(struct sec_store *ss)
+sec_thread_start(struct sec_store *ss, pthread_t *t, void *(*fn)(void *),
+    void *arg, int *running)
 {
 	sigset_t	all, old;
 	int		err;
 
-	if (pipe2(ss->ss_wake, O_CLOEXEC | O_NONBLOCK) == -1)
+	if (ss->ss_wake[0] == -1 && pipe2(ss->ss_wake, O_CLOEXEC |
+	    O_NONBLOCK) == -1)
 		return errno;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&ss->ss_thread, NULL, sec_refresh_main, ss);
+	err = pthread_create(t, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err == 0)
-		ss->ss_running = 1;
+		*running = 1;
 	return err;
+}
+
+/* token brokers */
+
+/* Every waiter of a mint, now: made active, then forgotten. */
+static void
+sec_mint_ended(struct sec_store *ss)
+{
+	struct sec_watch	*w;
+
+	while ((w = ss->ss_watch) != NULL) {
+		ss->ss_watch = w->w_next;
+		event_active(w->w_ev, EV_TIMEOUT, 0);
+		free(w);
+	}
+	pthread_cond_broadcast(&ss->ss_cond);
+}
+
+/* One mint of <e>; returns when to try next (monotonic ms). */
+static uint64_t
+sec_mint_one(struct sec_store *ss, struct sec_entry *e, uint64_t *backoff)
+{
+	const struct cfg_broker	*b = e->se_sc->sc_broker;
+	struct sec_mint		 m;
+	struct sec_val		*old = NULL;
+	char			 why[300];
+	uint64_t		 now, life, margin;
+	time_t			 wall;
+	int			 rc;
+
+	pthread_mutex_lock(&ss->ss_mtx);
+	e->se_minting = 1;
+	pthread_mutex_unlock(&ss->ss_mtx);
+	rc = sec_broker_mint(ss->ss_cfg, e->se_sc, e->se_cred, e->se_cred2,
+	    ss->ss_wake[0], &m, why, sizeof(why));
+	wall = time(NULL);
+	now = util_now_ms();
+	pthread_mutex_lock(&ss->ss_mtx);
+	e->se_minting = 0;
+	e->se_tried = 1;
+	if (rc == 0) {
+		old = e->se_prev;
+		e->se_prev = e->se_val;
+		e->se_prev_exp = e->se_exp;
+		e->se_val = m.sm_token;
+		e->se_exp = m.sm_expires;
+		e->se_gen++;
+		e->se_why[0] = '\0';
+	} else
+		snprintf(e->se_why, sizeof(e->se_why), "%s", why);
+	sec_mint_ended(ss);
+	pthread_mutex_unlock(&ss->ss_mtx);
+	met_secret_mint(rc == 0);
+	sec_val_unref(old);
+	if (rc == -1) {
+		if (!__atomic_load_n(&ss->ss_stop, __ATOMIC_ACQUIRE) &&
+		    (e->se_failed_ms == 0 || now - e->se_failed_ms >=
+		    SEC_FAIL_LOG_MS)) {
+			log_warnx("secret \"%s\": minting a token failed: %s; "
+			    "the last good token (if any) stays until it "
+			    "expires", e->se_name, why);
+			e->se_failed_ms = now;
+		}
+		*backoff = *backoff == 0 ? 1000 : *backoff * 2;
+		if (*backoff > 30000)
+			*backoff = 30000;
+		return now + *backoff;
+	}
+	if (m.sm_cred != NULL) {
+		/* a rotated refresh token replaces the one we hold */
+		sec_val_unref(e->se_cred);
+		e->se_cred = m.sm_cred;
+	}
+	if (e->se_failed_ms != 0)
+		log_info("secret \"%s\": minting works again", e->se_name);
+	e->se_failed_ms = 0;
+	*backoff = 0;
+	life = (m.sm_expires - (uint64_t)wall) * 1000;
+	/* renew before it expires, but not in the first half of its life */
+	margin = b->b_margin_ms < life / 2 ? b->b_margin_ms : life / 2;
+	log_info("secret \"%s\": token minted, valid %llu s, renewed in "
+	    "%llu s", e->se_name, (unsigned long long)(life / 1000),
+	    (unsigned long long)((life - margin) / 1000));
+	return now + life - margin;
+}
+
+/* One per broker secret: mints at start, renews before expiry. */
+static void *
+sec_mint_main(void *arg)
+{
+	struct sec_entry	*e = arg;
+	struct sec_store	*ss = e->se_ss;
+	struct pollfd		 pfd;
+	uint64_t		 due = 0, now, backoff = 0;
+
+	while (!__atomic_load_n(&ss->ss_stop, __ATOMIC_ACQUIRE)) {
+		now = util_now_ms();
+		if (due <= now) {
+			due = sec_mint_one(ss, e, &backoff);
+			continue;
+		}
+		pfd.fd = ss->ss_wake[0];
+		pfd.events = POLLIN;
+		(void)poll(&pfd, 1, due - now > INT_MAX ? INT_MAX :
+		    (int)(due - now));
+	}
+	return NULL;
+}
+
+/* A broker secret's credentials, read like any value (PEM keys span
+ * lines). */
+static int
+sec_broker_load(struct sec_entry *e, const struct cfg_secret *sc, char *why,
+    size_t whysz)
+{
+	int	stopped;
+
+	e->se_sc = sc;
+	if ((e->se_cred = sec_load(sc->sc_broker->b_cred, -1, &stopped, 1,
+	    why, whysz)) == NULL)
+		return -1;
+	if (sc->sc_broker->b_cred2 != NULL && (e->se_cred2 = sec_load(
+	    sc->sc_broker->b_cred2, -1, &stopped, 1, why, whysz)) == NULL)
+		return -1;
+	return 0;
+}
+
+/* No usable token and a mint under way or still to come? ss_mtx held. */
+static int
+sec_pending_locked(const struct sec_store *ss, size_t idx)
+{
+	const struct sec_entry	*e = &ss->ss_v[idx];
+
+	if (e->se_sc == NULL || sec_no_mint)
+		return 0;
+	if (e->se_val != NULL && (uint64_t)time(NULL) < e->se_exp)
+		return 0;
+	return e->se_minting || !e->se_tried;
+}
+
+int
+sec_store_pending(struct sec_store *ss, size_t idx)
+{
+	int	p;
+
+	if (ss == NULL || idx >= ss->ss_n)
+		return 0;
+	pthread_mutex_lock(&ss->ss_mtx);
+	p = sec_pending_locked(ss, idx);
+	pthread_mutex_unlock(&ss->ss_mtx);
+	return p;
+}
+
+int
+sec_store_watch(struct sec_store *ss, size_t idx, struct event *ev)
+{
+	struct sec_watch	*w;
+
+	if (ss == NULL || idx >= ss->ss_n)
+		return 1;
+	pthread_mutex_lock(&ss->ss_mtx);
+	if (!sec_pending_locked(ss, idx)) {
+		pthread_mutex_unlock(&ss->ss_mtx);
+		return 1;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->w_ev = ev;
+	w->w_next = ss->ss_watch;
+	ss->ss_watch = w;
+	pthread_mutex_unlock(&ss->ss_mtx);
+	return 0;
+}
+
+void
+sec_store_unwatch(struct sec_store *ss, struct event *ev)
+{
+	struct sec_watch	**wp, *w;
+
+	if (ss == NULL)
+		return;
+	pthread_mutex_lock(&ss->ss_mtx);
+	for (wp = &ss->ss_watch; (w = *wp) != NULL;) {
+		if (w->w_ev != ev) {
+			wp = &w->w_next;
+			continue;
+		}
+		*wp = w->w_next;
+		free(w);
+	}
+	pthread_mutex_unlock(&ss->ss_mtx);
+}
+
+void
+sec_store_wait(struct sec_store *ss, size_t idx, uint64_t ms)
+{
+	struct timespec	ts;
+
+	if (ss == NULL || idx >= ss->ss_n)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&ss->ss_mtx);
+	while (sec_pending_locked(ss, idx) &&
+	    pthread_cond_timedwait(&ss->ss_cond, &ss->ss_mtx, &ts) == 0)
+		;
+	pthread_mutex_unlock(&ss->ss_mtx);
+}
+
+struct sec_val *
+sec_store_prev(struct sec_store *ss, size_t idx)
+{
+	struct sec_val	*v = NULL;
+
+	if (ss == NULL || idx >= ss->ss_n)
+		return NULL;
+	pthread_mutex_lock(&ss->ss_mtx);
+	if (ss->ss_v[idx].se_prev != NULL &&
+	    (uint64_t)time(NULL) < ss->ss_v[idx].se_prev_exp)
+		v = sec_val_ref(ss->ss_v[idx].se_prev);
+	pthread_mutex_unlock(&ss->ss_mtx);
+	return v;
+}
+
+void
+sec_store_why(struct sec_store *ss, size_t idx, char *buf, size_t bufsz)
+{
+	const struct sec_entry	*e;
+
+	buf[0] = '\0';
+	if (ss == NULL || idx >= ss->ss_n)
+		return;
+	e = &ss->ss_v[idx];
+	pthread_mutex_lock(&ss->ss_mtx);
+	if (e->se_sc == NULL)
+		;
+	else if (e->se_why[0] != '\0')
+		snprintf(buf, bufsz, "%s%s", e->se_val != NULL ?
+		    "its token expired and renewing it failed: " : "no token "
+		    "could be minted: ", e->se_why);
+	else if (sec_no_mint || !e->se_tried)
+		snprintf(buf, bufsz, "no token minted yet");
+	pthread_mutex_unlock(&ss->ss_mtx);
 }
 
 /* store */
@@ -452,6 +746,8 @@ sec_store_new(const struct cfg *cfg, FILE *errs)
 
 	ss = xcalloc(1, sizeof(*ss));
 	pthread_mutex_init(&ss->ss_mtx, NULL);
+	pthread_cond_init(&ss->ss_cond, NULL);
+	ss->ss_cfg = cfg;
 	ss->ss_wake[0] = ss->ss_wake[1] = -1;
 	ss->ss_n = cfg->c_nsecrets;
 	ss->ss_v = xcalloc(ss->ss_n, sizeof(*ss->ss_v));
@@ -459,7 +755,14 @@ sec_store_new(const struct cfg *cfg, FILE *errs)
 		sc = &cfg->c_secrets[i];
 		e = &ss->ss_v[i];
 		e->se_name = xstrdup(sc->sc_name != NULL ? sc->sc_name : "?");
-		if ((e->se_val = sec_load(sc->sc_source, -1, &stopped, why,
+		if (sc->sc_broker != NULL) {
+			if (sec_broker_load(e, sc, why, sizeof(why)) == -1) {
+				sec_report(errs, cfg, sc, why);
+				nerr++;
+			}
+			continue;
+		}
+		if ((e->se_val = sec_load(sc->sc_source, -1, &stopped, 0, why,
 		    sizeof(why))) == NULL) {
 			sec_report(errs, cfg, sc, why);
 			nerr++;
@@ -474,9 +777,23 @@ sec_store_new(const struct cfg *cfg, FILE *errs)
 			refresh = 1;
 		}
 	}
-	if (nerr == 0 && refresh && (err = sec_refresh_start(ss)) != 0) {
+	if (nerr == 0 && refresh && (err = sec_thread_start(ss, &ss->ss_thread,
+	    sec_refresh_main, ss, &ss->ss_running)) != 0) {
 		if (errs != NULL)
 			fprintf(errs, "%s: secrets: cannot start the refresh "
+			    "thread: %s\n", cfg->c_file != NULL ?
+			    cfg->c_file : "?", strerror(err));
+		nerr++;
+	}
+	for (i = 0; nerr == 0 && !sec_no_mint && i < ss->ss_n; i++) {
+		if (ss->ss_v[i].se_sc == NULL)
+			continue;
+		ss->ss_v[i].se_ss = ss;
+		if ((err = sec_thread_start(ss, &ss->ss_v[i].se_thread,
+		    sec_mint_main, &ss->ss_v[i], &ss->ss_v[i].se_running)) == 0)
+			continue;
+		if (errs != NULL)
+			fprintf(errs, "%s: secrets: cannot start a token "
 			    "thread: %s\n", cfg->c_file != NULL ?
 			    cfg->c_file : "?", strerror(err));
 		nerr++;
@@ -499,19 +816,26 @@ sec_store_free(struct sec_store *ss)
 		return;
 	/* built scanners hold values of this store: drop them */
 	sec_reflect_flush();
-	if (ss->ss_running) {
-		__atomic_store_n(&ss->ss_stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ss->ss_stop, 1, __ATOMIC_RELEASE);
+	if (ss->ss_wake[1] != -1) {
 		do
 			r = write(ss->ss_wake[1], "x", 1);
 		while (r == -1 && errno == EINTR);
-		pthread_join(ss->ss_thread, NULL);
 	}
+	if (ss->ss_running)
+		pthread_join(ss->ss_thread, NULL);
+	for (i = 0; i < ss->ss_n; i++)
+		if (ss->ss_v[i].se_running)
+			pthread_join(ss->ss_v[i].se_thread, NULL);
 	for (i = 0; i < 2; i++)
 		if (ss->ss_wake[i] != -1)
 			close(ss->ss_wake[i]);
 	for (i = 0; i < ss->ss_n; i++) {
 		e = &ss->ss_v[i];
 		sec_val_unref(e->se_val);
+		sec_val_unref(e->se_cred);
+		sec_val_unref(e->se_cred2);
+		sec_val_unref(e->se_prev);
 		/* A command line may carry a credential of its own. */
 		if (e->se_cmd != NULL)
 			OPENSSL_cleanse(e->se_cmd, strlen(e->se_cmd));
@@ -519,6 +843,13 @@ sec_store_free(struct sec_store *ss)
 		free(e->se_name);
 	}
 	free(ss->ss_v);
+	while (ss->ss_watch != NULL) {
+		struct sec_watch *w = ss->ss_watch;
+
+		ss->ss_watch = w->w_next;
+		free(w);
+	}
+	pthread_cond_destroy(&ss->ss_cond);
 	pthread_mutex_destroy(&ss->ss_mtx);
 	free(ss);
 }
@@ -531,7 +862,8 @@ sec_store_get(struct sec_store *ss, size_t idx)
 	if (ss == NULL || idx >= ss->ss_n)
 		return NULL;
 	pthread_mutex_lock(&ss->ss_mtx);
-	if (ss->ss_v[idx].se_val != NULL)
+	if (ss->ss_v[idx].se_val != NULL && (ss->ss_v[idx].se_sc == NULL ||
+	    (uint64_t)time(NULL) < ss->ss_v[idx].se_exp))
 		v = sec_val_ref(ss->ss_v[idx].se_val);
 	pthread_mutex_unlock(&ss->ss_mtx);
 	return v;

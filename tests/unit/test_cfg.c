@@ -403,7 +403,8 @@ static const struct err_case err_cases[] = {
 	    "\"source\": exec: needs a command" },
 	{ "secrets:\n  - name: k\n    source: [env:X]\n"
 	    "    hosts: [a.test]\n" PH, "t.yaml:3:13: ",
-	    "\"source\" must be a source such as env:NAME, not a list" },
+	    "\"source\" must be a source such as env:NAME or a token broker "
+	    "mapping, not a list" },
 	/* refresh */
 	{ SECK PH "    refresh: 5m\n", "t.yaml:6:14: ",
 	    "\"refresh\" applies only to exec: sources" },

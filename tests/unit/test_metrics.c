@@ -610,6 +610,8 @@ static const struct {
 	{ "airlock_canary_failures_total",	"counter" },
 	{ "airlock_would_deny_total",		"counter" },
 	{ "airlock_approval_holds_total",	"counter" },
+	{ "airlock_secret_mints_total",		"counter" },
+	{ "airlock_secret_mint_failures_total",	"counter" },
 	{ "airlock_build_info",			"gauge" },
 	{ "airlock_start_time_seconds",		"gauge" },
 };

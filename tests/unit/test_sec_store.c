@@ -738,6 +738,56 @@ START_TEST(test_sec_empty)
 }
 END_TEST
 
+/*
+ * Token brokers: the credential is read at load (multi-line allowed), the
+ * mint runs in the store's thread; a failed one leaves no value and the
+ * reason (the destination guard's here: 127.0.0.0/8 is denied by default),
+ * never a value.
+ */
+START_TEST(test_sec_broker)
+{
+	struct cfg	*c;
+	struct sec_val	*v;
+	char		 path[512], why[400], *items, *out;
+
+	tmp_setup();
+	tmp_file("sa.json", "{\"client_email\": \"a@b\",\n"
+	    "\"private_key\": \"LEAKCHECK\"}\n", 0600, path, sizeof(path));
+	ck_assert_int_ne(asprintf(&items,
+	    "  - name: cc\n    source:\n      oauth2_client_credentials:\n"
+	    "        token_url: \"https://127.0.0.1:9/t\"\n"
+	    "        client_id: c\n        client_secret: \"literal:%s\"\n"
+	    "    hosts: [api.test]\n    inject: {header: X-A, value: "
+	    "\"${secret}\"}\n"
+	    "  - name: g\n    source:\n      google_service_account:\n"
+	    "        key_file: \"%s\"\n        scopes: [a, b]\n"
+	    "    hosts: [api.test]\n    inject: {header: X-B, value: "
+	    "\"${secret}\"}\n", VALUE, path), -1);
+	c = mkcfg(items);
+	free(items);
+	ck_assert_ptr_nonnull(c->c_secrets[0].sc_broker);
+	ck_assert_str_eq(c->c_secrets[1].sc_broker->b_scope, "a b");
+	c->c_store = store(c, &out);
+	ck_assert_msg(c->c_store != NULL, "%s", out);
+	free(out);
+	sec_store_wait(c->c_store, 0, 5000);
+	sec_store_wait(c->c_store, 1, 5000);
+	ck_assert_int_eq(sec_store_pending(c->c_store, 0), 0);
+	ck_assert_ptr_null(v = sec_store_get(c->c_store, 0));
+	sec_store_why(c->c_store, 0, why, sizeof(why));
+	ck_assert_msg(strstr(why, "denied network 127.0.0.0/8") != NULL, "%s",
+	    why);
+	ck_assert_ptr_null(strstr(why, VALUE));
+	ck_assert_ptr_null(sec_store_get(c->c_store, 1));
+	sec_store_why(c->c_store, 1, why, sizeof(why));
+	ck_assert_msg(strstr(why, "not a service-account JSON key") != NULL ||
+	    strstr(why, "not a PEM RSA key") != NULL, "%s", why);
+	ck_assert_ptr_null(strstr(why, "LEAKCHECK"));
+	cfg_unref(c);	/* stops the threads */
+	tmp_teardown();
+}
+END_TEST
+
 Suite *
 suite_sec_store(void)
 {
@@ -763,6 +813,7 @@ suite_sec_store(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_sec_refresh);
 	tcase_add_test(tc, test_sec_refresh_stop);
+	tcase_add_test(tc, test_sec_broker);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("memory");
