@@ -147,6 +147,39 @@ bud_redis_on(void)
  * (*retry set), or -1 for anything else (an error, a NULL reply, a shape
  * no script of ours returns).
  */
+static redisReplyObjectFunctions	brs_fn_default, brs_fn_guarded;
+static pthread_once_t			brs_fn_once = PTHREAD_ONCE_INIT;
+
+static void *
+guard_array(const redisReadTask *t, int n)
+{
+	if (n > BUD_REDIS_MAX_ELEMENTS)
+		return NULL;	/* the reader's error: out of memory */
+	return brs_fn_default.createArray(t, n);
+}
+
+static void
+guard_init(void)
+{
+	redisReader	*r;
+
+	/* hiredis's own functions are static: take them from a reader */
+	if ((r = redisReaderCreate()) == NULL)
+		abort();
+	brs_fn_default = *r->fn;
+	redisReaderFree(r);
+	brs_fn_guarded = brs_fn_default;
+	brs_fn_guarded.createArray = guard_array;
+}
+
+void
+bud_redis_reader_guard(redisReader *r)
+{
+	pthread_once(&brs_fn_once, guard_init);
+	if (r != NULL && r->fn != NULL)
+		r->fn = &brs_fn_guarded;
+}
+
 int
 bud_redis_admit_reply(const redisReply *r, char *why, size_t whysz,
     int *retry)
@@ -353,6 +386,7 @@ brc_connect(struct brc *c)
 		brc_schedule_retry(c);
 		return;
 	}
+	bud_redis_reader_guard(c->c_ac->c.reader);
 	c->c_ac->data = c;
 	c->c_inflight = 0;
 	c->c_drop = 0;

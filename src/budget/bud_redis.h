@@ -16,5 +16,13 @@
  */
 int	bud_redis_admit_reply(const redisReply *, char *why, size_t whysz,
 	    int *retry);
+/*
+ * Bound what <r> builds from a server's answer: our scripts answer a few
+ * elements, so a multi-bulk of more than BUD_REDIS_MAX_ELEMENTS (a hostile
+ * or broken server's "*2000000000") is a reader error, not gigabytes of
+ * calloc. Any thread.
+ */
+#define BUD_REDIS_MAX_ELEMENTS	64
+void	bud_redis_reader_guard(redisReader *r);
 
 #endif

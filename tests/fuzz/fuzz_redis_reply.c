@@ -35,6 +35,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 	if ((rd = redisReaderCreate()) == NULL)
 		return 0;
+	bud_redis_reader_guard(rd);	/* as on the gateway's connection */
 	if (redisReaderFeed(rd, (const char *)data, split > size ? size :
 	    split) != REDIS_OK)
 		goto out;

@@ -83,6 +83,38 @@ key_file(const char *fill)
 	return path;
 }
 
+/* a multi-bulk over the bound is the reader's error, whatever it claims */
+START_TEST(test_reader_guard)
+{
+	redisReader	*rd = redisReaderCreate();
+	void		*reply = NULL;
+	char		 big[32];
+
+	ck_assert_ptr_nonnull(rd);
+	bud_redis_reader_guard(rd);
+	snprintf(big, sizeof(big), "*%d\r\n", BUD_REDIS_MAX_ELEMENTS + 1);
+	ck_assert_int_eq(redisReaderFeed(rd, "*2000000000\r\n", 13), REDIS_OK);
+	ck_assert_int_eq(redisReaderGetReply(rd, &reply), REDIS_ERR);
+	ck_assert_ptr_null(reply);
+	redisReaderFree(rd);
+	rd = redisReaderCreate();
+	bud_redis_reader_guard(rd);
+	ck_assert_int_eq(redisReaderFeed(rd, big, strlen(big)), REDIS_OK);
+	ck_assert_int_eq(redisReaderGetReply(rd, &reply), REDIS_ERR);
+	redisReaderFree(rd);
+	/* at the bound: an ordinary array */
+	rd = redisReaderCreate();
+	bud_redis_reader_guard(rd);
+	ck_assert_int_eq(redisReaderFeed(rd, "*2\r\n:1\r\n:2\r\n", 12),
+	    REDIS_OK);
+	ck_assert_int_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_int_eq(((redisReply *)reply)->elements, 2);
+	freeReplyObject(reply);
+	redisReaderFree(rd);
+}
+END_TEST
+
 START_TEST(test_fleet_key)
 {
 	char		*a = key_file("0123456789abcdef0123456789abcdef");
@@ -126,6 +158,7 @@ suite_bud_redis(void)
 
 	tcase_add_loop_test(tc, test_admit_reply, 0,
 	    (int)(sizeof(replies) / sizeof(replies[0])));
+	tcase_add_test(tc, test_reader_guard);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fleet_ca");
 	tcase_add_test(tc, test_fleet_key);
