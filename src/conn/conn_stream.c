@@ -57,6 +57,7 @@ conn_stream_new(struct conn *p, struct bufferevent *bev, struct h2_stream *s)
 	memcpy(c->c_tls_fronting, p->c_tls_fronting,
 	    sizeof(c->c_tls_fronting));
 	c->c_transparent = p->c_transparent;
+	c->c_socks5 = p->c_socks5;
 	c->c_trans_named = p->c_trans_named;
 	c->c_orig_addr = p->c_orig_addr;
 	c->c_trans_port = p->c_trans_port;
