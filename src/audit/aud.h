@@ -49,6 +49,9 @@ struct aud_rec {
 					   "TYPE65" (RFC 3597) */
 	const char	*ar_dns_rcode;	/* DNS stub: NOERROR|NXDOMAIN|... */
 	const char	*ar_dns_answer;	/* DNS stub: synthetic address given */
+	const char	*ar_mcp_method;	/* an mcp rule's JSON-RPC method, or
+					   "batch"; NULL: no "mcp" object */
+	const char	*ar_mcp_tool;	/* tools/call: the tool, or NULL */
 };
 
 /*

@@ -40,6 +40,7 @@
 #include "http/http_write.h"
 #include "budget/bud.h"
 #include "policy/pol.h"
+#include "policy/pol_mcp.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
 #include "sbx/sbx.h"
@@ -104,6 +105,9 @@ xchg_clear(struct conn *c, struct xchg *x)
 	sec_trip_free(x->x_sec.s_trip);
 	meter_free(x->x_bud.b_meter);
 	sse_filt_free(x->x_bud.b_filt);
+	mcp_filt_free(x->x_mcp.m_filt);
+	if (x->x_answer != NULL)
+		evbuffer_free(x->x_answer);
 	free(x->x_path);
 	free(x->x_query);
 	if (x->x_queued)

@@ -11,6 +11,8 @@
 #include "pipe/stage.h"
 
 const struct xstage *const xs_table[] = {
+	&mcp_stage,		/* MCP tool policy: a refused call is
+				   answered before an operator is asked */
 	&ask_stage,		/* approval holds: before anything is
 				   reserved or contacted */
 	&sec_stage,		/* placeholders, injection, tripwire, what a
