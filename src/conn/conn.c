@@ -761,7 +761,13 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 		    "client closed the connection");
 	if (c->c_state == CONN_TUNNEL)
 		conn_tunnel_eof(c, bev, what);	/* flush what the client sent */
-	else if ((what & BEV_EVENT_EOF) && c->c_x->x_active &&
+	else if (c->c_state == CONN_WAIT && c->c_x->x_ask_id != 0) {
+		/* held for an operator: the hold goes now (conn_free forgets
+		   it), not when it is decided or times out */
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
+		    "client left while held for approval");
+		conn_close(c, AUD_R_CLIENT_CLOSED);
+	} else if ((what & BEV_EVENT_EOF) && c->c_x->x_active &&
 	    (c->c_state == CONN_WAIT || c->c_state == CONN_FORWARD) &&
 	    !c->c_closing) {
 		/* half-close: the request may be whole; answer, then close */
