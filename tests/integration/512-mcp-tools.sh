@@ -148,4 +148,5 @@ if bad:
     print("\n".join(bad))
     raise SystemExit(1)
 PY
+stop_airlockd
 finish

@@ -233,14 +233,15 @@ START_TEST(test_filter_chain)
 }
 END_TEST
 
-/* The daemon's table: ask, secrets, budget, audit, in that order. */
+/* The daemon's table: mcp, ask, secrets, budget, audit, in that order. */
 START_TEST(test_table_order)
 {
-	ck_assert_ptr_eq(xs_table[0], &ask_stage);
-	ck_assert_ptr_eq(xs_table[1], &sec_stage);
-	ck_assert_ptr_eq(xs_table[2], &bud_stage);
-	ck_assert_ptr_eq(xs_table[3], &aud_stage);
-	ck_assert_ptr_null(xs_table[4]);
+	ck_assert_ptr_eq(xs_table[0], &mcp_stage);
+	ck_assert_ptr_eq(xs_table[1], &ask_stage);
+	ck_assert_ptr_eq(xs_table[2], &sec_stage);
+	ck_assert_ptr_eq(xs_table[3], &bud_stage);
+	ck_assert_ptr_eq(xs_table[4], &aud_stage);
+	ck_assert_ptr_null(xs_table[5]);
 }
 END_TEST
 
