@@ -30,6 +30,8 @@ struct usage {
 	uint64_t	u_cache_write;	/* cache creation (Anthropic) */
 	uint64_t	u_output;	/* reasoning included */
 	int		u_found;	/* usage was reported */
+	int		u_partial;	/* some was, not the whole bill
+					   (meter_finish): u_found 0 */
 };
 
 struct meter;

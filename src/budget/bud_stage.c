@@ -696,8 +696,9 @@ bud_resp_head(struct xs_call *xc)
 	x->x_bud.b_meter = meter_new(rule->r_meter == CFG_METER_OPENAI ?
 	    METER_OPENAI : rule->r_meter == CFG_METER_GEMINI ? METER_GEMINI :
 	    METER_ANTHROPIC, sse, (size_t)xc->xc_cfg->c_limits.l_body_bytes);
-	meter_coding(x->x_bud.b_meter, m);
-	bud_stream_head(xc, sse);
+	/* a compressed stream the filter decodes is read decoded */
+	if (!bud_stream_head(xc, sse))
+		meter_coding(x->x_bud.b_meter, m);
 	return XS_GO;
 }
 
@@ -819,6 +820,10 @@ bud_done(struct xs_call *xc)
 
 	sse_filt_free(x->x_bud.b_filt);
 	x->x_bud.b_filt = NULL;
+	dec_free(x->x_bud.b_dec);
+	x->x_bud.b_dec = NULL;
+	if (x->x_bud.b_dec_bad)
+		done = 0;	/* its usage cannot be known */
 	if (x->x_bud.b_rop != NULL) {
 		/* ended before Redis answered: never forwarded */
 		bud_rop_abandon(x->x_bud.b_rop);
@@ -854,6 +859,7 @@ bud_done(struct xs_call *xc)
 		else if (x->x_status >= 200 && x->x_status < 300) {
 			cost = x->x_bud.b_reserved;	/* served, unmetered */
 			r->ar_unmetered = 1;
+			r->ar_usage_partial = u->u_partial;
 		}
 		r->ar_usage = u->u_found ? u : NULL;
 		r->ar_cost_micro = (int64_t)cost;

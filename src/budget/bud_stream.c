@@ -18,6 +18,7 @@
 #include "audit/aud.h"
 #include "budget/bud.h"
 #include "budget/bud_internal.h"
+#include "budget/decode.h"
 #include "cfg/cfg.h"
 #include "http/http_msg.h"
 #include "pipe/stage.h"
@@ -57,29 +58,57 @@ bud_stream_identity(const struct xchg *x)
 	return x->x_bud.b_strip || x->x_bud.b_cut;
 }
 
-void
+/*
+ * A compressed stream (the upstream ignored our Accept-Encoding:
+ * identity) is decoded for the filter, bounded (budget/decode.h), and
+ * sent on decoded with its Content-Encoding removed: its length changes
+ * anyway, and every SDK reads an identity event stream. One coding the
+ * meter reads, else the stream passes as it is (unfiltered, charged its
+ * reservation when no usage can be read).
+ */
+static int
+stream_decoder(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+	struct http_msg	*m = xc->xc_resp;
+	enum dec_coding	 coding;
+	const char	*v;
+	size_t		 vlen;
+	int		 i;
+
+	if ((i = http_msg_find(m, "content-encoding", 0)) == -1)
+		return 0;
+	if (http_msg_find(m, "content-encoding", i + 1) != -1)
+		return -1;	/* layered */
+	v = http_msg_str(m, m->hm_hdrs[i].h_value);
+	vlen = m->hm_hdrs[i].h_value_len;
+	coding = dec_coding_parse(v, vlen);
+	if (coding == DEC_IDENTITY)
+		return 0;
+	if (coding == DEC_UNKNOWN)
+		return -1;
+	x->x_bud.b_dec = dec_new(coding, 0);
+	http_msg_remove(m, i);
+	return 1;
+}
+
+int
 bud_stream_head(struct xs_call *xc, int sse)
 {
 	struct xchg		*x = xc->xc_x;
 	const struct http_msg	*m = xc->xc_resp;
-	const char		*v;
-	size_t			 vlen;
-	int			 i;
+	int			 dec;
 
 	if (!bud_stream_identity(x) || !sse || m->hm_status < 200 ||
 	    m->hm_status >= 300 || x->x_bud.b_filt != NULL)
-		return;
-	if ((i = http_msg_find(m, "content-encoding", 0)) != -1) {
-		v = http_msg_str(m, m->hm_hdrs[i].h_value);
-		vlen = m->hm_hdrs[i].h_value_len;
-		util_trim_ows(&v, &vlen);
-		if (!(vlen == 8 && strncasecmp(v, "identity", 8) == 0))
-			return;	/* compressed anyway: passed as it is */
-	}
+		return 0;
+	if ((dec = stream_decoder(xc)) == -1)
+		return 0;	/* compressed, unreadably: passed as it is */
 	x->x_bud.b_filt = sse_filt_new(BUD_EVENT_MAX);
 	if (x->x_bud.b_cut)
 		meter_count_text(x->x_bud.b_meter);
 	xc->xc_reframe = 1;
+	return dec;
 }
 
 /* What the stream has cost so far, at the model's prices. */
@@ -158,18 +187,43 @@ emit(void *arg, const char *p, size_t n, int whole)
 	return 1;
 }
 
+/* Decoded bytes of a compressed stream, into the filter. */
+static void
+decoded(void *arg, const char *p, size_t n)
+{
+	struct emit_ctx	*ec = arg;
+
+	(void)sse_filt_feed(ec->xc->xc_x->x_bud.b_filt, p, n, emit, ec);
+}
+
 enum xs_verdict
 bud_stream_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 {
 	struct xchg	*x = xc->xc_x;
 	struct emit_ctx	 ec = { xc, out, 0, 0 };
 	size_t		 n = evbuffer_get_length(in);
+	const char	*p;
+	enum dec_status	 ds = DEC_OK;
 	char		 ev[1024];
 
-	if (n > 0)
-		(void)sse_filt_feed(x->x_bud.b_filt, (const char *)
-		    evbuffer_pullup(in, (ssize_t)n), n, emit, &ec);
+	if (n > 0) {
+		p = (const char *)evbuffer_pullup(in, (ssize_t)n);
+		if (x->x_bud.b_dec != NULL)
+			ds = dec_feed(x->x_bud.b_dec, p, n, decoded, &ec);
+		else
+			(void)sse_filt_feed(x->x_bud.b_filt, p, n, emit, &ec);
+	}
 	evbuffer_drain(in, n);
+	if (ds == DEC_OK && xc->xc_eof && x->x_bud.b_dec != NULL && !ec.cut)
+		ds = dec_finish(x->x_bud.b_dec);
+	if (ds != DEC_OK && !ec.cut) {
+		/* what was decoded went on; the rest cannot be read */
+		x->x_bud.b_dec_bad = 1;
+		xc->xc_cut = AUD_R_UPSTREAM_ENCODED_BODY;
+		return xs_deny(xc, AUD_R_UPSTREAM_ENCODED_BODY, "upstream's "
+		    "compressed event stream could not be decoded: %s",
+		    dec_status_str(ds));
+	}
 	if (xc->xc_eof && !ec.cut)
 		sse_filt_flush(x->x_bud.b_filt, emit, &ec);
 	if (!ec.cut)
