@@ -220,6 +220,32 @@ int		 sse_usage_only(const char *ev, size_t len);
 void		 sse_cut_event(int meter, const char *reason,
 		    const char *request_id, char *dst, size_t dstsz);
 
+/* ---- a Gemini JSON-array stream to the client (arr_filt.c) --------- */
+
+struct arr_filt;
+/* A filter holding at most <max_elem> bytes of an unfinished element. */
+struct arr_filt	*arr_filt_new(size_t max_elem);
+void		 arr_filt_free(struct arr_filt *);
+/*
+ * Feed <len> bytes: every byte goes to emit(arg, p, n, whole) once, in
+ * order: each element of the root array whole (whole = 1), the bytes
+ * around elements as they come (whole = 0), an element over the bound
+ * as it comes (whole = 0). A body that is not an array of objects passes
+ * as it comes.
+ */
+void		 arr_filt_feed(struct arr_filt *, const char *, size_t,
+		    int (*emit)(void *, const char *, size_t, int),
+		    void *arg);
+void		 arr_filt_flush(struct arr_filt *,
+		    int (*emit)(void *, const char *, size_t, int),
+		    void *arg);
+/* 1 between two elements of the root array (a cut can end it there). */
+int		 arr_filt_at_boundary(const struct arr_filt *);
+/* What ends an array cut at the usd cap: [","] Gemini's error object as
+ * an element, "]". */
+void		 arr_cut_tail(const struct arr_filt *, const char *reason,
+		    const char *request_id, char *dst, size_t dstsz);
+
 /* ---- pricing (price.c) ---------------------------------------------- */
 
 /*

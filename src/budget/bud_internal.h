@@ -104,6 +104,10 @@ int	bud_stream_head(struct xs_call *, int sse);
 /* The body through the filter: XS_GO, or XS_DENY at the usd cap. */
 enum xs_verdict bud_stream_body(struct xs_call *, struct evbuffer *in,
 	    struct evbuffer *out);
+/* 1 while the body goes through a filter (bud_stream_body). */
+int	bud_stream_filtered(const struct xchg *);
+/* The filters and decoder, freed (done). */
+void	bud_stream_free(struct xchg *);
 /* 1 with *cost when the stream was cut at the cap. */
 int	bud_stream_cost(const struct xchg *, uint64_t *cost);
 
