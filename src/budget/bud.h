@@ -55,6 +55,10 @@ struct meter;
  * promptTokenCount (cached included) + toolUsePromptTokenCount as input,
  * cachedContentTokenCount as cached, candidatesTokenCount +
  * thoughtsTokenCount as output; every chunk carries the totals so far.
+ * llama.cpp's own /completion (openai): tokens_evaluated and
+ * tokens_predicted, else timings. A report is the bill only when no
+ * streamed text came after it (and, Anthropic, message_delta's count
+ * came): otherwise meter_finish() says u_found 0, u_partial 1.
  * A body of another Content-Encoding than identity is decoded first (see
  * meter_encoding()).
  */
