@@ -21,6 +21,8 @@ TEST_PKGS="$TEST_PKGS redis-server redis-tools haproxy"
 TEST_PKGS="$TEST_PKGS nghttp2-client python3-h2 python3-grpcio"
 # 560-h2-nghttp: socat does the CONNECT for nghttp (no proxy option)
 TEST_PKGS="$TEST_PKGS socat"
+# bench/h2bench.sh: h2load (nghttp2-client, above), socat, mitmdump
+TEST_PKGS="$TEST_PKGS mitmproxy"
 # real clients of 405/406 (run with the system python, /usr/bin/python3)
 TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
 # 59x (parent proxies, the SOCKS5 listener): a SOCKS5 parent, and ssh
