@@ -35,6 +35,7 @@
 #include "policy/pol.h"
 #include "policy/pol_ask.h"
 #include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 #include "sched/pool.h"
 #include "secrets/sec.h"
 #include "tls/tls.h"
@@ -527,6 +528,9 @@ main(int argc, char *argv[])
 	if (sbx_init(current_cfg->c_state_dir) == -1)
 		fatalx("sandbox state: cannot read");
 	sbx_sync_config(current_cfg);
+	sbx_fleet_set_revoke_hook(workers_revoke);
+	if (sbx_fleet_start(current_cfg) == -1)
+		fatalx("fleet registry: cannot start");
 	conn_ident_warn(current_cfg);
 	if (aud_start(current_cfg) == -1)
 		fatalx("audit: cannot start");
@@ -594,6 +598,7 @@ main(int argc, char *argv[])
 	event_free(ev_hup);
 	event_base_free(base);
 	cfg_unref(current_cfg);
+	sbx_fleet_stop();
 	sbx_shutdown();
 	ca_registry_free();
 	log_info("stopped");

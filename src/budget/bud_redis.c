@@ -708,8 +708,8 @@ bud_redis_settle(struct bud_rres *r, uint64_t cost, uint64_t in,
 /* ---- start and stop ------------------------------------------------- */
 
 /* The password from env:NAME or file:PATH (first line). */
-static char *
-brs_secret(const char *src)
+char *
+bud_redis_secret(const char *src)
 {
 	char	 buf[1024];
 	FILE	*fp;
@@ -768,7 +768,7 @@ bud_redis_open(const struct cfg *cfg)
 	brs.timeout_ms = cfg->c_limits.l_store_timeout_ms;
 	brs.lease_ms = cfg->c_limits.l_store_lease_ms;
 	if (cfg->c_bs_auth != NULL &&
-	    (brs.pass = brs_secret(cfg->c_bs_auth)) == NULL)
+	    (brs.pass = bud_redis_secret(cfg->c_bs_auth)) == NULL)
 		return -1;
 	for (i = 0; i < BRS_N; i++)
 		sha1_hex(brs_text[i], brs.sha[i]);
