@@ -528,9 +528,6 @@ main(int argc, char *argv[])
 	if (sbx_init(current_cfg->c_state_dir) == -1)
 		fatalx("sandbox state: cannot read");
 	sbx_sync_config(current_cfg);
-	sbx_fleet_set_revoke_hook(workers_revoke);
-	if (sbx_fleet_start(current_cfg) == -1)
-		fatalx("fleet registry: cannot start");
 	conn_ident_warn(current_cfg);
 	if (aud_start(current_cfg) == -1)
 		fatalx("audit: cannot start");
@@ -539,6 +536,9 @@ main(int argc, char *argv[])
 			fatalx("budget store: cannot start");
 	} else if (bud_open(current_cfg->c_state_dir) == -1)
 		fatalx("budget ledger: cannot open");
+	sbx_fleet_set_revoke_hook(workers_revoke);
+	if (sbx_fleet_start(current_cfg) == -1)
+		fatalx("fleet registry: cannot start");
 	if (ask_open(current_cfg->c_state_dir) == -1)
 		fatalx("approvals: cannot read the runtime rules");
 
@@ -588,6 +588,7 @@ main(int argc, char *argv[])
 	dns_synth_free(worker_dns_synth);
 	worker_dns_synth = NULL;
 	bud_close();
+	sbx_fleet_stop();
 	bud_redis_close();
 	ca_fleet_clear();
 	ask_close();
@@ -598,7 +599,6 @@ main(int argc, char *argv[])
 	event_free(ev_hup);
 	event_base_free(base);
 	cfg_unref(current_cfg);
-	sbx_fleet_stop();
 	sbx_shutdown();
 	ca_registry_free();
 	log_info("stopped");

@@ -43,6 +43,7 @@
 #include "budget/bud_internal.h"
 #include "budget/bud_redis.h"
 #include "budget/bud_rscript.h"
+#include "budget/bud_tls.h"
 #include "cfg/cfg.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -764,6 +765,12 @@ bud_redis_open(const struct cfg *cfg)
 	brs.port = cfg->c_bs_port;
 	brs.unix_path = cfg->c_bs_unix != NULL ? xstrdup(cfg->c_bs_unix) :
 	    NULL;
+	/* rediss://: hiredis speaks plain Redis to the TLS relay */
+	if (cfg->c_bs_tls) {
+		if (bud_tls_start(cfg) == -1)
+			return -1;
+		brs.unix_path = xstrdup(bud_tls_path());
+	}
 	brs.db = cfg->c_bs_db;
 	brs.timeout_ms = cfg->c_limits.l_store_timeout_ms;
 	brs.lease_ms = cfg->c_limits.l_store_lease_ms;
@@ -819,6 +826,7 @@ bud_redis_worker_fini(void)
 void
 bud_redis_close(void)
 {
+	bud_tls_stop();
 	free(brs.host);
 	free(brs.unix_path);
 	if (brs.pass != NULL) {

@@ -31,6 +31,7 @@
 #include <openssl/crypto.h>
 
 #include "budget/bud_redis.h"
+#include "budget/bud_tls.h"
 #include "cfg/cfg.h"
 #include "cfg/cfg_internal.h"
 #include "sbx/sbx.h"
@@ -622,8 +623,8 @@ sbx_fleet_start(const struct cfg *cfg)
 	TAILQ_INIT(&sf.q);
 	sf.host = cfg->c_bs_host != NULL ? xstrdup(cfg->c_bs_host) : NULL;
 	sf.port = cfg->c_bs_port;
-	sf.unix_path = cfg->c_bs_unix != NULL ? xstrdup(cfg->c_bs_unix) :
-	    NULL;
+	sf.unix_path = bud_tls_path() != NULL ? xstrdup(bud_tls_path()) :
+	    cfg->c_bs_unix != NULL ? xstrdup(cfg->c_bs_unix) : NULL;
 	sf.db = cfg->c_bs_db;
 	if (cfg->c_bs_auth != NULL &&
 	    (sf.pass = bud_redis_secret(cfg->c_bs_auth)) == NULL)
