@@ -27,6 +27,7 @@
 #include "conn/worker.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 #include "sched/canary.h"
 #include "sched/pool.h"
 #include "util/log.h"
@@ -584,8 +585,10 @@ route_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
 	json_object		*o = json_object_new_object();
 	char			 ts[32];
 
-	if (reset)
+	if (reset) {
 		bud_reset(s->sb_id);
+		sbx_fleet_reset(s->sb_id);	/* fleet mode: Redis too */
+	}
 	if (bud_get(s->sb_id, caps, &bc) == -1)
 		memset(&bc, 0, sizeof(bc));	/* no traffic yet */
 	json_object_object_add(o, "sandbox", json_object_new_string(s->sb_id));

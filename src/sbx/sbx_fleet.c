@@ -49,7 +49,7 @@
 
 struct sf_op {
 	TAILQ_ENTRY(sf_op)	 o_entry;
-	char			 o_kind;	/* '+', '-', '?' */
+	char			 o_kind;	/* '+', '-', '?', 'Z' */
 	char			*o_id;
 	char			*o_policy;
 	char			 o_tok[65];
@@ -167,6 +167,64 @@ sbx_fleet_retract(const char *id)
 	o->o_kind = '-';
 	o->o_id = xstrdup(id);
 	sf_push(o);
+}
+
+void
+sbx_fleet_reset(const char *id)
+{
+	struct sf_op	*o;
+
+	if (!sf.on || !cfg_name_ok(id))
+		return;
+	o = xcalloc(1, sizeof(*o));
+	o->o_kind = 'Z';
+	o->o_id = xstrdup(id);
+	sf_push(o);
+}
+
+static redisReply	*sf_cmd(int, const char **);
+static int		 sf_cmd_ok(int, const char **);
+
+/* The shared counters of <id>'s windows go (airlock:{ID}:w:*, see
+ * bud_rscript.h; ids need no escaping); its live reservations stay, as
+ * with the file store. */
+static int
+sf_reset(const char *id)
+{
+	const char	*argv[6];
+	char		 pat[128], cur[32] = "0";
+	redisReply	*r;
+	size_t		 i;
+
+	snprintf(pat, sizeof(pat), "airlock:{%s}:w:*", id);
+	do {
+		argv[0] = "SCAN"; argv[1] = cur;
+		argv[2] = "MATCH"; argv[3] = pat;
+		argv[4] = "COUNT"; argv[5] = "1000";
+		if ((r = sf_cmd(6, argv)) == NULL)
+			return -1;
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			return 0;
+		}
+		snprintf(cur, sizeof(cur), "%s", r->element[0]->str);
+		for (i = 0; i < r->element[1]->elements; i++) {
+			if (r->element[1]->element[i]->type !=
+			    REDIS_REPLY_STRING)
+				continue;
+			argv[0] = "DEL";
+			argv[1] = r->element[1]->element[i]->str;
+			if (sf_cmd_ok(2, argv) == -1) {
+				freeReplyObject(r);
+				return -1;
+			}
+		}
+		freeReplyObject(r);
+	} while (strcmp(cur, "0") != 0);
+	log_info("sandbox %s: shared usage reset", id);
+	return 0;
 }
 
 void
@@ -493,7 +551,9 @@ sf_flush(void)
 			if (s == NULL)
 				rv = sf_fetch(o->o_id);
 			sbx_unref(s);
-		} else
+		} else if (o->o_kind == 'Z')
+			rv = sf_reset(o->o_id);
+		else
 			rv = sf_send(o);
 		if (rv == -1)
 			return -1;

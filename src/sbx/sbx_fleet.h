@@ -34,6 +34,8 @@ int	sbx_fleet_ready(void);
 void	sbx_fleet_announce(const char *id, const char *policy,
 	    const unsigned char sha[32], int64_t created, const char *addr);
 void	sbx_fleet_retract(const char *id);
+/* usage/reset: the shared (Redis) counters of <id> too. */
+void	sbx_fleet_reset(const char *id);
 /* A token for an unknown id: look it up in Redis (rate bound). */
 void	sbx_fleet_miss(const char *id);
 

@@ -99,6 +99,22 @@ assert c == "200", "gateway 2 did not serve fz within 1 s: %s" % c
 PY
 ok "rediss://: a sandbox made on gateway 1 serves through gateway 2"
 
+"$PYTHON" - <<'PY' || check_fail "usage reset in Redis"
+import os, adminlib as A
+T = os.environ["T"]
+st, _, b = A.call("unix:%s/state2/admin.sock" % T, "POST",
+                  "/v1/sandboxes/s/usage/reset", token=A.token(T + "/state2"))
+assert st == 200, (st, b)
+PY
+_n=0
+while trcli --scan --pattern 'airlock:{s}:w:*' | grep -q .; do
+	_n=$((_n + 1)); [ $_n -le 20 ] || break
+	sleep 0.05
+done
+trcli --scan --pattern 'airlock:{s}:w:*' | grep -q . &&
+    check_fail "usage reset on gateway 2 left s's shared counters in Redis"
+ok "usage reset through gateway 2 clears the shared counters (within 1 s)"
+
 [ "$(code "$GW_PORT_3" s:tok)" = 503 ] ||
     check_fail "gateway 3 (untrusted server certificate) was not refused 503"
 grep -q 'budget_unavailable\|"status":503' "$T/audit3.jsonl" ||
