@@ -35,6 +35,7 @@
 #include "policy/pol.h"
 #include "policy/pol_ask.h"
 #include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 #include "sched/pool.h"
 #include "secrets/sec.h"
 #include "tls/tls.h"
@@ -535,6 +536,9 @@ main(int argc, char *argv[])
 			fatalx("budget store: cannot start");
 	} else if (bud_open(current_cfg->c_state_dir) == -1)
 		fatalx("budget ledger: cannot open");
+	sbx_fleet_set_revoke_hook(workers_revoke);
+	if (sbx_fleet_start(current_cfg) == -1)
+		fatalx("fleet registry: cannot start");
 	if (ask_open(current_cfg->c_state_dir) == -1)
 		fatalx("approvals: cannot read the runtime rules");
 
@@ -584,6 +588,7 @@ main(int argc, char *argv[])
 	dns_synth_free(worker_dns_synth);
 	worker_dns_synth = NULL;
 	bud_close();
+	sbx_fleet_stop();
 	bud_redis_close();
 	ca_fleet_clear();
 	ask_close();

@@ -27,6 +27,7 @@
 #include "conn/worker.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 #include "sched/canary.h"
 #include "sched/pool.h"
 #include "util/log.h"
@@ -228,6 +229,8 @@ proxy_url(const struct cfg *cfg, const struct sbx *s)
 	json_object	*v;
 	char		*url;
 
+	if (s->sb_token == NULL)	/* another gateway's: token unknown */
+		return NULL;
 	if (asprintf(&url, "http://%s:%.*s@%s", s->sb_id,
 	    (int)s->sb_token_len, s->sb_token, cfg->c_listen_proxy[0]) == -1)
 		fatal("asprintf");
@@ -305,8 +308,9 @@ sandbox_full(const struct cfg *cfg, const struct sbx *s)
 	json_object	*o = sandbox_summary(s);
 	struct ca	*ca;
 
-	json_object_object_add(o, "token", json_object_new_string_len(
-	    s->sb_token, (int)s->sb_token_len));
+	/* another gateway's sandbox: its token is known by its hash only */
+	json_object_object_add(o, "token", s->sb_token == NULL ? NULL :
+	    json_object_new_string_len(s->sb_token, (int)s->sb_token_len));
 	json_object_object_add(o, "proxy_url", proxy_url(cfg, s));
 	ca = ca_get(cfg->c_state_dir, s->sb_id);
 	json_object_object_add(o, "ca_cert", ca != NULL ?
@@ -331,6 +335,7 @@ sandbox_env(const struct cfg *cfg, const struct sbx *s)
 	json_object_object_add(o, "AIRLOCK_SANDBOX_ID",
 	    json_object_new_string(s->sb_id));
 	json_object_object_add(o, "AIRLOCK_SESSION_TOKEN",
+	    s->sb_token == NULL ? NULL :
 	    json_object_new_string_len(s->sb_token, (int)s->sb_token_len));
 	if (s->sb_flags & SBX_F_NETNS) {
 		/* its only route leads to the gateway: no proxy settings */
@@ -439,8 +444,9 @@ route_sandbox_create(const struct admin_req *q, struct admin_resp *r)
 			snprintf(why, sizeof(why), "%s", sbx_strerror(e));
 		json_object_put(body);
 		admin_error(r, e == SBX_E_EXISTS ? 409 : e == SBX_E_IO ? 500 :
-		    400, e == SBX_E_EXISTS ? "conflict" : e == SBX_E_IO ?
-		    "internal_error" : "bad_request", why);
+		    e == SBX_E_FLEET ? 503 : 400, e == SBX_E_EXISTS ?
+		    "conflict" : e == SBX_E_IO ? "internal_error" :
+		    e == SBX_E_FLEET ? "unavailable" : "bad_request", why);
 		return;
 	}
 	json_object_put(body);
@@ -579,8 +585,10 @@ route_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
 	json_object		*o = json_object_new_object();
 	char			 ts[32];
 
-	if (reset)
+	if (reset) {
 		bud_reset(s->sb_id);
+		sbx_fleet_reset(s->sb_id);	/* fleet mode: Redis too */
+	}
 	if (bud_get(s->sb_id, caps, &bc) == -1)
 		memset(&bc, 0, sizeof(bc));	/* no traffic yet */
 	json_object_object_add(o, "sandbox", json_object_new_string(s->sb_id));

@@ -96,6 +96,32 @@ struct aud_verify {
  */
 int	aud_verify_file(FILE *in, const char *prev_hex, struct aud_verify *);
 
+/*
+ * A fleet's audit: one chain per gateway (records told apart by their
+ * "gateway" member), read from one merged file or several, in order.
+ * Each chain starts at 64 zeros (its first record ever); a chain's
+ * ac_bad_line (in ac_file) is its first break. aud_verify_chains() adds
+ * <in>'s records to <cs> (zeroed before the first file): 0, 1 when there
+ * are more than AUD_CHAINS_MAX gateways, -1 on a read error.
+ */
+#define AUD_CHAINS_MAX	256
+struct aud_chain {
+	char		 ac_gateway[64];
+	char		 ac_expect[65];
+	uint64_t	 ac_records;	/* records checked good */
+	uint64_t	 ac_last_line;	/* line of its last good one */
+	uint64_t	 ac_bad_line;	/* 0: intact */
+	char		 ac_file[256];	/* where it broke */
+	char		 ac_why[256];
+	char		 ac_first_prev[65];
+	char		 ac_last_hash[65];
+};
+struct aud_chains {
+	struct aud_chain ac_v[AUD_CHAINS_MAX];
+	size_t		 ac_n;
+};
+int	aud_verify_chains(FILE *in, const char *file, struct aud_chains *);
+
 /* Build the JSON text of a record (no newline). Caller frees. */
 char	*aud_rec_json(const struct aud_rec *);
 

@@ -144,8 +144,8 @@ parse_line(const char *line, size_t len, int cut, struct aud_verify *v)
  * Returns 0, copying its hash to <expect>, or 1 with the reason in <v>.
  */
 static int
-verify_line(const char *line, size_t len, int cut, uint64_t lineno,
-    char *expect, int given_prev, struct aud_verify *v)
+verify_line(const char *line, size_t len, int cut, int first,
+    uint64_t prevline, char *expect, int given_prev, struct aud_verify *v)
 {
 	unsigned char	 md[EVP_MAX_MD_SIZE];
 	unsigned int	 mdlen = 0;
@@ -163,7 +163,7 @@ verify_line(const char *line, size_t len, int cut, uint64_t lineno,
 		json_object_put(o);
 		return 1;
 	}
-	if (lineno == 1)
+	if (first)
 		memcpy(v->av_first_prev, prev, HEXLEN + 1);
 	/* byte-exact: the line ends with "prev":"P","hash":"H"} */
 	tail = line + len - HASH_TAIL_LEN;
@@ -200,10 +200,10 @@ verify_line(const char *line, size_t len, int cut, uint64_t lineno,
 		return 1;
 	}
 	if (memcmp(prev, expect, HEXLEN) != 0) {
-		if (lineno > 1)
+		if (!first)
 			why(v, "prev does not match line %llu's hash (a line "
 			    "was removed, inserted or reordered here)",
-			    (unsigned long long)(lineno - 1));
+			    (unsigned long long)prevline);
 		else if (given_prev)
 			why(v, "prev does not match the given previous hash "
 			    "%.16s... (this file does not continue that "
@@ -263,8 +263,8 @@ aud_verify_file(FILE *in, const char *prev_hex, struct aud_verify *v)
 			rc = 1;
 			break;
 		}
-		if (verify_line(line, len, len == (size_t)n, lineno, expect,
-		    prev_hex != NULL, v) != 0) {
+		if (verify_line(line, len, len == (size_t)n, lineno == 1,
+		    lineno - 1, expect, prev_hex != NULL, v) != 0) {
 			v->av_bad_line = lineno;
 			rc = 1;
 			break;
@@ -274,6 +274,88 @@ aud_verify_file(FILE *in, const char *prev_hex, struct aud_verify *v)
 		why(v, "read error: %s", strerror(errno != 0 ? errno : EIO));
 		rc = -1;
 	}
+	free(line);
+	return rc;
+}
+
+/* ---- one chain per gateway (a fleet's merged files) ----------------- */
+
+static struct aud_chain *
+chain_of(struct aud_chains *cs, const char *gw)
+{
+	struct aud_chain	*c;
+	size_t			 i;
+
+	for (i = 0; i < cs->ac_n; i++)
+		if (strcmp(cs->ac_v[i].ac_gateway, gw) == 0)
+			return &cs->ac_v[i];
+	if (cs->ac_n == AUD_CHAINS_MAX)
+		return NULL;
+	c = &cs->ac_v[cs->ac_n++];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->ac_gateway, sizeof(c->ac_gateway), "%s", gw);
+	memset(c->ac_expect, '0', HEXLEN);
+	return c;
+}
+
+/*
+ * See aud.h. Each record goes to the chain of its "gateway" member ("" when
+ * it has none) and is checked against that chain's last hash; a broken
+ * chain keeps its first break and is not checked further. A line that is
+ * not JSON cannot be told apart: it breaks the chain "?".
+ */
+int
+aud_verify_chains(FILE *in, const char *file, struct aud_chains *cs)
+{
+	struct aud_verify	 v;
+	struct aud_chain	*c;
+	json_object		*o, *g;
+	char			*line = NULL, gw[64];
+	size_t			 cap = 0, len;
+	ssize_t			 n;
+	uint64_t		 lineno = 0;
+	int			 rc = 0;
+
+	errno = 0;
+	while ((n = getline(&line, &cap, in)) != -1) {
+		lineno++;
+		len = (size_t)n;
+		if (len > 0 && line[len - 1] == '\n')
+			len--;
+		if (len == 0)
+			continue;
+		memset(&v, 0, sizeof(v));
+		snprintf(gw, sizeof(gw), "?");
+		if ((o = parse_line(line, len, len == (size_t)n, &v)) != NULL) {
+			if (!json_object_object_get_ex(o, "gateway", &g))
+				gw[0] = '\0';
+			else if (json_object_is_type(g, json_type_string))
+				snprintf(gw, sizeof(gw), "%s",
+				    json_object_get_string(g));
+			json_object_put(o);
+		}
+		if ((c = chain_of(cs, gw)) == NULL) {
+			rc = 1;		/* more gateways than we track */
+			break;
+		}
+		if (c->ac_bad_line != 0)
+			continue;
+		if (verify_line(line, len, len == (size_t)n,
+		    c->ac_records == 0, c->ac_last_line, c->ac_expect, 0,
+		    &v) != 0) {
+			c->ac_bad_line = lineno;
+			snprintf(c->ac_file, sizeof(c->ac_file), "%s", file);
+			memcpy(c->ac_why, v.av_why, sizeof(c->ac_why));
+			continue;
+		}
+		if (c->ac_records == 0)
+			memcpy(c->ac_first_prev, v.av_first_prev, HEXLEN + 1);
+		memcpy(c->ac_last_hash, v.av_last_hash, HEXLEN + 1);
+		c->ac_records++;
+		c->ac_last_line = lineno;
+	}
+	if (ferror(in))
+		rc = -1;
 	free(line);
 	return rc;
 }

@@ -275,13 +275,7 @@ store_parse(struct cfg *c, const char *s, char *why, size_t whysz)
 {
 	const char	*h, *colon, *slash, *q;
 	unsigned	 port, db = 0;
-
-	if (strncmp(s, "rediss://", 9) == 0) {
-		snprintf(why, whysz, "rediss:// (TLS) needs hiredis >= 1.0 "
-		    "with hiredis_ssl; this build's hiredis has no TLS: use "
-		    "redis:// over a trusted network or unix:");
-		return -1;
-	}
+	int		 tls = strncmp(s, "rediss://", 9) == 0;
 	if (strncmp(s, "unix:", 5) == 0) {
 		if (s[5] != '/') {
 			snprintf(why, whysz, "unix: needs an absolute path");
@@ -300,12 +294,12 @@ store_parse(struct cfg *c, const char *s, char *why, size_t whysz)
 		c->c_bs_redis = 1;
 		return 0;
 	}
-	if (strncmp(s, "redis://", 8) != 0) {
+	if (strncmp(s, "redis://", 8) != 0 && !tls) {
 		snprintf(why, whysz, "\"budget_store\" must be \"file\", a "
-		    "redis:// URL or unix:PATH");
+		    "redis:// or rediss:// URL or unix:PATH");
 		return -1;
 	}
-	h = s + 8;
+	h = s + (tls ? 9 : 8);
 	slash = h + strcspn(h, "/?#");
 	if (memchr(h, '@', (size_t)(slash - h)) != NULL) {
 		snprintf(why, whysz, "no credentials in the URL: give the "
@@ -344,6 +338,7 @@ store_parse(struct cfg *c, const char *s, char *why, size_t whysz)
 	c->c_bs_port = (int)port;
 	c->c_bs_db = (int)db;
 	c->c_bs_redis = 1;
+	c->c_bs_tls = tls;
 	return 0;
 }
 
@@ -389,11 +384,32 @@ cfg_k_budget_store_auth(struct cfg_parse *cp, const struct cfg_key *k,
 	cp->cp_cfg->c_bs_auth = xstrdup(s);
 }
 
+/* budget_store_ca: the CA file a rediss:// server's certificate must
+ * chain to (default: the system's). */
+static void
+cfg_k_budget_store_ca(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	const char	*s = cfg_str(v);
+
+	(void)k;
+	(void)arg;
+	if (s[0] != '/' || access(s, R_OK) == -1) {
+		cfg_err(cp, v, "\"budget_store_ca\" must be a readable file "
+		    "(absolute path)");
+		return;
+	}
+	free(cp->cp_cfg->c_bs_ca);
+	cp->cp_cfg->c_bs_ca = xstrdup(s);
+}
+
 const struct cfg_key bud_cfg_keys[] = {
 	CFG_SEQ("pricing", 0, cfg_k_pricing),
 	CFG_SCALAR("budget_store", CFG_K_RESTART, cfg_k_budget_store, 0,
 	    "\"file\", redis://HOST:PORT/DB or unix:PATH"),
 	CFG_SCALAR("budget_store_auth", CFG_K_RESTART,
 	    cfg_k_budget_store_auth, 0, "env:NAME or file:/PATH"),
+	CFG_SCALAR("budget_store_ca", CFG_K_RESTART,
+	    cfg_k_budget_store_ca, 0, "a CA file (PEM)"),
 	CFG_END,
 };

@@ -43,6 +43,7 @@
 #include "budget/bud_internal.h"
 #include "budget/bud_redis.h"
 #include "budget/bud_rscript.h"
+#include "budget/bud_tls.h"
 #include "cfg/cfg.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -708,8 +709,8 @@ bud_redis_settle(struct bud_rres *r, uint64_t cost, uint64_t in,
 /* ---- start and stop ------------------------------------------------- */
 
 /* The password from env:NAME or file:PATH (first line). */
-static char *
-brs_secret(const char *src)
+char *
+bud_redis_secret(const char *src)
 {
 	char	 buf[1024];
 	FILE	*fp;
@@ -764,11 +765,17 @@ bud_redis_open(const struct cfg *cfg)
 	brs.port = cfg->c_bs_port;
 	brs.unix_path = cfg->c_bs_unix != NULL ? xstrdup(cfg->c_bs_unix) :
 	    NULL;
+	/* rediss://: hiredis speaks plain Redis to the TLS relay */
+	if (cfg->c_bs_tls) {
+		if (bud_tls_start(cfg) == -1)
+			return -1;
+		brs.unix_path = xstrdup(bud_tls_path());
+	}
 	brs.db = cfg->c_bs_db;
 	brs.timeout_ms = cfg->c_limits.l_store_timeout_ms;
 	brs.lease_ms = cfg->c_limits.l_store_lease_ms;
 	if (cfg->c_bs_auth != NULL &&
-	    (brs.pass = brs_secret(cfg->c_bs_auth)) == NULL)
+	    (brs.pass = bud_redis_secret(cfg->c_bs_auth)) == NULL)
 		return -1;
 	for (i = 0; i < BRS_N; i++)
 		sha1_hex(brs_text[i], brs.sha[i]);
@@ -819,6 +826,7 @@ bud_redis_worker_fini(void)
 void
 bud_redis_close(void)
 {
+	bud_tls_stop();
 	free(brs.host);
 	free(brs.unix_path);
 	if (brs.pass != NULL) {

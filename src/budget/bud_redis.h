@@ -25,4 +25,8 @@ int	bud_redis_admit_reply(const redisReply *, char *why, size_t whysz,
 #define BUD_REDIS_MAX_ELEMENTS	64
 void	bud_redis_reader_guard(redisReader *r);
 
+/* budget_store_auth's password (env:NAME | file:PATH), or NULL (logged);
+ * the caller wipes and frees it. Also the fleet registry's (sbx_fleet.c). */
+char	*bud_redis_secret(const char *src);
+
 #endif

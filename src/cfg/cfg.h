@@ -298,6 +298,8 @@ struct cfg {
 	int			  c_bs_port;
 	char			 *c_bs_unix;
 	int			  c_bs_db;
+	int			  c_bs_tls;	/* rediss:// */
+	char			 *c_bs_ca;	/* budget_store_ca, or NULL */
 	char			 *c_bs_auth;	/* env:NAME | file:PATH, or
 						   NULL (no AUTH) */
 

@@ -515,6 +515,7 @@ cfg_free(struct cfg *c)
 	free(c->c_bs_host);
 	free(c->c_bs_unix);
 	free(c->c_bs_auth);
+	free(c->c_bs_ca);
 	free(c->c_gateway);
 	free(c->c_tls_fleet_ca_key);
 	for (i = 0; i < c->c_nsandboxes; i++) {

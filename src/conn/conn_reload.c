@@ -87,8 +87,7 @@ current_sandbox(struct conn *c, char *why, size_t whysz)
 		snprintf(why, whysz, "the source address no longer belongs to "
 		    "sandbox %s", old->sb_id);
 	} else {
-		if (util_secret_eq(s->sb_token, s->sb_token_len,
-		    old->sb_token, old->sb_token_len))
+		if (sbx_same_token(s, old))
 			return s;
 		snprintf(why, whysz, "the token of sandbox %s changed; "
 		    "connect again with the new credentials", old->sb_id);

@@ -89,8 +89,8 @@ static const struct ctl_command ctl_commands[] = {
 	{ "rules", "revoke", ctl_cmd_rules_revoke, 0, 1, 1, 0,
 	    "rules revoke RULE" },
 	{ "rules", NULL, ctl_cmd_rules, 0, 0, 0, 0, "rules" },
-	{ "audit", "verify", ctl_cmd_audit_verify, CTL_O_PREV, 1, -1, 1,
-	    "audit verify [--prev HEX] FILE..." },
+	{ "audit", "verify", ctl_cmd_audit_verify, CTL_O_PREV | CTL_O_BY, 1,
+	    -1, 1, "audit verify [--prev HEX | --by gateway] FILE..." },
 	{ "policy", "replay", ctl_cmd_policy_replay, 0, 1, -1, 1,
 	    "policy replay --config NEW.yaml AUDIT.jsonl..." },
 	{ "policy", "suggest", ctl_cmd_policy_suggest,
@@ -139,6 +139,7 @@ usage(FILE *f)
 "  reload                                 reload the config (as SIGHUP)\n"
 "  audit verify [--prev HEX] FILE...      check the audit hash chain"
 " (local)\n"
+"  audit verify --by gateway FILE...      ... one chain per gateway (fleet)\n"
 "  pending                                requests held for approval\n"
 "  approve ID [--scope once|sandbox|policy] [--ttl DURATION]\n"
 "      [--match host|request]\n"
@@ -552,7 +553,14 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 	    strcmp(a->a_match, "request") != 0)
 		return usage_error("--match must be host or request, not "
 		    "\"%s\"", a->a_match);
-	if (a->a_by != NULL && strcmp(a->a_by, "model") != 0 &&
+	if (a->a_by != NULL && strcmp(cm->cm_word1, "audit") == 0) {
+		if (strcmp(a->a_by, "gateway") != 0)
+			return usage_error("audit verify: --by must be "
+			    "gateway, not \"%s\"", a->a_by);
+		if (a->a_prev != NULL)
+			return usage_error("audit verify: --prev or --by "
+			    "gateway, not both");
+	} else if (a->a_by != NULL && strcmp(a->a_by, "model") != 0 &&
 	    strcmp(a->a_by, "day") != 0)
 		return usage_error("--by must be model or day, not \"%s\"",
 		    a->a_by);

@@ -361,6 +361,88 @@ is_hash(const char *s)
 }
 
 /*
+ * --by gateway: FILE... (a fleet's merged file, or one per gateway, in
+ * order) hold one chain per gateway; each is checked and reported.
+ */
+static int
+audit_verify_by_gateway(struct ctl *c, struct ctl_args *a)
+{
+	struct aud_chains	*cs = xcalloc(1, sizeof(*cs));
+	struct aud_chain	*ch;
+	struct json_object	*out = NULL, *arr = NULL, *o;
+	FILE			*f;
+	size_t			 i;
+	int			 k, vr, rc = CTL_OK;
+
+	for (k = 0; k < a->a_npos; k++) {
+		f = strcmp(a->a_pos[k], "-") == 0 ? stdin :
+		    fopen(a->a_pos[k], "r");
+		if (f == NULL) {
+			ctl_err("%s: %s", a->a_pos[k], strerror(errno));
+			free(cs);
+			return CTL_FAIL;
+		}
+		vr = aud_verify_chains(f, a->a_pos[k], cs);
+		if (f != stdin)
+			fclose(f);
+		if (vr != 0) {
+			ctl_err("%s: %s", a->a_pos[k], vr == 1 ?
+			    "more gateways than airlockctl tracks" :
+			    "read error");
+			free(cs);
+			return CTL_FAIL;
+		}
+	}
+	if (c->c_json) {
+		out = json_object_new_object();
+		arr = json_object_new_array();
+	}
+	for (i = 0; i < cs->ac_n; i++) {
+		ch = &cs->ac_v[i];
+		if (ch->ac_bad_line != 0)
+			rc = CTL_FAIL;
+		if (arr != NULL) {
+			o = json_object_new_object();
+			json_object_object_add(o, "gateway",
+			    json_object_new_string(ch->ac_gateway));
+			json_object_object_add(o, "ok",
+			    json_object_new_boolean(ch->ac_bad_line == 0));
+			json_object_object_add(o, "records",
+			    json_object_new_int64((int64_t)ch->ac_records));
+			if (ch->ac_bad_line != 0) {
+				json_object_object_add(o, "file",
+				    json_object_new_string(ch->ac_file));
+				json_object_object_add(o, "line",
+				    json_object_new_int64(
+				    (int64_t)ch->ac_bad_line));
+				json_object_object_add(o, "why",
+				    json_object_new_string(ch->ac_why));
+			} else if (ch->ac_records > 0)
+				json_object_object_add(o, "last_hash",
+				    json_object_new_string(ch->ac_last_hash));
+			json_object_array_add(arr, o);
+		} else if (ch->ac_bad_line != 0)
+			printf("gateway %s: %s:%llu: %s\n", ch->ac_gateway[0] ?
+			    ch->ac_gateway : "(none)", ch->ac_file,
+			    (unsigned long long)ch->ac_bad_line, ch->ac_why);
+		else
+			printf("gateway %s: OK (%llu record%s)\n",
+			    ch->ac_gateway[0] ? ch->ac_gateway : "(none)",
+			    (unsigned long long)ch->ac_records,
+			    ch->ac_records == 1 ? "" : "s");
+	}
+	if (out != NULL) {
+		json_object_object_add(out, "ok",
+		    json_object_new_boolean(rc == CTL_OK));
+		json_object_object_add(out, "gateways", arr);
+		ctl_print_json(out);
+		json_object_put(out);
+	}
+	free(cs);
+	return rc;
+}
+
+/*
  * Check FILE... as one hash chain, in order: each file's first "prev" must
  * be the hash the file before ended with (the first file's: --prev, else
  * 64 zeros). Stops at the first break.
@@ -375,6 +457,8 @@ ctl_cmd_audit_verify(struct ctl *c, struct ctl_args *a)
 	FILE			*f;
 	int			 i, vr, saved, rc = CTL_OK, have_prev = 0;
 
+	if (a->a_by != NULL)
+		return audit_verify_by_gateway(c, a);
 	if (a->a_prev != NULL) {
 		if (!is_hash(a->a_prev)) {
 			ctl_err("--prev wants 64 lowercase hex digits (a "

@@ -19,11 +19,13 @@
 
 #include <json-c/json.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
 #include "ca/ca.h"
 #include "cfg/cfg.h"
 #include "cfg/cfg_internal.h"
 #include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -42,6 +44,38 @@ sbx_set_destroy_hook(void (*fn)(const char *))
 	sbx_destroy_hook = fn;
 }
 
+void
+sbx_token_hash(const char *tok, size_t len, unsigned char out[32])
+{
+	unsigned int	n = 0;
+
+	if (EVP_Digest(tok, len, out, &n, EVP_sha256(), NULL) != 1 ||
+	    n != 32)
+		fatalx("sandbox: SHA-256");
+}
+
+int
+sbx_same_token(const struct sbx *a, const struct sbx *b)
+{
+	return CRYPTO_memcmp(a->sb_token_sha, b->sb_token_sha, 32) == 0;
+}
+
+/* Tell the fleet about <s> (its first address read under the lock). */
+static void
+sbx_announce(struct sbx *s)
+{
+	char	addr[64] = "";
+
+	if (!sbx_fleet_on() || (s->sb_flags & (SBX_F_POOLED | SBX_F_REMOTE)))
+		return;
+	pthread_rwlock_rdlock(&sbx_lock);
+	if (s->sb_naddrs > 0)
+		net_addr_format(&s->sb_addrs[0], addr, sizeof(addr));
+	pthread_rwlock_unlock(&sbx_lock);
+	sbx_fleet_announce(s->sb_id, s->sb_policy, s->sb_token_sha,
+	    s->sb_created, addr);
+}
+
 static struct sbx *
 sbx_new(const char *id, const char *policy, const char *token, size_t toklen,
     int is_static, int64_t created)
@@ -51,8 +85,11 @@ sbx_new(const char *id, const char *policy, const char *token, size_t toklen,
 	s = xcalloc(1, sizeof(*s));
 	s->sb_id = xstrdup(id);
 	s->sb_policy = xstrdup(policy);
-	s->sb_token = xstrndup(token, toklen);
-	s->sb_token_len = toklen;
+	if (token != NULL) {
+		s->sb_token = xstrndup(token, toklen);
+		s->sb_token_len = toklen;
+		sbx_token_hash(token, toklen, s->sb_token_sha);
+	}
 	s->sb_static = is_static;
 	s->sb_created = created;
 	s->sb_refs = 1;
@@ -73,7 +110,8 @@ sbx_unref(struct sbx *s)
 	if (s == NULL || __atomic_sub_fetch(&s->sb_refs, 1,
 	    __ATOMIC_ACQ_REL) != 0)
 		return;
-	OPENSSL_cleanse(s->sb_token, s->sb_token_len);
+	if (s->sb_token != NULL)
+		OPENSSL_cleanse(s->sb_token, s->sb_token_len);
 	free(s->sb_token);
 	free(s->sb_addrs);
 	free(s->sb_id);
@@ -147,7 +185,7 @@ sbx_persist(const struct sbx *s, int sync)
 	size_t		 len;
 	int		 fd, rv = -1;
 
-	if (s->sb_flags & SBX_F_NETNS)
+	if (s->sb_flags & (SBX_F_NETNS | SBX_F_REMOTE))
 		return 0;
 
 	if (asprintf(&dir, "%s/sandboxes", sbx_state_dir) == -1)
@@ -430,6 +468,8 @@ sbx_set_addr(struct sbx *s, const struct net_addr *a)
 		s->sb_addrs[s->sb_naddrs++] = *a;
 	}
 	pthread_rwlock_unlock(&sbx_lock);
+	if (rv == 0 && other == NULL)
+		sbx_announce(s);
 	return rv;
 }
 
@@ -447,13 +487,19 @@ struct sbx *
 sbx_auth(const char *id, const char *token, size_t tokenlen)
 {
 	struct sbx	*s = NULL;
+	unsigned char	 sha[32];
 	ssize_t		 at;
 
+	/* the hashes are compared: a sandbox of another gateway has no
+	   other form of its token here */
+	sbx_token_hash(token, tokenlen, sha);
 	pthread_rwlock_rdlock(&sbx_lock);
-	if ((at = sbx_index(id)) >= 0 && util_secret_eq(token, tokenlen,
-	    sbx_v[at]->sb_token, sbx_v[at]->sb_token_len))
+	if ((at = sbx_index(id)) >= 0 && CRYPTO_memcmp(sha,
+	    sbx_v[at]->sb_token_sha, sizeof(sha)) == 0)
 		s = sbx_ref(sbx_v[at]);
 	pthread_rwlock_unlock(&sbx_lock);
+	if (at < 0)
+		sbx_fleet_miss(id);	/* read-through: the next try may know */
 	return s;
 }
 
@@ -468,6 +514,9 @@ sbx_create(const struct cfg *cfg, const char *policy, const char *id,
 	*out = NULL;
 	if (policy == NULL || cfg_policy_find(cfg, policy) == NULL)
 		return SBX_E_POLICY;
+	/* another gateway could not learn of it: refused, not split */
+	if (!(flags & SBX_F_POOLED) && !sbx_fleet_ready())
+		return SBX_E_FLEET;
 	if (id == NULL) {
 		memcpy(idbuf, "sbx-", 4);
 		util_random_hex(idbuf + 4, 8);
@@ -504,6 +553,8 @@ sbx_create(const struct cfg *cfg, const char *policy, const char *id,
 	}
 	if (flags & SBX_F_POOLED)
 		sbx_add_flags(s, SBX_F_POOLED);
+	else
+		sbx_announce(s);
 	log_info("sandbox %s: created (policy %s%s)", s->sb_id, policy,
 	    (flags & SBX_F_POOLED) ? ", warm in the pool" : "");
 	*out = s;
@@ -512,6 +563,16 @@ sbx_create(const struct cfg *cfg, const char *policy, const char *id,
 
 enum sbx_err
 sbx_delete(const char *id)
+{
+	enum sbx_err	e;
+
+	if ((e = sbx_delete_quiet(id)) == SBX_OK)
+		sbx_fleet_retract(id);
+	return e;
+}
+
+enum sbx_err
+sbx_delete_quiet(const char *id)
 {
 	struct sbx	*s;
 	char		*path, *gone = NULL;
@@ -573,6 +634,8 @@ sbx_claim_pooled(const char *policy, const char *from)
 		sbx_ref(s);
 	}
 	pthread_rwlock_unlock(&sbx_lock);
+	if (s != NULL)
+		sbx_announce(s);
 	return s;
 }
 
@@ -667,8 +730,41 @@ sbx_strerror(enum sbx_err e)
 	case SBX_E_LAUNCH:
 		return "the launcher could not build the sandbox (see the "
 		    "gateway's log)";
+	case SBX_E_FLEET:
+		return "the fleet's shared registry (Redis) is unreachable: "
+		    "no sandbox is created until it is back";
 	}
 	return "?";
+}
+
+void
+sbx_put_remote(const char *id, const char *policy,
+    const unsigned char sha[32], int64_t created, const char *addr)
+{
+	struct sbx	*s;
+	struct net_addr	 a;
+	ssize_t		 at;
+
+	if (!cfg_name_ok(id))
+		return;
+	s = sbx_new(id, policy, NULL, 0, 0, created);
+	memcpy(s->sb_token_sha, sha, 32);
+	s->sb_flags = SBX_F_REMOTE;
+	if (addr[0] != '\0' && net_host_literal(addr, &a) == 1) {
+		s->sb_addrs = xcalloc(1, sizeof(a));
+		s->sb_addrs[0] = a;
+		s->sb_naddrs = 1;
+	}
+	pthread_rwlock_wrlock(&sbx_lock);
+	if ((at = sbx_index(id)) >= 0 || (s->sb_naddrs > 0 &&
+	    sbx_by_addr_locked(&s->sb_addrs[0]) != NULL)) {
+		pthread_rwlock_unlock(&sbx_lock);
+		sbx_unref(s);
+		return;
+	}
+	sbx_insert_at((size_t)(-at - 1), s);
+	pthread_rwlock_unlock(&sbx_lock);
+	log_info("sandbox %s: known from the fleet (policy %s)", id, policy);
 }
 
 void

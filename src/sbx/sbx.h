@@ -23,8 +23,12 @@ struct sbx {
 	char		*sb_id;
 	char		*sb_policy;	/* policy name; resolved against the
 					   config a connection runs under */
-	char		*sb_token;	/* proxy token (secret: never log) */
+	char		*sb_token;	/* proxy token (secret: never log);
+					   NULL for a sandbox of another
+					   gateway (SBX_F_REMOTE) */
 	size_t		 sb_token_len;
+	unsigned char	 sb_token_sha[32]; /* SHA-256 of the token: what
+					   sbx_auth compares */
 	int		 sb_static;	/* defined in the config file */
 	int64_t		 sb_created;	/* unix seconds */
 	int		 sb_refs;	/* atomic */
@@ -58,6 +62,9 @@ struct sbx {
 				   the process) */
 #define SBX_F_VM	0x08	/* ... a qemu microVM (sb_ctl) */
 #define SBX_F_PAUSED	0x10	/* ... paused (QMP stop) */
+#define SBX_F_REMOTE	0x20	/* created on another gateway of the fleet
+				   (sbx_fleet.c): token known by its hash
+				   only, not persisted here */
 
 enum sbx_err {
 	SBX_OK = 0,
@@ -68,6 +75,7 @@ enum sbx_err {
 	SBX_E_STATIC,		/* defined in the config file */
 	SBX_E_IO,		/* state_dir could not be written */
 	SBX_E_LAUNCH,		/* the launcher could not build it */
+	SBX_E_FLEET,		/* the fleet registry (Redis) is away */
 };
 
 /* Load the sandboxes persisted under <state_dir>. Returns 0 or -1. */
@@ -113,5 +121,19 @@ const char	*sbx_strerror(enum sbx_err);
  * that is deleted or dropped, so that its namespaces go too. */
 void		 sbx_set_destroy_hook(void (*)(const char *id));
 void		 sbx_shutdown(void);
+/* SHA-256 of a token. */
+void		 sbx_token_hash(const char *, size_t, unsigned char[32]);
+/* Both sandboxes' tokens are the same (constant time, on the hashes). */
+int		 sbx_same_token(const struct sbx *, const struct sbx *);
+
+/* ---- the fleet's shared registry (sbx_fleet.c) ---- */
+/* Another gateway's sandbox, as the registry has it: added unless <id> is
+ * known here already. <addr> "" or an IP literal. */
+void		 sbx_put_remote(const char *id, const char *policy,
+		    const unsigned char sha[32], int64_t created,
+		    const char *addr);
+/* Revoke and forget <id> because the fleet deleted it (not announced
+ * again). SBX_OK, SBX_E_NOTFOUND or SBX_E_STATIC. */
+enum sbx_err	 sbx_delete_quiet(const char *id);
 
 #endif

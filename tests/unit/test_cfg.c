@@ -671,10 +671,10 @@ static const struct err_case err_cases[] = {
 	    "(1-65535): redis://[HOST]:PORT/DB" },
 	{ "budget_store: \"rediss://u:hunter2@cache.test/1\"\n",
 	    "t.yaml:1:15: ", "budget_store \"rediss://***@cache.test/1\": "
-	    "rediss:// (TLS) needs hiredis >= 1.0" },
+	    "no credentials in the URL" },
 	{ "budget_store: sqlite\n", "t.yaml:1:15: ",
 	    "budget_store \"sqlite\": \"budget_store\" must be \"file\", a "
-	    "redis:// URL or unix:PATH" },
+	    "redis:// or rediss:// URL or unix:PATH" },
 	{ "budget_store: File\n", "t.yaml:1:15: ",
 	    "budget_store \"File\": \"budget_store\" must be \"file\"" },
 	{ "budget_store: \"redis://h:6379/16\"\n", "t.yaml:1:15: ",

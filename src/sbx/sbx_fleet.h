@@ -1,0 +1,42 @@
+/*
+ * The fleet's shared sandbox registry (issue 18.3): with a Redis budget
+ * store, every gateway announces the sandboxes created through its admin
+ * API to the others, and forgets those deleted anywhere.
+ *
+ * In Redis: airlock:sbx:<id> is a hash (policy, tok = hex SHA-256 of the
+ * token, created, addr), airlock:sbxs the set of ids, airlock:sbx-gone:<id>
+ * a tombstone kept a week; changes are published on channel airlock:sbx
+ * as "+<id>" or "-<id>". The token itself never leaves the gateway that
+ * minted it.
+ *
+ * One thread of its own with two blocking hiredis connections (a
+ * subscribed connection runs no other command): no worker ever waits on
+ * it. Announcements are queued and sent in order, kept while Redis is
+ * away; a (re)subscription is followed by a full resynchronisation.
+ */
+#ifndef AIRLOCK_SBX_FLEET_H
+#define AIRLOCK_SBX_FLEET_H
+
+#include <stdint.h>
+
+struct cfg;
+
+/* Called after the fleet deleted sandboxes here: close their
+ * connections (workers_revoke; set before sbx_fleet_start). */
+void	sbx_fleet_set_revoke_hook(void (*)(void));
+/* Start it when <cfg>'s budget store is Redis. 0 or -1 (logged). */
+int	sbx_fleet_start(const struct cfg *);
+void	sbx_fleet_stop(void);
+int	sbx_fleet_on(void);
+/* Off, or connected and subscribed: a creation can be announced. */
+int	sbx_fleet_ready(void);
+/* Queue an announcement (any thread, never blocks on Redis). */
+void	sbx_fleet_announce(const char *id, const char *policy,
+	    const unsigned char sha[32], int64_t created, const char *addr);
+void	sbx_fleet_retract(const char *id);
+/* usage/reset: the shared (Redis) counters of <id> too. */
+void	sbx_fleet_reset(const char *id);
+/* A token for an unknown id: look it up in Redis (rate bound). */
+void	sbx_fleet_miss(const char *id);
+
+#endif
