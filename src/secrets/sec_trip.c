@@ -19,6 +19,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "cfg/cfg.h"
 #include "http/http_msg.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
@@ -201,22 +202,22 @@ sec_trip_sent(const struct http_msg *m, const char *path, const char *query,
     const char *ph)
 {
 	size_t	plen = strlen(ph);
-	int	i;
+	int	i, where = 0;
 
-	for (i = 0; i < m->hm_nhdrs; i++) {
+	for (i = 0; i < m->hm_nhdrs && where == 0; i++) {
 		if (carries(m->hm_buf + m->hm_hdrs[i].h_value,
 		    m->hm_hdrs[i].h_value_len, ph, plen) ||
 		    carries(m->hm_buf + m->hm_hdrs[i].h_name,
 		    m->hm_hdrs[i].h_name_len, ph, plen))
-			return 1;
-		if (i + 1 < m->hm_nhdrs && carries_pair(m, i, ph, plen))
-			return 1;
+			where |= CFG_PH_HEADER;
+		else if (i + 1 < m->hm_nhdrs && carries_pair(m, i, ph, plen))
+			where |= CFG_PH_HEADER;
 	}
 	if (path != NULL && carries(path, strlen(path), ph, plen))
-		return 1;
+		where |= CFG_PH_PATH;
 	if (query != NULL && carries(query, strlen(query), ph, plen))
-		return 1;
-	return 0;
+		where |= CFG_PH_QUERY;
+	return where;
 }
 
 /*
