@@ -113,6 +113,7 @@ struct cfg_secret {
 	int		  sc_allow_plaintext;	/* may go over plain HTTP */
 	int		  sc_ph_in;	/* CFG_PH_*: where its placeholder
 					   is replaced (placeholder_in) */
+	int		  sc_ph_given;	/* placeholder_in was given */
 	int		  sc_line;	/* position of the secret's mapping */
 	int		  sc_col;
 };

@@ -517,6 +517,7 @@ cfg_k_sec_placeholder_in(struct cfg_parse *cp, const struct cfg_key *k,
 		mask |= where[j].bit;
 	}
 	sc->sc_ph_in = mask;
+	sc->sc_ph_given = 1;
 }
 
 /* Plain HTTP shows the value to every hop: only when the secret says so. */

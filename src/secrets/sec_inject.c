@@ -539,9 +539,13 @@ sec_trip_body_new(const struct cfg *cfg, const char *host, int tls)
 
 	for (i = 0; i < cfg->c_nsecrets; i++) {
 		s = &cfg->c_secrets[i];
-		/* bound and replaced in bodies: sec_stage's substitution */
+		/* bound: replaced in the body (sec_stage's substitution),
+		   or left as it is when placeholder_in was not given (as
+		   before it existed); refused when placeholder_in leaves
+		   bodies out, or the value may not go over plain HTTP */
 		if (s->sc_placeholder == NULL || (sec_bound(s, host) &&
-		    sec_body_allowed(s, tls)))
+		    (sec_body_allowed(s, tls) || (!s->sc_ph_given &&
+		    !(s->sc_ph_in & CFG_PH_BODY)))))
 			continue;
 		if (tr == NULL)
 			tr = sec_trip_new();

@@ -271,6 +271,11 @@ sec_req_body(struct xs_call *xc, const char *p, size_t len)
 		return XS_GO;
 	}
 	x->x_allowed = 0;
+	if (sec_host_bound(xc->xc_cfg, x->x_host))
+		return xs_deny(xc, AUD_R_SECRET_MISUSE, "a secret's placeholder "
+		    "was sent in the request body towards %s, where it is not "
+		    "replaced (another secret's host, placeholder_in without "
+		    "body, or plain HTTP)", x->x_host);
 	return xs_deny(xc, AUD_R_SECRET_MISUSE, "a secret's placeholder was "
 	    "sent in the request body towards %s, which it is not bound to",
 	    x->x_host);
