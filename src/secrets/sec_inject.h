@@ -139,6 +139,14 @@ void	sec_trip_add(struct sec_trip *, const char *ph);
 /* Feed body bytes (<sink> is scratch); returns 1 once one was seen. */
 int	sec_trip_feed(struct sec_trip *, const char *, size_t,
 	    struct evbuffer *sink);
+/*
+ * Bytes the tripwire let by, kept back until nothing after them could
+ * complete a placeholder (at most 30 bytes per placeholder byte, its
+ * widest disguise): what may go on moves to <out> (all of it at <eof>);
+ * returns how much.
+ */
+size_t	sec_trip_hold(struct sec_trip *, const char *, size_t, int eof,
+	    struct evbuffer *out);
 void	sec_trip_free(struct sec_trip *);	/* NULL ok */
 
 /* ---- request bodies (sec_body.c) ---- */

@@ -255,16 +255,37 @@ static enum xs_verdict
 sec_req_body(struct xs_call *xc, const char *p, size_t len)
 {
 	struct xchg	*x = xc->xc_x;
+	struct evbuffer	*held;
+	size_t		 n;
 
+	if (x->x_sec.s_body == NULL && x->x_sec.s_body_want && len > 0)
+		x->x_sec.s_body_late = 1;	/* held: replaced at req_ready */
 	if (x->x_sec.s_trip == NULL ||
 	    !sec_trip_feed(x->x_sec.s_trip, p, len, xc->xc_scratch)) {
-		if (x->x_sec.s_body == NULL || xc->xc_body_out == NULL) {
-			if (x->x_sec.s_body_want && len > 0)
-				x->x_sec.s_body_late = 1;	/* held */
+		if (xc->xc_body_out == NULL)
 			return XS_GO;
+		if (x->x_sec.s_trip != NULL) {
+			/* nothing of a placeholder leaves before it is seen
+			   whole: the bytes that could begin one wait */
+			held = x->x_sec.s_body != NULL ? xc->xc_scratch :
+			    xc->xc_body_out;
+			evbuffer_drain(held, evbuffer_get_length(held));
+			n = sec_trip_hold(x->x_sec.s_trip, p, len, xc->xc_eof,
+			    held);
+			xc->xc_rewrote = 1;
+			if (x->x_sec.s_body == NULL)
+				return XS_GO;
+			p = n > 0 ? (const char *)evbuffer_pullup(held,
+			    (ssize_t)n) : "";
+			len = n;
 		}
+		if (x->x_sec.s_body == NULL)
+			return XS_GO;
 		sec_body_feed(x->x_sec.s_body, p, len, xc->xc_eof,
 		    xc->xc_body_out);
+		if (x->x_sec.s_trip != NULL)
+			evbuffer_drain(xc->xc_scratch,
+			    evbuffer_get_length(xc->xc_scratch));
 		xc->xc_rewrote = 1;
 		if (xc->xc_eof)
 			body_mark(x);

@@ -198,6 +198,25 @@ for what, hdrs, body in (
     t.ok(all(x.partial and x.body == b"" for x in recs),
          "other host, %s: no body byte upstream" % what, repr(recs))
 
+# --- towards another host, the placeholder split across chunks after
+# 4 KiB of filler: 403, and no byte of it reached the upstream
+for cut in (1, 5, 11):
+    m = "other-split-%d" % cut
+    body = b"f" * 4096 + PH.encode() + b"tail"
+    k = 4096 + cut
+    c = Client(ap, "https", "other.test", port, CA)
+    try:
+        r = c.request("POST", "/o", ["X-Mark: " + m],
+                      chunks=[body[:2048], body[2048:k], body[k:]])
+    except (itlib.Closed, OSError) as e:
+        r = None
+    t.error(r, 403, "secret_misuse", "other host, split at +%d: 403" % cut)
+    c.close()
+    recs = ups.by_mark(m, 0.5)
+    t.ok(all(x.partial and b"airlock" not in x.raw for x in recs),
+         "other host, split at +%d: no byte of the placeholder upstream" %
+         cut, repr(recs)[:300])
+
 # --- gzip body towards the bound host: 415
 c = Client(ap, "https", "api.test", port, CA)
 r = c.request("POST", "/z", ["X-Mark: gz", "Content-Encoding: gzip",
