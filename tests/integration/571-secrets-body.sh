@@ -249,29 +249,17 @@ sleep 0.3
 stop_airlockd
 
 "$PYTHON" - <<'PY' || check_fail "leak search"
-import base64, json, os, urllib.parse
-import itlib
+import os
+import itlib, seclib
 
-E = os.environ
-T = E["T"]
+T = os.environ["T"]
 t = itlib.Checks()
-found = []
-for v in (open(T + "/slack.val", "rb").read(),
-          open(T + "/hdr.val", "rb").read()):
-    forms = {v, urllib.parse.quote_plus(v).encode(),
-             urllib.parse.quote(v, safe="").encode(),
-             base64.b64encode(v).rstrip(b"="),
-             json.dumps(v.decode())[1:-1].encode()}
-    for f in ("airlockd.log", "airlockd.out", "audit.jsonl"):
-        p = os.path.join(T, f)
-        data = open(p, "rb").read() if os.path.exists(p) else b""
-        found += [(f, x) for x in forms if x in data]
-    for root, dirs, files in os.walk(os.path.join(T, "state")):
-        for f in files:
-            data = open(os.path.join(root, f), "rb").read()
-            found += [(f, x) for x in forms if x in data]
+vals = {"slack": open(T + "/slack.val", "rb").read(),
+        "hdr": open(T + "/hdr.val", "rb").read()}
 t.ok(os.path.getsize(T + "/audit.jsonl") > 0, "the audit has content")
-t.ok(not found, "no value in anything airlockd wrote", repr(found[:3]))
+found = seclib.leaks(T, vals)
+t.ok(not found, "no value in any form in anything airlockd wrote",
+     repr(found[:5]))
 t.done()
 PY
 finish

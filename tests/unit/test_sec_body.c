@@ -141,6 +141,26 @@ START_TEST(test_body_kind)
 }
 END_TEST
 
+/* The tripwire keeps back 30 bytes per placeholder byte, all at the end. */
+START_TEST(test_trip_hold)
+{
+	struct sec_trip	*tr = sec_trip_new();
+	struct evbuffer	*out = evbuffer_new();
+	char		 buf[1000];
+	size_t		 keep = 30 * strlen(PH);
+
+	memset(buf, 'x', sizeof(buf));
+	sec_trip_add(tr, PH);
+	ck_assert_uint_eq(sec_trip_hold(tr, buf, 100, 0, out), 0);
+	ck_assert_uint_eq(sec_trip_hold(tr, buf, sizeof(buf), 0, out),
+	    100 + sizeof(buf) - keep);
+	ck_assert_uint_eq(sec_trip_hold(tr, "", 0, 1, out), keep);
+	ck_assert_uint_eq(evbuffer_get_length(out), 100 + sizeof(buf));
+	evbuffer_free(out);
+	sec_trip_free(tr);
+}
+END_TEST
+
 Suite *
 suite_sec_body(void)
 {
@@ -151,6 +171,7 @@ suite_sec_body(void)
 	    (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_body_hits);
 	tcase_add_test(tc, test_body_kind);
+	tcase_add_test(tc, test_trip_hold);
 	suite_add_tcase(s, tc);
 	return s;
 }
