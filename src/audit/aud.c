@@ -838,6 +838,16 @@ aud_rec_json(const struct aud_rec *r)
 		}
 		jb_raw(&b, "]", 1);
 	}
+	if (r->ar_nsecrets_at > 0) {
+		jb_key(&b, "secrets_at");
+		jb_raw(&b, "[", 1);
+		for (i = 0; i < r->ar_nsecrets_at; i++) {
+			if (i > 0)
+				jb_raw(&b, ",", 1);
+			jb_string(&b, r->ar_secrets_at[i]);
+		}
+		jb_raw(&b, "]", 1);
+	}
 	add_int(&b, "bytes_in", r->ar_bytes_in);
 	add_int(&b, "bytes_out", r->ar_bytes_out);
 	add_int(&b, "duration_ms", r->ar_duration_ms);

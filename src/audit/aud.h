@@ -31,6 +31,8 @@ struct aud_rec {
 	const char	*ar_would_deny;	/* report mode: the refusal, or NULL */
 	const char *const *ar_secrets;	/* names attached, never values */
 	size_t		 ar_nsecrets;
+	const char *const *ar_secrets_at;	/* "name@where", the same */
+	size_t		 ar_nsecrets_at;
 	int64_t		 ar_bytes_in;	/* -1: absent */
 	int64_t		 ar_bytes_out;
 	int64_t		 ar_duration_ms;

@@ -29,6 +29,8 @@
 	X(DENIED, "denied", 403, AUD_D_KEEP, "no rule allows it")	\
 	X(SECRET_MISUSE, "secret_misuse", 403, AUD_D_DENY,		\
 	    "a secret's placeholder towards a host it is not bound to")	\
+	X(ENCODED_BODY_REFUSED, "encoded_body_refused", 415, AUD_D_DENY,\
+	    "compressed request body towards a secret's host")		\
 	X(SECRET_UNAVAILABLE, "secret_unavailable", 502, AUD_D_KEEP,	\
 	    "a secret (or a minted token) could not be obtained")	\
 	X(BUDGET_EXCEEDED, "budget_exceeded", 402, AUD_D_KEEP,		\

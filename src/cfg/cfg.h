@@ -60,6 +60,13 @@ struct cfg_rule {
 	int		  r_col;
 };
 
+/* Where a secret's placeholder may be replaced (placeholder_in). */
+#define CFG_PH_HEADER	0x01
+#define CFG_PH_QUERY	0x02
+#define CFG_PH_PATH	0x04
+#define CFG_PH_BODY	0x08
+#define CFG_PH_DEFAULT	(CFG_PH_HEADER | CFG_PH_QUERY | CFG_PH_PATH)
+
 enum cfg_inject {
 	CFG_INJECT_NONE = 0,	/* placeholder only */
 	CFG_INJECT_HEADER,	/* {header: NAME, value: TEMPLATE} */
@@ -114,6 +121,9 @@ struct cfg_secret {
 	char		 *sc_placeholder;	/* NULL = none */
 	char		 *sc_sandbox_env;	/* NULL = none */
 	int		  sc_allow_plaintext;	/* may go over plain HTTP */
+	int		  sc_ph_in;	/* CFG_PH_*: where its placeholder
+					   is replaced (placeholder_in) */
+	int		  sc_ph_given;	/* placeholder_in was given */
 	int		  sc_line;	/* position of the secret's mapping */
 	int		  sc_col;
 };

@@ -103,6 +103,7 @@ xchg_clear(struct conn *c, struct xchg *x)
 {
 	sec_req_free(x->x_sec.s_req);
 	sec_trip_free(x->x_sec.s_trip);
+	sec_body_free(x->x_sec.s_body);
 	meter_free(x->x_bud.b_meter);
 	sse_filt_free(x->x_bud.b_filt);
 	mcp_filt_free(x->x_mcp.m_filt);
@@ -258,21 +259,10 @@ conn_body_out(struct conn *c, struct bufferevent *to, const char *p, size_t len,
 		bufferevent_write_buffer(to, tmp);
 }
 
-void
-conn_request_body_cb(void *arg, const char *p, size_t len)
+/* Body bytes as the stages let them through: held, or upstream. */
+static void
+request_body_emit(struct conn *c, const char *p, size_t len)
 {
-	struct conn	*c = arg;
-	size_t		 pass;
-
-	if (conn_pipe_req_body(c, p, len, &pass) == -1) {
-		/* refused once the parser returns; what a stage let through
-		   still goes (up to a cap) */
-		if (pass > 0 && c->c_up != NULL &&
-		    c->c_state == CONN_FORWARD)
-			conn_body_out(c, c->c_up->u_bev, p, pass,
-			    c->c_r.r_up_chunked, &c->c_x->x_bytes_out);
-		return;
-	}
 	if (c->c_state == CONN_BODY_BUFFER) {
 		/* held whole (SigV4 hash, usage options), within body_bytes */
 		if (c->c_r.r_body == NULL)
@@ -285,10 +275,33 @@ conn_request_body_cb(void *arg, const char *p, size_t len)
 		evbuffer_add(c->c_r.r_body, p, len);
 		return;
 	}
-	if (c->c_up == NULL)
+	if (c->c_up == NULL || len == 0)
 		return;
 	conn_body_out(c, c->c_up->u_bev, p, len, c->c_r.r_up_chunked,
 	    &c->c_x->x_bytes_out);
+}
+
+static void
+request_body(struct conn *c, const char *p, size_t len, int eof)
+{
+	size_t	pass;
+
+	if (conn_pipe_req_body(c, &p, &len, eof, &pass) == -1) {
+		/* refused once the parser returns; what a stage let through
+		   still goes (up to a cap) */
+		if (pass > 0 && c->c_up != NULL &&
+		    c->c_state == CONN_FORWARD)
+			conn_body_out(c, c->c_up->u_bev, p, pass,
+			    c->c_r.r_up_chunked, &c->c_x->x_bytes_out);
+	} else
+		request_body_emit(c, p, len);
+	conn_pipe_req_body_end(c);
+}
+
+void
+conn_request_body_cb(void *arg, const char *p, size_t len)
+{
+	request_body(arg, p, len, 0);
 }
 
 /*
@@ -507,7 +520,8 @@ write_request_head(struct conn *c)
 	if (c->c_r.r_body != NULL) {
 		q.hq_held = 1;
 		q.hq_held_len = evbuffer_get_length(c->c_r.r_body);
-	}
+	} else
+		q.hq_chunked = c->c_x->x_req_reframe;
 	conn_evb_sink(out, &sink);
 	c->c_r.r_up_chunked = http_write_request_head(m, &q, &sink);
 	if (c->c_r.r_body != NULL)
@@ -632,6 +646,9 @@ conn_feed_request_loop(struct conn *c)
 			conn_on_request_head(c);
 			break;
 		case HTTP_FEED_DONE:
+			/* what a stage kept back of the body goes now */
+			if (c->c_x != NULL && c->c_x->x_active)
+				request_body(c, "", 0, 1);
 			c->c_r.r_req_done = 1;
 			if (!c->c_r.r_resp_started)
 				conn_timer_arm(c,

@@ -318,11 +318,15 @@ int	conn_pipe_req_head(struct conn *, size_t *hold);
 int	conn_pipe_ready(struct conn *, void (*next)(struct conn *));
 /* Before the connection is freed: no stage will resume it. */
 void	conn_pipe_fini(struct conn *);
-/* A request body chunk (inside the parser): 0, or -1 when a stage
- * refused (its first *pass bytes still go on); the answer waits for
- * conn_pipe_pending(). */
-int	conn_pipe_req_body(struct conn *, const char *, size_t,
+/* A request body chunk (inside the parser; <eof>: the end, an empty
+ * chunk): 0, or -1 when a stage refused (its first *pass bytes still go
+ * on); the answer waits for conn_pipe_pending(). A stage may change the
+ * bytes: *p, *len are then what goes on (the worker's, until
+ * conn_pipe_req_body_end()). */
+int	conn_pipe_req_body(struct conn *, const char **, size_t *, int eof,
 	    size_t *pass);
+/* After the bytes conn_pipe_req_body() handed back went on. */
+void	conn_pipe_req_body_end(struct conn *);
 /* After the parser returned: 1 after answering a refusal kept by
  * conn_pipe_req_body(), else 0. */
 int	conn_pipe_pending(struct conn *);

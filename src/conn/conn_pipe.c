@@ -42,6 +42,9 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_upgrade = c->c_r.r_upgrade;
 	xc->xc_tunnel = c->c_r.r_connect || c->c_state == CONN_TUNNEL;
 	xc->xc_eof = 0;
+	xc->xc_body_out = NULL;
+	xc->xc_body_spare = NULL;
+	xc->xc_rewrote = 0;
 	xc->xc_cut = AUD_R_NONE;
 	xc->xc_cut_whole = 0;
 	xc->xc_reframe = 0;
@@ -199,19 +202,42 @@ pipe_keep(struct conn *c, const struct xs_call *xc)
 }
 
 int
-conn_pipe_req_body(struct conn *c, const char *p, size_t len, size_t *pass)
+conn_pipe_req_body(struct conn *c, const char **p, size_t *len, int eof,
+    size_t *pass)
 {
 	struct xs_call	xc;
+	enum xs_verdict	v;
 
 	*pass = 0;
 	if (c->c_r.r_pend_why != AUD_R_NONE)
 		return -1;
 	pipe_call(c, &xc);
-	if (xs_run_req_body(xs_table, &xc, p, len) == XS_GO)
+	xc.xc_eof = eof;
+	xc.xc_body_out = c->c_worker->w_filt[0];
+	xc.xc_body_spare = c->c_worker->w_filt[1];
+	v = xs_run_req_body(xs_table, &xc, *p, *len);
+	if (xc.xc_rewrote) {
+		*len = evbuffer_get_length(xc.xc_body_out);
+		*p = *len > 0 ? (const char *)evbuffer_pullup(xc.xc_body_out,
+		    (ssize_t)*len) : "";
+	}
+	if (v == XS_GO)
 		return 0;
-	*pass = xc.xc_pass < len ? xc.xc_pass : len;
+	*pass = xc.xc_pass < *len ? xc.xc_pass : *len;
 	pipe_keep(c, &xc);
 	return -1;
+}
+
+void
+conn_pipe_req_body_end(struct conn *c)
+{
+	struct evbuffer	*b;
+	int		 i;
+
+	/* the filters expect them empty */
+	for (i = 0; i < 2; i++)
+		if (evbuffer_get_length(b = c->c_worker->w_filt[i]) > 0)
+			evbuffer_drain(b, evbuffer_get_length(b));
 }
 
 int

@@ -233,9 +233,12 @@ conn_audit(struct conn *c)
 	r.ar_reason = x->x_reason[0] ? x->x_reason : NULL;
 	r.ar_rule = x->x_rule[0] ? x->x_rule : NULL;
 	r.ar_would_deny = x->x_would_deny[0] ? x->x_would_deny : NULL;
-	if (x->x_sec.s_req != NULL)
+	if (x->x_sec.s_req != NULL) {
 		r.ar_secrets = sec_req_names(x->x_sec.s_req,
 		    &r.ar_nsecrets);
+		r.ar_secrets_at = sec_req_names_at(x->x_sec.s_req,
+		    &r.ar_nsecrets_at);
+	}
 	r.ar_bytes_in = (int64_t)x->x_bytes_in;
 	r.ar_bytes_out = (int64_t)x->x_bytes_out;
 	dur_us = util_now_us() - x->x_start_us;

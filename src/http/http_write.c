@@ -162,7 +162,8 @@ http_write_request_head(const struct http_msg *m, const struct hw_req *q,
 		ADDLIT(out, "Content-Length: ");
 		ADD(out, num, util_u64_dec((uint64_t)q->hq_held_len, num));
 		ADDLIT(out, "\r\n");
-	} else if (m->hm_framing == HTTP_BODY_CHUNKED) {
+	} else if (m->hm_framing == HTTP_BODY_CHUNKED || (q->hq_chunked &&
+	    m->hm_framing == HTTP_BODY_LENGTH && m->hm_content_length > 0)) {
 		ADDLIT(out, "Transfer-Encoding: chunked\r\n");
 		chunked = 1;
 	} else if (m->hm_framing == HTTP_BODY_LENGTH) {

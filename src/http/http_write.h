@@ -60,6 +60,9 @@ struct hw_req {
 					   with a Content-Length of
 					   hq_held_len, and no Expect */
 	size_t		 hq_held_len;
+	int		 hq_chunked;	/* a body of another length than
+					   declared (a stage changes it):
+					   it goes chunked */
 	const struct hw_rewrite	*hq_rw[HW_REWRITE_MAX];
 	size_t		 hq_nrw;
 };

@@ -68,15 +68,36 @@ enum xs_verdict
 xs_run_req_body(const struct xstage *const *tbl, struct xs_call *xc,
     const char *p, size_t len)
 {
-	enum xs_verdict	v;
+	struct evbuffer	*out = xc->xc_body_out, *spare = xc->xc_body_spare;
+	struct evbuffer	*t;
+	enum xs_verdict	 v = XS_GO;
+	int		 rewrote = 0;
 
-	for (; *tbl != NULL; tbl++) {
+	for (; *tbl != NULL && v == XS_GO; tbl++) {
 		xc->xc_pass = 0;
-		if ((*tbl)->xs_req_body != NULL &&
-		    (v = (*tbl)->xs_req_body(xc, p, len)) != XS_GO)
-			return v;
+		xc->xc_rewrote = 0;
+		if ((*tbl)->xs_req_body == NULL)
+			continue;
+		if (out != NULL)
+			evbuffer_drain(out, evbuffer_get_length(out));
+		/* no room: no stage may change the bytes */
+		xc->xc_body_out = spare != NULL ? out : NULL;
+		v = (*tbl)->xs_req_body(xc, p, len);
+		if (!xc->xc_rewrote || xc->xc_body_out == NULL)
+			continue;
+		/* the later stages see what this one let through */
+		len = evbuffer_get_length(out);
+		p = len > 0 ? (const char *)evbuffer_pullup(out,
+		    (ssize_t)len) : "";
+		t = out;
+		out = spare;
+		spare = t;
+		rewrote = 1;
 	}
-	return XS_GO;
+	xc->xc_rewrote = rewrote;
+	/* what goes on, when a stage changed it */
+	xc->xc_body_out = rewrote ? spare : NULL;
+	return v;
 }
 
 enum xs_verdict

@@ -27,7 +27,13 @@
  *			through xc_add_field (the driver writes them)
  *	req_body	a chunk of a streamed request body (observe, or
  *			refuse: the chunk's first xc_pass bytes still go
- *			on, then the exchange ends as a filter's does)
+ *			on, then the exchange ends as a filter's does), or
+ *			change it: what goes on instead is written to
+ *			xc_body_out and xc_rewrote set (the later stages
+ *			see that); a stage that keeps bytes back releases
+ *			them on the last call, xc_eof with an empty chunk
+ *			(a stage that changes the body's length sets
+ *			x_req_reframe on the head: it goes chunked)
  *	resp_head	the upstream's response head; a stage that will
  *			change the body's length sets xc_reframe
  *	resp_head_out	the response head as it goes to the client, one
@@ -92,7 +98,14 @@ struct xs_call {
 	int			 xc_tunnel;	/* a CONNECT or transparent
 						   tunnel, or the bytes after
 						   a 101: not a request */
-	int			 xc_eof;	/* resp_body: the last call */
+	int			 xc_eof;	/* resp_body, req_body: the
+						   last call */
+	struct evbuffer		*xc_body_out;	/* req_body: room for what
+						   goes on instead */
+	struct evbuffer		*xc_body_spare;	/* req_body: the driver's
+						   second buffer (both NULL:
+						   the bytes cannot change) */
+	int			 xc_rewrote;	/* req_body: it did */
 	struct aud_rec		*xc_rec;	/* done: the record to fill */
 	struct usage		*xc_usage;	/* done: room for the usage */
 	uint64_t		 xc_dur_us;	/* done: the exchange's time */
@@ -183,7 +196,12 @@ enum xs_filter {
  */
 enum xs_verdict	xs_run(const struct xstage *const *tbl, enum xs_hook hook,
 		    struct xs_call *);
-/* A request body chunk through every stage: XS_GO or the first refusal. */
+/*
+ * A request body chunk through every stage: XS_GO or the first refusal.
+ * With xc_body_out and xc_body_spare given (empty), stages may change it:
+ * xc_rewrote is then set and xc_body_out holds what goes on (xc_pass of a
+ * refusal counts in those bytes).
+ */
 enum xs_verdict	xs_run_req_body(const struct xstage *const *tbl,
 		    struct xs_call *, const char *, size_t);
 /*

@@ -19,6 +19,7 @@
 #include "audit/aud_reasons.h"
 
 struct cfg_rule;
+struct sec_body;
 struct sec_req;
 struct sec_trip;
 struct event;
@@ -37,6 +38,13 @@ struct xchg_secrets {
 	struct sec_req	*s_req;		/* secrets involved, or NULL */
 	struct sec_trip	*s_trip;	/* placeholders the body must not
 					   carry (conn_secrets.c), or NULL */
+	struct sec_body	*s_body;	/* placeholders replaced in the
+					   body (sec_body.c), or NULL */
+	int		 s_body_want;	/* s_body is to be made once the
+					   values are known: 1 streamed,
+					   2 held whole */
+	int		 s_body_late;	/* body bytes were held before
+					   s_body was made */
 	int		 s_signed;	/* SigV4 headers added */
 	size_t		 s_wait;	/* 1 + the token broker secret whose
 					   mint the request waits for */
@@ -131,6 +139,9 @@ struct xchg {
 	struct evbuffer		*x_answer;
 	const char		*x_answer_type;	/* its Content-Type */
 	int			 x_answer_status;
+	int			 x_req_reframe;	/* a stage changes the request
+						   body's length (req_body):
+						   it goes upstream chunked */
 	struct xchg_secrets	 x_sec;
 	struct xchg_budget	 x_bud;
 	struct xchg_mcp		 x_mcp;

@@ -29,6 +29,7 @@ struct cfg_xctx {
 	const yaml_node_t	*xc_inject;
 	const yaml_node_t	*xc_placeholder;
 	const yaml_node_t	*xc_env;
+	const yaml_node_t	*xc_ph_in;
 };
 
 /* Its "inject" mapping: which forms were given. */
@@ -474,6 +475,51 @@ cfg_k_sec_sandbox_env(struct cfg_parse *cp, const struct cfg_key *k,
 	xc->xc_sec->sc_sandbox_env = xstrdup(s);
 }
 
+/* placeholder_in: [header, query, path, body], a set. */
+static void
+cfg_k_sec_placeholder_in(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	static const struct { const char *n; int bit; } where[] = {
+		{ "header", CFG_PH_HEADER }, { "query", CFG_PH_QUERY },
+		{ "path", CFG_PH_PATH }, { "body", CFG_PH_BODY },
+	};
+	struct cfg_secret	*sc = ((struct cfg_xctx *)arg)->xc_sec;
+	yaml_node_t		*item;
+	const char		*s;
+	size_t			 i, j;
+	int			 mask = 0;
+
+	(void)k;
+	if (cfg_seq_len(v) == 0) {
+		cfg_err(cp, v, "\"placeholder_in\" is an empty list: name "
+		    "where the placeholder may be replaced (header, query, "
+		    "path, body)");
+		return;
+	}
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((s = cfg_scalar(cp, item, "a \"placeholder_in\" entry",
+		    "header, query, path or body")) == NULL)
+			continue;
+		for (j = 0; j < sizeof(where) / sizeof(where[0]); j++)
+			if (strcmp(s, where[j].n) == 0)
+				break;
+		if (j == sizeof(where) / sizeof(where[0])) {
+			cfg_err(cp, item, "bad \"placeholder_in\" entry \"%s\": "
+			    "use header, query, path or body", s);
+			continue;
+		}
+		if (mask & where[j].bit) {
+			cfg_err(cp, item, "\"%s\" is listed twice in "
+			    "\"placeholder_in\"", s);
+			continue;
+		}
+		mask |= where[j].bit;
+	}
+	sc->sc_ph_in = mask;
+	sc->sc_ph_given = 1;
+}
+
 /* Plain HTTP shows the value to every hop: only when the secret says so. */
 static void
 cfg_k_sec_allow_plaintext(struct cfg_parse *cp, const struct cfg_key *k,
@@ -494,6 +540,8 @@ static const struct cfg_key cfg_secret_keys[] = {
 	    offsetof(struct cfg_xctx, xc_inject)),
 	CFG_NOTE("placeholder", 0, cfg_k_sec_placeholder, "a string",
 	    offsetof(struct cfg_xctx, xc_placeholder)),
+	{ "placeholder_in", CFG_T_SEQ | CFG_K_NOTE, cfg_k_sec_placeholder_in,
+	    0, 0, 0, NULL, NULL, NULL, offsetof(struct cfg_xctx, xc_ph_in) },
 	CFG_NOTE("sandbox_env", 0, cfg_k_sec_sandbox_env, "a variable name",
 	    offsetof(struct cfg_xctx, xc_env)),
 	{ "allow_plaintext", CFG_T_SCALAR, cfg_k_sec_allow_plaintext,
@@ -519,6 +567,9 @@ cfg_secret_check(struct cfg_parse *cp, yaml_node_t *map,
 		cfg_err(cp, map, "secret \"%s\" needs \"inject\", "
 		    "\"placeholder\" or both", sc->sc_name != NULL ?
 		    sc->sc_name : "?");
+	if (xc->xc_ph_in != NULL && xc->xc_placeholder == NULL)
+		cfg_err(cp, xc->xc_ph_in, "\"placeholder_in\" needs a "
+		    "\"placeholder\"");
 	if (xc->xc_env != NULL && xc->xc_placeholder == NULL)
 		cfg_err(cp, xc->xc_env, "\"sandbox_env\" needs a "
 		    "\"placeholder\" to give to the sandbox");
@@ -576,6 +627,7 @@ cfg_k_secrets(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 		xc->xc_sec = &c->c_secrets[c->c_nsecrets++];
 		xc->xc_sec->sc_line = (int)item->start_mark.line + 1;
 		xc->xc_sec->sc_col = (int)item->start_mark.column + 1;
+		xc->xc_sec->sc_ph_in = CFG_PH_DEFAULT;
 		if (cfg_want_map(cp, item, "a secret") == -1)
 			continue;
 		cfg_walk_map(cp, item, "secret", cfg_secret_keys, xc);

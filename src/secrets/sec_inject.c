@@ -24,7 +24,7 @@
 #include "secrets/sec_req.h"
 #include "util/util.h"
 
-static int
+int
 sec_bound(const struct cfg_secret *s, const char *host)
 {
 	size_t	i;
@@ -35,8 +35,8 @@ sec_bound(const struct cfg_secret *s, const char *host)
 	return 0;
 }
 
-static struct sec_req *
-req_get(struct sec_req **srp, const struct cfg *cfg)
+struct sec_req *
+sec_req_get(struct sec_req **srp, const struct cfg *cfg)
 {
 	if (*srp == NULL) {
 		*srp = xcalloc(1, sizeof(**srp));
@@ -47,8 +47,8 @@ req_get(struct sec_req **srp, const struct cfg *cfg)
 }
 
 /* Keep a reference to a value for the life of the request. */
-static struct sec_val *
-req_value(struct sec_req *sr, const struct cfg *cfg, size_t idx)
+struct sec_val *
+sec_req_hold(struct sec_req *sr, const struct cfg *cfg, size_t idx)
 {
 	struct sec_val	*v;
 
@@ -72,16 +72,20 @@ req_drop(struct sec_req *sr, const char *name)
 		sr->sr_drop[sr->sr_ndrop++] = name;
 }
 
-static void
-req_name(struct sec_req *sr, const char *name)
+void
+sec_req_mark(struct sec_req *sr, const char *name, int where)
 {
 	size_t	i;
 
 	for (i = 0; i < sr->sr_nnames; i++)
-		if (strcmp(sr->sr_names[i], name) == 0)
+		if (strcmp(sr->sr_names[i], name) == 0) {
+			sr->sr_where[i] |= where;
 			return;
-	if (sr->sr_nnames < SEC_REQ_MAX)
+		}
+	if (sr->sr_nnames < SEC_REQ_MAX) {
+		sr->sr_where[sr->sr_nnames] = where;
 		sr->sr_names[sr->sr_nnames++] = name;
+	}
 }
 
 /* Redact <pat> (and its runs) from responses as [airlock:redacted:NAME]. */
@@ -234,9 +238,11 @@ attach(struct sec_req *sr, const struct sec_facts *f, size_t idx,
 	const char		*t;
 	size_t			 n;
 
-	if ((v = req_value(sr, f->sf_cfg, idx)) == NULL)
+	if ((v = sec_req_hold(sr, f->sf_cfg, idx)) == NULL)
 		return -1;
-	req_name(sr, s->sc_name);
+	sec_req_mark(sr, s->sc_name, s->sc_inject == CFG_INJECT_QUERY ?
+	    CFG_PH_QUERY : s->sc_inject == CFG_INJECT_NONE ? 0 :
+	    CFG_PH_HEADER);
 	reflect_secret(rl, idx, v);
 	switch (s->sc_inject) {
 	case CFG_INJECT_NONE:
@@ -399,7 +405,7 @@ reflect_bound(struct sec_req **srp, const struct sec_facts *f,
 			continue;
 		if ((v = sec_store_get(cfg->c_store, i)) == NULL)
 			continue;	/* no value: nothing to leak */
-		req_get(srp, cfg);
+		sec_req_get(srp, cfg);
 		reflect_secret(rl, i, v);
 		sec_val_unref(v);
 	}
@@ -416,8 +422,10 @@ sec_req_prepare(struct sec_facts *f, struct sec_req **out, char *reason,
 	struct refl_list	 rl;
 	char			 why[340];
 	size_t			 i, n;
+	int			 where;
 
 	*out = NULL;
+	f->sf_body = NULL;
 	if (cfg->c_nsecrets == 0)
 		return SEC_OK;
 	rl.rl_done = xcalloc(cfg->c_nsecrets, 1);
@@ -428,8 +436,9 @@ sec_req_prepare(struct sec_facts *f, struct sec_req **out, char *reason,
 	/* placeholders first: misuse stops everything */
 	for (i = 0; i < cfg->c_nsecrets; i++) {
 		s = &cfg->c_secrets[i];
-		if (s->sc_placeholder == NULL || !sec_trip_sent(f->sf_msg,
-		    f->sf_path, f->sf_query, s->sc_placeholder))
+		if (s->sc_placeholder == NULL || (where = sec_trip_sent(
+		    f->sf_msg, f->sf_path, f->sf_query, s->sc_placeholder)) ==
+		    0)
 			continue;
 		if (!sec_bound(s, f->sf_host)) {
 			snprintf(reason, reasonsz, "placeholder of secret \"%s\" "
@@ -437,14 +446,23 @@ sec_req_prepare(struct sec_facts *f, struct sec_req **out, char *reason,
 			    s->sc_name, f->sf_host);
 			goto misuse;
 		}
+		if ((where & ~s->sc_ph_in) != 0) {
+			snprintf(reason, reasonsz, "placeholder of secret \"%s\" "
+			    "sent in the request %s, where it is not replaced "
+			    "(placeholder_in)", s->sc_name,
+			    (where & ~s->sc_ph_in & CFG_PH_HEADER) ? "head" :
+			    (where & ~s->sc_ph_in & CFG_PH_PATH) ? "path" :
+			    "query");
+			goto misuse;
+		}
 		if (plaintext_refused(f, s, reason, reasonsz))
 			goto misuse;
-		req_get(&sr, cfg);
-		if ((v = req_value(sr, cfg, i)) == NULL)
+		sec_req_get(&sr, cfg);
+		if ((v = sec_req_hold(sr, cfg, i)) == NULL)
 			goto noval;
 		subst_add(sr, s->sc_placeholder, v);
 		sr->sr_carries = 1;
-		req_name(sr, s->sc_name);
+		sec_req_mark(sr, s->sc_name, where);
 		reflect_secret(&rl, i, v);
 	}
 	for (n = 0; f->sf_rule != NULL && n < f->sf_rule->r_nsecrets; n++) {
@@ -455,10 +473,13 @@ sec_req_prepare(struct sec_facts *f, struct sec_req **out, char *reason,
 		if (s->sc_inject != CFG_INJECT_NONE &&
 		    plaintext_refused(f, s, reason, reasonsz))
 			goto misuse;
-		req_get(&sr, cfg);
+		sec_req_get(&sr, cfg);
 		if (attach(sr, f, i, &rl) == -1)
 			goto noval;
 	}
+	if (f->sf_body_kind >= 0 && (f->sf_body = sec_req_body_new(&sr, cfg,
+	    f->sf_host, f->sf_tls, f->sf_body_kind)) != NULL)
+		sr->sr_carries = 1;	/* a value may go out in the body */
 	reflect_bound(&sr, f, &rl);
 	reflect_prev(f->sf_cfg, &rl);
 	if (sr == NULL) {
@@ -510,18 +531,25 @@ sec_host_bound(const struct cfg *cfg, const char *host)
 }
 
 struct sec_trip *
-sec_trip_body_new(const struct cfg *cfg, const char *host)
+sec_trip_body_new(const struct cfg *cfg, const char *host, int tls)
 {
-	struct sec_trip	*tr = NULL;
-	size_t		 i;
+	const struct cfg_secret	*s;
+	struct sec_trip		*tr = NULL;
+	size_t			 i;
 
 	for (i = 0; i < cfg->c_nsecrets; i++) {
-		if (cfg->c_secrets[i].sc_placeholder == NULL ||
-		    sec_bound(&cfg->c_secrets[i], host))
+		s = &cfg->c_secrets[i];
+		/* bound: replaced in the body (sec_stage's substitution),
+		   or left as it is when placeholder_in was not given (as
+		   before it existed); refused when placeholder_in leaves
+		   bodies out, or the value may not go over plain HTTP */
+		if (s->sc_placeholder == NULL || (sec_bound(s, host) &&
+		    (sec_body_allowed(s, tls) || (!s->sc_ph_given &&
+		    !(s->sc_ph_in & CFG_PH_BODY)))))
 			continue;
 		if (tr == NULL)
 			tr = sec_trip_new();
-		sec_trip_add(tr, cfg->c_secrets[i].sc_placeholder);
+		sec_trip_add(tr, s->sc_placeholder);
 	}
 	return tr;
 }
@@ -550,6 +578,8 @@ sec_req_free(struct sec_req *sr)
 	}
 	wipe_free(sr->sr_query);
 	wipe_free(sr->sr_path);
+	for (i = 0; i < sr->sr_nat; i++)
+		free(sr->sr_at[i]);
 	free(sr);
 }
 

@@ -44,6 +44,10 @@ struct sec_facts {
 						   TLS whose certificate is
 						   verified */
 	size_t			 sf_wait_idx;	/* out, SEC_WAIT: the secret */
+	int			 sf_body_kind;	/* SEC_BODY_*: placeholders are
+						   replaced in the body, else
+						   -1 */
+	struct sec_body		*sf_body;	/* out, SEC_OK: that, or NULL */
 };
 
 /*
@@ -77,6 +81,11 @@ int	sec_req_rewriter(const struct sec_req *, struct hw_rewrite *rw);
 struct sec_scan *sec_req_reflector(const struct sec_req *);
 /* The names of the secrets attached, for the audit (borrowed). */
 const char *const *sec_req_names(const struct sec_req *, size_t *n);
+/* The same with where each went, "name@header" (header, query, path,
+ * body), for the audit's secrets_at (borrowed, until the next call). */
+const char *const *sec_req_names_at(struct sec_req *, size_t *n);
+/* Secret <name> (the cfg's string) went out in <where> (CFG_PH_*). */
+void	sec_req_mark(struct sec_req *, const char *name, int where);
 
 /*
  * The response scanner for the secrets <idx>[0..n) with values <vals>:
@@ -111,6 +120,7 @@ int	sec_req_sign(struct sec_req *, const struct cfg *, const char *method,
  * Does the request carry placeholder <ph> anywhere in its head: any case,
  * percent-decoded once or twice, JSON-unescaped, inside Basic credentials,
  * split across two adjacent header fields? <path>, <query> may be NULL.
+ * Returns where (CFG_PH_HEADER | CFG_PH_PATH | CFG_PH_QUERY), 0: nowhere.
  */
 int	sec_trip_sent(const struct http_msg *, const char *path,
 	    const char *query, const char *ph);
@@ -122,12 +132,50 @@ char	*sec_trip_basic_subst(const struct http_msg *, struct sec_scan *);
  * percent-escapes twice, any letter case). NULL when there are none.
  */
 struct sec_trip;
-struct sec_trip	*sec_trip_body_new(const struct cfg *, const char *host);
+struct sec_trip	*sec_trip_body_new(const struct cfg *, const char *host,
+	    int tls);
 struct sec_trip	*sec_trip_new(void);
 void	sec_trip_add(struct sec_trip *, const char *ph);
 /* Feed body bytes (<sink> is scratch); returns 1 once one was seen. */
 int	sec_trip_feed(struct sec_trip *, const char *, size_t,
 	    struct evbuffer *sink);
+/*
+ * Bytes the tripwire let by, kept back until nothing after them could
+ * complete a placeholder (at most 30 bytes per placeholder byte, its
+ * widest disguise): what may go on moves to <out> (all of it at <eof>);
+ * returns how much.
+ */
+size_t	sec_trip_hold(struct sec_trip *, const char *, size_t, int eof,
+	    struct evbuffer *out);
 void	sec_trip_free(struct sec_trip *);	/* NULL ok */
+
+/* ---- request bodies (sec_body.c) ---- */
+
+/*
+ * The placeholder substitution of a request body: each secret added is a
+ * placeholder and its value, encoded for the body's kind (sec_body_kind()
+ * of its Content-Type). Streams: a placeholder split across chunks is
+ * found; at most sec_body_lookbehind() bytes are kept back until <eof>.
+ */
+enum { SEC_BODY_RAW = 0, SEC_BODY_JSON, SEC_BODY_FORM };
+struct sec_body;
+int	 sec_body_kind(const char *ctype, size_t len);	/* NULL ok */
+struct sec_body	*sec_body_new(int kind);
+/* Copies <ph> and the value; <name> is borrowed. -1: too many. */
+int	 sec_body_add(struct sec_body *, const char *name, const char *ph,
+	    const char *val, size_t vlen);
+void	 sec_body_feed(struct sec_body *, const char *, size_t, int eof,
+	    struct evbuffer *out);
+size_t	 sec_body_lookbehind(const struct sec_body *);
+size_t	 sec_body_count(const struct sec_body *);	/* NULL ok */
+/* Secret <i>'s replacements so far, and its name. */
+size_t	 sec_body_hits(const struct sec_body *, size_t i, const char **name);
+void	 sec_body_free(struct sec_body *);		/* NULL ok */
+/* Does a request towards <host> have placeholders replaced in its body? */
+int	 sec_body_wanted(const struct cfg *, const char *host, int tls);
+/* Its substitution: the values held by *srp (made when needed); NULL
+ * when none, or a value is missing (it is then not replaced). */
+struct sec_body	*sec_req_body_new(struct sec_req **srp, const struct cfg *,
+	    const char *host, int tls, int kind);
 
 #endif

@@ -66,13 +66,29 @@ encoded(const struct http_msg *m)
 static void
 trip_setup(struct xs_call *xc)
 {
-	const struct http_msg	*m = xc->xc_req;
-
-	if (m->hm_framing == HTTP_BODY_NONE || (m->hm_framing ==
-	    HTTP_BODY_LENGTH && m->hm_content_length == 0))
-		return;
 	xc->xc_x->x_sec.s_trip = sec_trip_body_new(xc->xc_cfg,
-	    xc->xc_x->x_host);
+	    xc->xc_x->x_host, xc->xc_tls);
+}
+
+static int
+has_body(const struct http_msg *m)
+{
+	return !(m->hm_framing == HTTP_BODY_NONE || (m->hm_framing ==
+	    HTTP_BODY_LENGTH && m->hm_content_length == 0));
+}
+
+/* The body's kind, from its Content-Type. */
+static int
+body_kind(const struct http_msg *m)
+{
+	const char	*v;
+	size_t		 vlen;
+	int		 i;
+
+	if ((i = http_msg_find(m, "content-type", 0)) == -1)
+		return SEC_BODY_RAW;
+	http_msg_value(m, i, &v, &vlen);
+	return sec_body_kind(v, vlen);
 }
 
 /* Resolve the request's secrets; XS_WAIT: a token is being minted. */
@@ -90,9 +106,13 @@ sec_prepare(struct xs_call *xc)
 	f.sf_query = x->x_query;
 	f.sf_tls = xc->xc_tls;	/* the upstream handshake verifies */
 	f.sf_wait_idx = 0;
+	f.sf_body_kind = x->x_sec.s_body_want && x->x_sec.s_body == NULL ?
+	    body_kind(xc->xc_req) : -1;
 	switch (sec_req_prepare(&f, &x->x_sec.s_req, xc->xc_reason,
 	    sizeof(xc->xc_reason))) {
 	case SEC_OK:
+		if (f.sf_body != NULL)
+			x->x_sec.s_body = f.sf_body;
 		break;
 	case SEC_WAIT:
 		x->x_sec.s_wait = f.sf_wait_idx + 1;
@@ -119,19 +139,80 @@ sec_req_head(struct xs_call *xc)
 	struct xchg	*x = xc->xc_x;
 	enum xs_verdict	 v;
 
-	trip_setup(xc);
+	if (has_body(xc->xc_req))
+		trip_setup(xc);
+	if (has_body(xc->xc_req) && sec_body_wanted(xc->xc_cfg, x->x_host,
+	    xc->xc_tls)) {
+		/* compressed bytes could carry a placeholder past us */
+		if (encoded(xc->xc_req))
+			return xs_deny(xc, AUD_R_ENCODED_BODY_REFUSED,
+			    "compressed request body (Content-Encoding) "
+			    "towards %s, where placeholders are replaced in "
+			    "bodies: it could not be scanned", x->x_host);
+		/* a declared length within body_bytes is held and goes
+		   with its new length, else the body goes chunked */
+		if (xc->xc_req->hm_framing == HTTP_BODY_LENGTH &&
+		    xc->xc_req->hm_content_length <=
+		    xc->xc_cfg->c_limits.l_body_bytes)
+			x->x_sec.s_body_want = 2;
+		else {
+			x->x_sec.s_body_want = 1;
+			x->x_req_reframe = 1;
+		}
+	}
 	if ((v = sec_prepare(xc)) == XS_WAIT)
 		/* the head cannot wait: req_ready does, before anything
 		 * goes upstream (a minted token is never SigV4) */
 		return XS_GO;
 	if (v != XS_GO)
 		return v;
-	if (x->x_sec.s_req != NULL && x->x_sec.s_req->sr_need_body) {
-		/* SigV4 signs the body: hold it whole */
+	if (x->x_sec.s_body_want == 2 || (x->x_sec.s_req != NULL &&
+	    x->x_sec.s_req->sr_need_body)) {
+		/* SigV4 signs the body, or its placeholders change its
+		   length: hold it whole */
 		xc->xc_hold = (size_t)xc->xc_cfg->c_limits.l_body_bytes;
 		return XS_HOLD;
 	}
 	return XS_GO;
+}
+
+/* Audit: the secrets whose placeholders the body had. */
+static void
+body_mark(struct xchg *x)
+{
+	const char	*name;
+	size_t		 i;
+
+	for (i = 0; i < sec_body_count(x->x_sec.s_body); i++)
+		if (sec_body_hits(x->x_sec.s_body, i, &name) > 0)
+			sec_req_mark(x->x_sec.s_req, name, CFG_PH_BODY);
+}
+
+/*
+ * The body was held before its substitution could be made (a token was
+ * being minted): it goes through it whole now.
+ */
+static void
+body_late(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+	struct evbuffer	*nb, *held;
+	size_t		 n;
+	char		*p;
+
+	if (!x->x_sec.s_body_late || x->x_sec.s_body == NULL ||
+	    xc->xc_body == NULL || (held = *xc->xc_body) == NULL)
+		return;
+	x->x_sec.s_body_late = 0;
+	nb = evbuffer_new();
+	n = evbuffer_get_length(held);
+	p = n > 0 ? (char *)evbuffer_pullup(held, (ssize_t)n) : NULL;
+	sec_body_feed(x->x_sec.s_body, p, n, 1, nb);
+	if (n > 0)
+		OPENSSL_cleanse(p, n);
+	evbuffer_free(held);
+	*xc->xc_body = nb;
+	body_mark(x);
 }
 
 /*
@@ -166,6 +247,7 @@ sec_req_ready(struct xs_call *xc)
 		if (v != XS_GO && v != XS_WAIT)
 			return v;
 	}
+	body_late(xc);
 	return XS_GO;
 }
 
@@ -173,12 +255,48 @@ static enum xs_verdict
 sec_req_body(struct xs_call *xc, const char *p, size_t len)
 {
 	struct xchg	*x = xc->xc_x;
+	struct evbuffer	*held;
+	size_t		 n;
 
-	if (x->x_sec.s_trip == NULL)
+	if (x->x_sec.s_body == NULL && x->x_sec.s_body_want && len > 0)
+		x->x_sec.s_body_late = 1;	/* held: replaced at req_ready */
+	if (x->x_sec.s_trip == NULL ||
+	    !sec_trip_feed(x->x_sec.s_trip, p, len, xc->xc_scratch)) {
+		if (xc->xc_body_out == NULL)
+			return XS_GO;
+		if (x->x_sec.s_trip != NULL) {
+			/* nothing of a placeholder leaves before it is seen
+			   whole: the bytes that could begin one wait */
+			held = x->x_sec.s_body != NULL ? xc->xc_scratch :
+			    xc->xc_body_out;
+			evbuffer_drain(held, evbuffer_get_length(held));
+			n = sec_trip_hold(x->x_sec.s_trip, p, len, xc->xc_eof,
+			    held);
+			xc->xc_rewrote = 1;
+			if (x->x_sec.s_body == NULL)
+				return XS_GO;
+			p = n > 0 ? (const char *)evbuffer_pullup(held,
+			    (ssize_t)n) : "";
+			len = n;
+		}
+		if (x->x_sec.s_body == NULL)
+			return XS_GO;
+		sec_body_feed(x->x_sec.s_body, p, len, xc->xc_eof,
+		    xc->xc_body_out);
+		if (x->x_sec.s_trip != NULL)
+			evbuffer_drain(xc->xc_scratch,
+			    evbuffer_get_length(xc->xc_scratch));
+		xc->xc_rewrote = 1;
+		if (xc->xc_eof)
+			body_mark(x);
 		return XS_GO;
-	if (!sec_trip_feed(x->x_sec.s_trip, p, len, xc->xc_scratch))
-		return XS_GO;
+	}
 	x->x_allowed = 0;
+	if (sec_host_bound(xc->xc_cfg, x->x_host))
+		return xs_deny(xc, AUD_R_SECRET_MISUSE, "a secret's placeholder "
+		    "was sent in the request body towards %s, where it is not "
+		    "replaced (another secret's host, placeholder_in without "
+		    "body, or plain HTTP)", x->x_host);
 	return xs_deny(xc, AUD_R_SECRET_MISUSE, "a secret's placeholder was "
 	    "sent in the request body towards %s, which it is not bound to",
 	    x->x_host);

@@ -19,6 +19,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "cfg/cfg.h"
 #include "http/http_msg.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
@@ -201,22 +202,22 @@ sec_trip_sent(const struct http_msg *m, const char *path, const char *query,
     const char *ph)
 {
 	size_t	plen = strlen(ph);
-	int	i;
+	int	i, where = 0;
 
-	for (i = 0; i < m->hm_nhdrs; i++) {
+	for (i = 0; i < m->hm_nhdrs && where == 0; i++) {
 		if (carries(m->hm_buf + m->hm_hdrs[i].h_value,
 		    m->hm_hdrs[i].h_value_len, ph, plen) ||
 		    carries(m->hm_buf + m->hm_hdrs[i].h_name,
 		    m->hm_hdrs[i].h_name_len, ph, plen))
-			return 1;
-		if (i + 1 < m->hm_nhdrs && carries_pair(m, i, ph, plen))
-			return 1;
+			where |= CFG_PH_HEADER;
+		else if (i + 1 < m->hm_nhdrs && carries_pair(m, i, ph, plen))
+			where |= CFG_PH_HEADER;
 	}
 	if (path != NULL && carries(path, strlen(path), ph, plen))
-		return 1;
+		where |= CFG_PH_PATH;
 	if (query != NULL && carries(query, strlen(query), ph, plen))
-		return 1;
-	return 0;
+		where |= CFG_PH_QUERY;
+	return where;
 }
 
 /*
@@ -272,7 +273,15 @@ struct sec_trip {
 	char		 t_carry[3][TRIP_CARRY];
 	size_t		 t_ncarry[3];
 	int		 t_hit;
+	struct evbuffer	*t_tail;	/* raw bytes kept back */
+	size_t		 t_longest;	/* longest placeholder */
 };
+
+/*
+ * The most raw bytes one placeholder byte can take: "\u00XX"-escaped
+ * (6), each of the 5 bytes of a twice percent-encoded byte ("%25XX").
+ */
+#define TRIP_WIDEST	30
 
 static int
 is_hex(char c)
@@ -340,6 +349,8 @@ sec_trip_add(struct sec_trip *tr, const char *ph)
 		low[i] = (char)tolower((unsigned char)low[i]);
 	sec_scan_add(tr->t_scan, low, n, "!", 1);
 	free(low);
+	if (n > tr->t_longest)
+		tr->t_longest = n;
 }
 
 int
@@ -372,5 +383,24 @@ sec_trip_free(struct sec_trip *tr)
 	if (tr == NULL)
 		return;
 	sec_scan_free(tr->t_scan);
+	if (tr->t_tail != NULL)
+		evbuffer_free(tr->t_tail);
 	free(tr);
+}
+
+size_t
+sec_trip_hold(struct sec_trip *tr, const char *p, size_t len, int eof,
+    struct evbuffer *out)
+{
+	size_t	keep = TRIP_WIDEST * tr->t_longest, n, go;
+
+	if (tr->t_tail == NULL)
+		tr->t_tail = evbuffer_new();
+	if (len > 0)
+		evbuffer_add(tr->t_tail, p, len);
+	n = evbuffer_get_length(tr->t_tail);
+	go = eof ? n : n > keep ? n - keep : 0;
+	if (go > 0)
+		evbuffer_remove_buffer(tr->t_tail, out, go);
+	return go;
 }

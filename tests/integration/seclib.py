@@ -423,6 +423,40 @@ def encodings(value, username=None):
     return sorted(out)
 
 
+def value_forms(v):
+    """A value as it could be written anywhere: raw, form- and
+    URL-encoded, base64 (std and url, unpadded), JSON-escaped."""
+    b = v if isinstance(v, bytes) else v.encode()
+    return {"raw": b, "form": urllib.parse.quote_plus(b).encode(),
+            "url": urllib.parse.quote(b, safe="").encode(),
+            "base64": base64.b64encode(b).rstrip(b"="),
+            "base64url": base64.urlsafe_b64encode(b).rstrip(b"="),
+            "json": json.dumps(b.decode("latin-1"))[1:-1].encode(
+                "latin-1").replace(b"/", b"\\/"),
+            "json plain": json.dumps(b.decode("latin-1"))[1:-1].encode(
+                "latin-1")}
+
+
+def leaks(T, vals):
+    """[(file, value name, form)] of every value of <vals> ({name: value})
+    found in any form in what airlockd wrote under <T>: its log, output,
+    audit and state directory."""
+    files = [os.path.join(T, f) for f in ("airlockd.log", "airlockd.out",
+                                          "audit.jsonl")]
+    for root, _, names in os.walk(os.path.join(T, "state")):
+        files += [os.path.join(root, f) for f in names]
+    out = []
+    for p in files:
+        try:
+            data = open(p, "rb").read()
+        except OSError:
+            continue
+        for k, v in vals.items():
+            out += [(os.path.relpath(p, T), k, fk)
+                    for fk, fv in value_forms(v).items() if fv in data]
+    return out
+
+
 def mkleaf(pki, out, names):
     """<out>.crt/<out>.key: a leaf for <names>, signed by <pki>/ca.crt."""
     ext = out + ".ext"
