@@ -402,8 +402,8 @@ on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *arg)
 	}
 	if ((s = cs_of(h, f->hd.stream_id)) == NULL || s->cs_bev == NULL)
 		return 0;
-	if (f->hd.type == NGHTTP2_HEADERS &&
-	    f->headers.cat == NGHTTP2_HCAT_RESPONSE) {
+	/* after a 1xx nghttp2 files the final head under HCAT_HEADERS */
+	if (f->hd.type == NGHTTP2_HEADERS && !s->cs_head_done) {
 		if (s->cs_status >= 100 && s->cs_status < 200) {
 			bufferevent_write(s->cs_bev, "\r\n", 2); /* interim */
 			return 0;
