@@ -52,8 +52,8 @@ def main():
         for i in range(n):
             yield chunk
             if i % 64 == 0:
-                log(m="ServerStream", sent=i + 1)
-        log(m="ServerStream", sent=n)
+                log(m="ServerStream", n=n, sent=i + 1)
+        log(m="ServerStream", n=n, sent=n)
 
     def client_stream(it, ctx):
         n = total = 0
