@@ -18,7 +18,7 @@ TEST_PKGS="curl python3 python3-websocket procps iproute2 nftables squid tinypro
 # fleet mode (53x-fleet-*): the shared store and the load balancer
 TEST_PKGS="$TEST_PKGS redis-server redis-tools haproxy"
 # HTTP/2 and gRPC clients and servers of 55x (issue 19)
-TEST_PKGS="$TEST_PKGS nghttp2-client python3-h2 python3-grpcio"
+TEST_PKGS="$TEST_PKGS nghttp2-client nghttp2-server python3-h2 python3-grpcio"
 # 560-h2-nghttp: socat does the CONNECT for nghttp (no proxy option)
 TEST_PKGS="$TEST_PKGS socat"
 # bench/h2bench.sh: h2load (nghttp2-client, above), socat, mitmdump

@@ -296,6 +296,8 @@ struct cfg {
 							   NULL */
 	int			  c_tls_alpn;	/* H2_ALPN_* offered to
 						   intercepted clients; both */
+	int			  c_upstream_alpn; /* TLS_ALPN_* offered to
+						   origins; both */
 
 	struct cfg_price	 *c_pricing;
 	size_t			  c_npricing;

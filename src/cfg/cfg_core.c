@@ -393,6 +393,7 @@ static const struct cfg_key cfg_upstream_keys[] = {
 	    "env:NAME, file:PATH, exec:COMMAND or literal:VALUE"),
 	CFG_SEQ("deny_networks", 0, cfg_k_deny_networks),
 	CFG_SEQ("allow_networks", 0, cfg_k_allow_networks),
+	CFG_SEQ("alpn", 0, tls_cfg_k_upstream_alpn),
 	CFG_END,
 };
 

@@ -105,6 +105,7 @@ cfg_new(char *file, char *dir)
 	c->c_tls_leaf_validity_ms = 7ULL * 24 * 3600 * 1000;
 	c->c_tls_min_version = TLS1_2_VERSION;
 	c->c_tls_alpn = 0x03;	/* h2 and http/1.1 (TLS_ALPN_*) */
+	c->c_upstream_alpn = 0x03;
 	if ((c->c_guard = net_guard_new()) == NULL)
 		fatalx("net_guard_new");
 	c->c_refs = 1;

@@ -31,6 +31,8 @@ extern const struct cfg_key bud_cfg_caps_keys[];
 cfg_key_fn	up_cfg_k_proxy;
 cfg_key_fn	up_cfg_k_proxy_auth;
 cfg_key_fn	up_cfg_k_via;
+/* tls/tls_cfg.c: upstream.alpn */
+cfg_key_fn	tls_cfg_k_upstream_alpn;
 void		up_cfg_attach_auth(struct cfg_parse *);
 
 #endif

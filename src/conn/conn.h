@@ -80,6 +80,8 @@ struct upstream {
 	struct up_dial		*u_dial;	/* the parent's tunnel, opening */
 	struct event		*u_he_ev;	/* happy eyeballs: give way to
 						   the other family */
+	struct h2_cs		*u_h2;		/* a stream of a pooled h2
+						   connection (h2/h2_pool.c) */
 };
 
 /*

@@ -37,6 +37,7 @@
 #include "conn/conn_slots.h"
 #include "dns/net_self.h"
 #include "geo/geo.h"
+#include "h2/h2.h"
 #include "http/http_target.h"
 #include "budget/bud.h"
 #include "policy/pol.h"
@@ -500,7 +501,10 @@ conn_find_upstream(struct conn *c)
 	c->c_state = CONN_WAIT;
 	if (!c->c_r.r_upgrade) {
 		conn_upstream_key(c, key, sizeof(key));
-		if ((c->c_up = upstream_pool_take(c->c_worker, key)) != NULL) {
+		c->c_up = h2_pool_take(c->c_worker, key);
+		if (c->c_up == NULL)
+			c->c_up = upstream_pool_take(c->c_worker, key);
+		if (c->c_up != NULL) {
 			const char *list;
 
 			/* pooled under another sandbox's policy: the geo

@@ -25,6 +25,7 @@
 #include "conn/conn.h"
 #include "conn/worker.h"
 #include "geo/geo.h"
+#include "h2/h2.h"
 #include "tls/tls.h"
 #include "upstream/upstream.h"
 #include "util/log.h"
@@ -41,6 +42,8 @@ upstream_free(struct upstream *u)
 {
 	if (u == NULL)
 		return;
+	if (u->u_h2 != NULL)
+		h2_cli_stream_gone(u->u_h2);
 	up_dial_free(u->u_dial);
 	if (u->u_he_ev != NULL)
 		event_free(u->u_he_ev);
@@ -86,7 +89,8 @@ upstream_pool_put(struct worker *w, struct upstream *u)
 	struct timeval	tv;
 	uint64_t	ms = w->w_cfg->c_limits.l_idle_timeout_ms;
 
-	if (w->w_stopping || w->w_nidle >= POOL_MAX) {
+	/* a stream carries one request: it ends (h2_cli_stream_gone) */
+	if (w->w_stopping || w->w_nidle >= POOL_MAX || u->u_h2 != NULL) {
 		upstream_free(u);
 		return;
 	}
@@ -182,6 +186,12 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 		memcpy(c->c_x->x_country, c->c_up->u_country,
 		    sizeof(c->c_x->x_country));
 		c->c_x->x_asn = c->c_up->u_asn;
+		/* ALPN chose h2: c_up becomes a stream of a pooled session */
+		if (c->c_tls && h2_pool_adopt(c) == -1) {
+			conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
+			    "no HTTP/2 stream for the upstream");
+			goto out;
+		}
 		conn_upstream_ready(c);
 		goto out;
 	}
@@ -218,6 +228,10 @@ upstream_attach(struct conn *c, struct bufferevent *sock)
 		SSL *ssl = tls_client_ssl_new(c->c_worker->w_tls_client,
 		    c->c_x->x_host);
 
+		/* upstream.alpn; an Upgrade (websocket) needs HTTP/1.1 */
+		if (ssl != NULL)
+			tls_client_ssl_set_alpn(ssl, c->c_r.r_upgrade ?
+			    TLS_ALPN_HTTP11 : c->c_cfg->c_upstream_alpn);
 		/* on failure libevent frees <ssl>, not <sock> */
 		u->u_bev = ssl == NULL ? NULL :
 		    bufferevent_openssl_filter_new(c->c_worker->w_base,

@@ -24,6 +24,7 @@
 #include "conn/conn.h"
 #include "conn/conn_reload.h"
 #include "conn/worker.h"
+#include "h2/h2.h"
 #include "dns/dns.h"
 #include "tls/tls.h"
 #include "sbx/sbx.h"
@@ -247,6 +248,7 @@ stop_cb(evutil_socket_t fd, short what, void *arg)
 		evconnlistener_free(w->w_listeners[i]);
 	w->w_nlisteners = 0;
 	upstream_pool_flush(w);
+	h2_pool_flush(w);
 	for (c = TAILQ_FIRST(&w->w_conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, c_entry);
 		conn_drain(c);
@@ -271,6 +273,7 @@ worker_main(void *arg)
 	while ((c = TAILQ_FIRST(&w->w_conns)) != NULL)
 		conn_free(c);
 	upstream_pool_flush(w);
+	h2_pool_flush(w);
 	bud_redis_worker_fini();	/* its settlements, then its Redis */
 	return NULL;
 }
@@ -495,6 +498,7 @@ reload_cb(evutil_socket_t fd, short what, void *arg)
 	/* idle upstreams were checked (networks, GeoIP, TLS trust) under the
 	   old config: new requests connect afresh */
 	upstream_pool_flush(w);
+	h2_pool_flush(w);
 	/* open requests finish under their config, the next request of a
 	   connection takes this one; tunnels are judged after the grace */
 	conn_reload_sweep_arm(w);

@@ -29,6 +29,7 @@ struct worker {
 	size_t			  w_nconns;
 	TAILQ_HEAD(, upstream)	  w_idle;	/* pooled upstream conns */
 	size_t			  w_nidle;
+	struct h2_pool		 *w_h2pool;	/* upstream h2 (h2/h2_pool.c) */
 	uint64_t		  w_seq;	/* request ids */
 	int			  w_stopping;
 	struct evbuffer		 *w_scratch;	/* heads are built here */

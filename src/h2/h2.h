@@ -34,4 +34,22 @@ void	h2_srv_free(struct h2_srv *);
 /* From conn_free of a stream's connection: it is gone. */
 void	h2_stream_conn_gone(struct h2_stream *);
 
+/*
+ * Upstream h2 (h2_cli.c, h2_pool.c): a request's upstream may be one
+ * stream of a pooled HTTP/2 connection, seen by the connection as an
+ * HTTP/1.1 upstream on one end of a bufferevent pair (u_h2 set).
+ */
+struct h2_cs;
+struct upstream;
+struct worker;
+/* A stream on a pooled h2 connection to <key> with room, or NULL. */
+struct upstream *h2_pool_take(struct worker *, const char *key);
+/* c->c_up just connected: when ALPN chose h2, its TLS bufferevent
+   becomes a pooled h2 connection and c_up one stream of it. 0 or -1. */
+int	h2_pool_adopt(struct conn *);
+/* The worker stops or drains: GOAWAY; free with no streams. */
+void	h2_pool_flush(struct worker *);
+/* From upstream_free: the connection is done with its stream. */
+void	h2_cli_stream_gone(struct h2_cs *);
+
 #endif

@@ -49,6 +49,8 @@ struct h2_stream {
 	int			 s_head_out;	/* this message's head went */
 	int			 s_grpc;	/* content-type application/grpc */
 	int			 s_grpc_deny;	/* a gateway answer to reshape */
+	int			 s_grpc_only;	/* Trailers-Only: HEADERS ended
+						   the stream */
 	int			 s_resp_done;
 	int			 s_deferred;	/* the data source waits */
 	int			 s_gone;	/* the conn went away */
@@ -91,5 +93,64 @@ void	h2_stream_req_end(struct h2_stream *);
 void	h2_stream_poll(struct h2_stream *);
 /* Its connection's end of the pair drained: credit the window. */
 void	h2_stream_drained(struct h2_stream *);
+
+/* The client side towards an h2 origin (h2_cli.c, h2_pool.c). */
+#define H2_CLI_MAX_STREAMS 100		/* ours per upstream connection,
+					   below the origin's own limit */
+struct h2_cli;
+struct upstream;
+struct worker;
+
+struct h2_cs {				/* one request's stream */
+	TAILQ_ENTRY(h2_cs)	 cs_entry;
+	struct h2_cli		*cs_cli;
+	struct upstream		*cs_up;		/* the conn's, or NULL */
+	int32_t			 cs_id;		/* 0 until submitted */
+	struct bufferevent	*cs_bev;	/* our end of the pair */
+	struct http_msg		 cs_req;	/* what the conn writes */
+	struct evbuffer		*cs_out;	/* request body for DATA */
+	size_t			 cs_unacked;	/* answer DATA not taken */
+	int			 cs_status;
+	int			 cs_has_cl;
+	int			 cs_chunked;	/* answer chunked to the conn */
+	int			 cs_head_done;	/* final answer head went */
+	int			 cs_resp_done;
+	int			 cs_req_done;
+	int			 cs_deferred;
+	int			 cs_closed;	/* the stream closed */
+};
+
+struct h2_cli {				/* one upstream h2 connection */
+	TAILQ_ENTRY(h2_cli)	 hc_entry;
+	struct worker		*hc_worker;
+	struct bufferevent	*hc_bev;	/* TLS */
+	nghttp2_session		*hc_sess;
+	TAILQ_HEAD(, h2_cs)	 hc_streams;
+	size_t			 hc_nstreams;
+	uint64_t		 hc_nopened;
+	struct event		*hc_kick;
+	struct event		*hc_idle;
+	char			 hc_key[300];
+	char			 hc_addr[64];
+	char			 hc_country[3];
+	uint32_t		 hc_asn;
+	char			 hc_via[96];
+	int			 hc_goaway;	/* no new streams */
+	int			 hc_dead;	/* the connection is over */
+	int			 hc_freeing;
+	int			 hc_in_recv;
+	int			 hc_rd_off;
+};
+
+/* h2_cli.c */
+struct h2_cli	*h2_cli_new(struct worker *, struct bufferevent *tls);
+void	h2_cli_free(struct h2_cli *);
+void	h2_cli_kick(struct h2_cli *);
+void	h2_cli_goaway(struct h2_cli *);
+int	h2_cli_has_room(struct h2_cli *);
+struct h2_cs *h2_cs_new(struct h2_cli *, struct bufferevent **up);
+void	h2_cs_free(struct h2_cs *);
+/* h2_pool.c: the session has no stream left, or is over */
+void	h2_pool_idle(struct h2_cli *);
 
 #endif

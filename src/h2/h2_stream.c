@@ -29,11 +29,22 @@
 #include "util/log.h"
 #include "util/util.h"
 
+static int	resp_field_dropped(const struct http_msg *, const char *,
+		    size_t);
+static int	resp_head(struct h2_stream *, int);
+static void	stream_reset(struct h2_stream *, uint32_t);
+
 static void
 resp_body_cb(void *arg, const char *p, size_t len)
 {
 	struct h2_stream	*s = arg;
 
+	if (s->s_grpc_only && len > 0) {
+		/* not Trailers-Only after all */
+		s->s_grpc_only = 0;
+		if (resp_head(s, 1) == -1)
+			stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+	}
 	evbuffer_add(s->s_out, p, len);
 	if (s->s_deferred) {
 		s->s_deferred = 0;
@@ -313,6 +324,43 @@ h2_stream_drained(struct h2_stream *s)
 	h2_srv_kick(s->s_srv);	/* the WINDOW_UPDATE */
 }
 
+/* The answer's trailer fields (an upstream h2 gRPC answer's grpc-status)
+   as a trailing HEADERS: 0 when there were some. */
+static int
+resp_trailers(struct h2_stream *s)
+{
+	struct http_msg	*m = &s->s_resp;
+	nghttp2_nv	 nv[HTTP_MAX_HEADERS];
+	char		 lower[HTTP_MAX_HEADERS][64];
+	size_t		 n = 0, i, nlen;
+	int		 j;
+
+	if (!m->hm_trailers || m->hm_trail_at >= m->hm_nhdrs)
+		return -1;
+	for (j = m->hm_trail_at; j < m->hm_nhdrs; j++) {
+		const char	*name = http_msg_str(m, m->hm_hdrs[j].h_name);
+		const char	*v;
+		size_t		 vlen;
+
+		nlen = m->hm_hdrs[j].h_name_len;
+		if (nlen >= sizeof(lower[0]) ||
+		    resp_field_dropped(m, name, nlen))
+			continue;
+		for (i = 0; i < nlen; i++)
+			lower[n][i] = (char)tolower((unsigned char)name[i]);
+		http_msg_value(m, j, &v, &vlen);
+		nv[n].name = (uint8_t *)lower[n];
+		nv[n].namelen = nlen;
+		nv[n].value = (uint8_t *)v;
+		nv[n].valuelen = vlen;
+		nv[n++].flags = NGHTTP2_NV_FLAG_NONE;
+	}
+	if (n == 0)
+		return -1;
+	return nghttp2_submit_trailer(s->s_srv->h_sess, s->s_id, nv, n) == 0 ?
+	    0 : -1;
+}
+
 static ssize_t
 data_read_cb(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t len,
     uint32_t *flags, nghttp2_data_source *src, void *arg)
@@ -328,6 +376,8 @@ data_read_cb(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t len,
 		n = 0;
 	if (evbuffer_get_length(s->s_out) == 0 && s->s_resp_done) {
 		*flags |= NGHTTP2_DATA_FLAG_EOF;
+		if (resp_trailers(s) == 0)
+			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 		return n;
 	}
 	if (evbuffer_get_length(s->s_out) < H2_STREAM_BUF / 2 &&
@@ -394,7 +444,10 @@ resp_head(struct h2_stream *s, int final)
 		nv[n++].flags = NGHTTP2_NV_FLAG_NONE;
 		at += nlen;
 	}
-	if (final) {
+	if (final == 2)		/* gRPC Trailers-Only: END_STREAM here */
+		rv = nghttp2_submit_response(s->s_srv->h_sess, s->s_id, nv, n,
+		    NULL);
+	else if (final) {
 		dp.source.ptr = s;
 		dp.read_callback = data_read_cb;
 		rv = nghttp2_submit_response(s->s_srv->h_sess, s->s_id, nv, n,
@@ -468,7 +521,14 @@ stream_head_out(struct h2_stream *s)
 		s->s_resp_started = 1;
 		return 0;
 	}
-	if (m->hm_status >= 100 && m->hm_status < 200 && m->hm_status != 101)
+	if (s->s_grpc && m->hm_status == 200 &&
+	    http_msg_find(m, "grpc-status", 0) != -1) {
+		/* an upstream's Trailers-Only answer (the connection may
+		   have re-framed it chunked): one HEADERS with END_STREAM
+		   once the empty body is seen (h2_stream_poll) */
+		s->s_grpc_only = 1;
+	} else if (m->hm_status >= 100 && m->hm_status < 200 &&
+	    m->hm_status != 101)
 		(void)resp_head(s, 0);	/* 1xx */
 	else if (m->hm_status == 101 || resp_head(s, 1) == -1) {
 		stream_reset(s, NGHTTP2_INTERNAL_ERROR);
@@ -544,7 +604,11 @@ h2_stream_poll(struct h2_stream *s)
 			s->s_resp_done = 1;
 			if (s->s_grpc_deny)
 				grpc_deny(s);
-			else if (s->s_deferred) {
+			else if (s->s_grpc_only) {
+				if (resp_head(s, 2) == -1)
+					stream_reset(s,
+					    NGHTTP2_INTERNAL_ERROR);
+			} else if (s->s_deferred) {
 				s->s_deferred = 0;
 				(void)nghttp2_session_resume_data(
 				    s->s_srv->h_sess, s->s_id);

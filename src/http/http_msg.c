@@ -143,6 +143,7 @@ on_header_field(llhttp_t *p, const char *at, size_t len)
 		if (chunk_gap_check(m, at) != 0)
 			return HPE_USER;
 		m->hm_trailers = 1;
+		m->hm_trail_at = m->hm_nhdrs;
 	}
 	if (m->hm_last != 2) {
 		if (m->hm_nhdrs == HTTP_MAX_HEADERS)
@@ -423,6 +424,7 @@ msg_clear(struct http_msg *m)
 	m->hm_chunk_gap = 0;
 	m->hm_chunk_mark = NULL;
 	m->hm_trailers = 0;
+	m->hm_trail_at = 0;
 }
 
 void

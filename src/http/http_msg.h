@@ -72,6 +72,7 @@ struct http_msg {
 	uint64_t	 hm_chunk_gap;	/* framing bytes since chunk data */
 	const char	*hm_chunk_mark;	/* end of the last data in this feed */
 	int		 hm_trailers;	/* the trailer section has begun */
+	int		 hm_trail_at;	/* hm_hdrs index of its first field */
 
 	int		 hm_method;	/* llhttp_method_t */
 	int		 hm_status;	/* response status */

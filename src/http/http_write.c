@@ -199,6 +199,26 @@ http_write_status_fields(const struct http_msg *m, const struct hw_sink *out)
 	}
 }
 
+void
+http_write_trailers(const struct http_msg *m, const struct hw_sink *out)
+{
+	const char	*name;
+	size_t		 nlen;
+	int		 i;
+
+	if (!m->hm_trailers)
+		return;
+	for (i = m->hm_trail_at; i < m->hm_nhdrs; i++) {
+		name = http_msg_str(m, m->hm_hdrs[i].h_name);
+		nlen = m->hm_hdrs[i].h_name_len;
+		if (http_msg_is_hop(m, name, nlen) ||
+		    util_strncaseeq(name, nlen, "content-length") ||
+		    util_strncaseeq(name, nlen, "transfer-encoding"))
+			continue;
+		write_field(m, i, out, NULL);
+	}
+}
+
 int
 http_write_response_end(const struct hw_resp *p, const struct hw_sink *out)
 {

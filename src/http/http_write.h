@@ -91,6 +91,10 @@ int	http_write_request_head(const struct http_msg *m,
  * re-framed). Kept apart so that the secrets stage can redact it as one
  * block before it joins http_write_response_end's part.
  */
+/* The trailer fields of a chunked <m> (gRPC's grpc-status), end-to-end
+   ones only, each "name: value\r\n". */
+void	http_write_trailers(const struct http_msg *m,
+	    const struct hw_sink *out);
 void	http_write_status_fields(const struct http_msg *m,
 	    const struct hw_sink *);
 

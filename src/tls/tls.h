@@ -64,6 +64,8 @@ SSL	*tls_client_ssl_new(SSL_CTX *, const char *host);
 /* tls.alpn: what intercepted clients are offered */
 #define TLS_ALPN_H2	0x01
 #define TLS_ALPN_HTTP11	0x02	/* and http/1.0 */
+/* upstream.alpn: offer <set> (TLS_ALPN_*) to an origin on client <ssl>. */
+void	tls_client_ssl_set_alpn(SSL *, int set);
 /* The protocols (TLS_ALPN_*) ALPN may choose on <ssl>; unset: http/1.x. */
 void	tls_server_ssl_set_alpn(SSL *, int);
 

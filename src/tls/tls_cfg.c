@@ -55,17 +55,14 @@ cfg_k_fleet_ca_key(struct cfg_parse *cp, const struct cfg_key *k,
 
 /* alpn: the protocols offered to intercepted clients, a non-empty list
    of "h2" and "http/1.1" (which also accepts http/1.0) */
-static void
-cfg_k_alpn(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
-    void *arg)
+static int
+alpn_set(struct cfg_parse *cp, yaml_node_t *v)
 {
 	yaml_node_t	*item;
 	const char	*s;
 	size_t		 i;
 	int		 set = 0;
 
-	(void)k;
-	(void)arg;
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		if ((s = cfg_scalar(cp, item, "\"h2\" or \"http/1.1\"",
 		    "a string")) == NULL)
@@ -80,7 +77,26 @@ cfg_k_alpn(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
 	}
 	if (i == 0)
 		cfg_err(cp, v, "\"alpn\" must list at least one protocol");
-	cp->cp_cfg->c_tls_alpn = set;
+	return set;
+}
+
+static void
+cfg_k_alpn(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    void *arg)
+{
+	(void)k;
+	(void)arg;
+	cp->cp_cfg->c_tls_alpn = alpn_set(cp, v);
+}
+
+/* upstream.alpn: what origins are offered, the same list */
+void
+tls_cfg_k_upstream_alpn(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	(void)k;
+	(void)arg;
+	cp->cp_cfg->c_upstream_alpn = alpn_set(cp, v);
 }
 
 #define TLS(m)	offsetof(struct cfg, m)

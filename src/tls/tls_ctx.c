@@ -185,6 +185,24 @@ tls_client_ssl_new(SSL_CTX *ctx, const char *host)
 }
 
 void
+tls_client_ssl_set_alpn(SSL *ssl, int set)
+{
+	unsigned char	p[16];
+	unsigned int	n = 0;
+
+	if (set & TLS_ALPN_H2) {
+		memcpy(p + n, "\x02h2", 3);
+		n += 3;
+	}
+	if (set & TLS_ALPN_HTTP11) {
+		memcpy(p + n, "\x08http/1.1", 9);
+		n += 9;
+	}
+	if (n > 0)
+		(void)SSL_set_alpn_protos(ssl, p, n);
+}
+
+void
 tls_server_ssl_set_context(SSL *ssl, const char *sandbox, const char *host)
 {
 	unsigned char	d[SHA256_DIGEST_LENGTH];

@@ -6,8 +6,8 @@
 # grpc-message), a call past the requests cap grpc-status 8
 # RESOURCE_EXHAUSTED,
 # both audited (http "2"), neither forwarded; an allowed call carries the
-# rule's secret as a metadata header to the upstream (HTTP/1.1 here: the
-# call itself cannot succeed until upstream h2 exists).
+# rule's secret as a metadata header to the upstream (an HTTP/1.1 origin
+# here, so the call itself fails; 553 has a real gRPC server over h2).
 . "$top_srcdir/tests/integration/lib.sh"
 
 SYS_PYTHON=${SYS_PYTHON:-/usr/bin/python3}
@@ -84,7 +84,7 @@ t.ok(seen and b"x-api-key: grpc-secret-552-value" in seen[-1].lower() and
      b"x-trace: 552" in seen[-1].lower(), "an allowed call: the secret "
      "injected as metadata, the call's own metadata kept", seen[-1:])
 t.ok(code is not None, "... and the HTTP/1.1 upstream's answer is no "
-     "gRPC answer (upstream h2 is not built yet)", code)
+     "gRPC answer (an HTTP/1.1 origin; 553 has the h2 one)", code)
 call("api.test", "/echo")       # the second of the cap's 2 requests
 code, msg = call("api.test", "/echo")
 t.ok(code == grpc.StatusCode.RESOURCE_EXHAUSTED and msg and

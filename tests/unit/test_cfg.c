@@ -17,6 +17,7 @@
 #include <openssl/ssl.h>
 
 #include "cfg/cfg.h"
+#include "tls/tls.h"
 #include "cfg/cfg_internal.h"
 #include "cfg/cfg_planes.h"
 #include "dns/net_guard.h"
@@ -1372,6 +1373,32 @@ static const struct tls_case tls_cases[] = {
 	    2 * DAY, TLS1_3_VERSION },
 };
 #undef DAY
+
+/* upstream.alpn: what origins are offered; both by default */
+START_TEST(test_cfg_upstream_alpn)
+{
+	struct cfg	*c;
+	char		*out;
+	int		 nerr;
+
+	c = load("upstream: {alpn: [\"http/1.1\"]}\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_int_eq(c->c_upstream_alpn, TLS_ALPN_HTTP11);
+	ck_assert_int_eq(c->c_tls_alpn, TLS_ALPN_H2 | TLS_ALPN_HTTP11);
+	free(out);
+	cfg_unref(c);
+	c = load("tls: {alpn: [h2]}\n", &out, &nerr);
+	ck_assert_msg(c != NULL, "%s", out);
+	ck_assert_int_eq(c->c_upstream_alpn, TLS_ALPN_H2 | TLS_ALPN_HTTP11);
+	free(out);
+	cfg_unref(c);
+	c = load("upstream: {alpn: [h3]}\n", &out, &nerr);
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(out, "t.yaml:1:"));
+	ck_assert_ptr_nonnull(strstr(out, "not \"h3\""));
+	free(out);
+}
+END_TEST
 
 START_TEST(test_cfg_tls)
 {
@@ -2918,6 +2945,7 @@ suite_cfg(void)
 	tcase_add_test(tc, test_cfg_listen_defaults);
 	tcase_add_test(tc, test_cfg_unidentified_limits);
 	tcase_add_test(tc, test_cfg_networks_empty);
+	tcase_add_test(tc, test_cfg_upstream_alpn);
 	tcase_add_loop_test(tc, test_cfg_tls, 0,
 	    (int)(sizeof(tls_cases) / sizeof(tls_cases[0])));
 	tcase_add_test(tc, test_cfg_splice);
