@@ -881,6 +881,10 @@ aud_rec_json(const struct aud_rec *r)
 			jb_key(&b, "unmetered");
 			jb_raw(&b, "true", 4);
 		}
+		if (r->ar_usage_partial) {
+			jb_key(&b, "usage_partial");
+			jb_raw(&b, "true", 4);
+		}
 	}
 	jb_raw(&b, "}", 1);
 	return b.jb_p;

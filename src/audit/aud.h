@@ -43,6 +43,7 @@ struct aud_rec {
 	int		 ar_unpriced;	/* no price matched the model */
 	int		 ar_unmetered;	/* a complete 2xx that reported no
 					   usage: charged its reservation */
+	int		 ar_usage_partial; /* it reported some, not all */
 	const char	*ar_country;	/* GeoIP of the upstream, or NULL */
 	uint32_t	 ar_asn;	/* 0: absent */
 	const char	*ar_dns_type;	/* DNS stub: query type, "A", "MX",

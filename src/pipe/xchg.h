@@ -27,6 +27,8 @@ struct bud_sb;
 struct bud_rop;
 struct bud_rres;
 struct sse_filt;
+struct decoder;
+struct arr_filt;
 
 /* The secrets stage's slot. */
 struct xchg_secrets {
@@ -65,6 +67,9 @@ struct xchg_budget {
 					   usage: not reserved, not metered */
 	/* a metered event stream (budget/bud_stream.c) */
 	struct sse_filt	*b_filt;	/* events to the client, or NULL */
+	struct arr_filt	*b_afilt;	/* or Gemini's JSON array, or NULL */
+	struct decoder	*b_dec;		/* a compressed one, decoded */
+	int		 b_dec_bad;	/* it could not be: usage unknown */
 	int		 b_strip;	/* leave the usage-only chunk out */
 	int		 b_cut;		/* cut at the usd cap */
 	uint64_t	 b_input_est;	/* the prompt as reserved */
