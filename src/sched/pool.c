@@ -36,6 +36,7 @@
 #include "launcher/lnc_proto.h"
 #include "sched/canary.h"
 #include "sched/pool.h"
+#include "sched/pool_int.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -52,42 +53,15 @@
    its claimer has had no time to use it yet */
 #define POOL_CLAIM_GRACE_MS	3000
 
-struct pool_pol {
-	char		*pp_name;
-	char		*pp_from;	/* prewarmed from this snapshot (not
-					   launcher.pool.from), or NULL: the
-					   policy's own pool */
-	int		 pp_pinned;	/* pp_from pinned in the launcher */
-	double		 pp_rate;	/* claims/s, EWMA */
-	double		 pp_refill_ms;	/* EWMA; 0 = not measured yet */
-	uint64_t	 pp_claims_tick;
-	uint64_t	 pp_claims;
-	uint64_t	 pp_cold;
-	uint64_t	 pp_evicted;
-	size_t		 pp_extra;	/* prewarm asked for, not claimed yet:
-					   part of the target until claimed or
-					   idle_timeout after the last prewarm */
-	uint64_t	 pp_extra_ms;	/* the last prewarm */
-	size_t		 pp_target;
-	size_t		 pp_warm;	/* as of the last tick */
-	size_t		 pp_launched;
-	size_t		 pp_preparing;	/* handed to the thread */
-	uint64_t	 pp_last_claim_ms;
-	/* after a failed build, refills wait (1 s doubling to 60 s) */
-	uint64_t	 pp_retry_ms;
-	uint64_t	 pp_backoff_ms;
-	uint64_t	 pp_canary_ms;	/* last periodic escape canary */
-	struct cfg	*pp_cfg;	/* reference for the thread */
-};
 
 /* pool_pols is shared with the preparing thread: under pool_mtx */
-static pthread_mutex_t	  pool_mtx = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t		  pool_mtx = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	  pool_cv = PTHREAD_COND_INITIALIZER;
 static pthread_t	  pool_thread;
 static int		  pool_thread_up;
 static int		  pool_quit;
-static struct pool_pol	 *pool_pols;
-static size_t		  pool_npols;
+struct pool_pol		 *pool_pols;
+size_t			  pool_npols;
 static struct event	 *pool_ev;
 static const struct cfg	*(*pool_cfg)(void);
 static uint64_t		  pool_rate_ms;	/* last rate update */
@@ -97,7 +71,7 @@ static struct pool_async *pool_done;
 static struct event	 *pool_done_ev;
 
 static void	pool_done_cb(evutil_socket_t, short, void *);
-static struct launcher	 *pool_launcher;	/* netns backend, or NULL */
+struct launcher		 *pool_launcher;	/* netns backend, or NULL */
 
 void
 pool_set_launcher(struct launcher *l)
@@ -260,7 +234,7 @@ mem_available(void)
 
 /* The pool of <name> prewarmed from snapshot <from> (NULL: the policy's
  * own), made on first use. Caller holds pool_mtx. */
-static struct pool_pol *
+struct pool_pol *
 pol_get_from(const char *name, const char *from)
 {
 	struct pool_pol	*pp;
@@ -429,7 +403,7 @@ lru_cmp(const void *a, const void *b)
  * a reference to a warm sandbox to probe. Returns 1 when more refilling is
  * due.
  */
-static int
+int
 pool_policy_tick(const struct cfg *cfg, struct pool_pol *pp,
     struct sbx **list, size_t n, uint64_t now, int *pressure,
     struct sbx **canary)
@@ -547,57 +521,6 @@ pool_canary(struct sbx *s)
 		    s->sb_id);
 	json_object_put(o);
 	sbx_unref(s);
-}
-
-/*
- * The pools prewarmed from snapshots: each refills what prewarm asked for
- * and drops its unclaimed surplus like the policy's own; one left empty
- * (or of a policy a reload removed) unpins its snapshot: its name goes
- * into *unpin for pool_unpin, after pool_mtx is released. Caller holds
- * pool_mtx.
- */
-static int
-pool_from_tick(const struct cfg *cfg, struct sbx **list, size_t n,
-    uint64_t now, char ***unpin, size_t *nunpin)
-{
-	struct pool_pol	*pp;
-	size_t		 i;
-	int		 more = 0, nopressure = 0;
-
-	for (i = 0; i < pool_npols; i++) {
-		pp = &pool_pols[i];
-		if (pp->pp_from == NULL)
-			continue;
-		if (cfg_policy_find(cfg, pp->pp_name) == NULL)
-			pp->pp_extra = 0;
-		else
-			more |= pool_policy_tick(cfg, pp, list, n, now,
-			    &nopressure, NULL);
-		if (pp->pp_pinned && pp->pp_warm == 0 &&
-		    pp->pp_preparing == 0 && pp->pp_extra == 0) {
-			pp->pp_pinned = 0;
-			*unpin = xrealloc(*unpin, (*nunpin + 1) *
-			    sizeof(**unpin));
-			(*unpin)[(*nunpin)++] = xstrdup(pp->pp_from);
-		}
-	}
-	return more;
-}
-
-/* Release the launcher's pins on <names> (freed here). */
-static void
-pool_unpin(char **names, size_t n)
-{
-	char	why[160];
-	size_t	i;
-
-	for (i = 0; i < n; i++) {
-		if (pool_launcher != NULL && launcher_snap(pool_launcher,
-		    LNC_SNAP_UNPIN, NULL, names[i], 0, why, sizeof(why)) == -1)
-			log_warnx("pool: unpin snapshot %s: %s", names[i], why);
-		free(names[i]);
-	}
-	free(names);
 }
 
 static void
@@ -903,7 +826,6 @@ pool_prewarm(const char *policy, const char *from, size_t count, char *why,
 	const struct cfg	*cfg = pool_cfg();
 	struct pool_pol		*pp;
 	size_t			 room, have;
-	int			 pin;
 
 	if (cfg_policy_find(cfg, policy) == NULL) {
 		snprintf(why, whysz, "no policy \"%.64s\" in the running "
@@ -918,22 +840,8 @@ pool_prewarm(const char *policy, const char *from, size_t count, char *why,
 		errno = EINVAL;
 		return -1;
 	}
-	pthread_mutex_lock(&pool_mtx);
-	pp = pol_get_from(policy, from);
-	pin = from != NULL && !pp->pp_pinned;
-	pthread_mutex_unlock(&pool_mtx);
-	/* a pool built from it keeps the snapshot from delete and pruning */
-	if (pin && launcher_snap(pool_launcher, LNC_SNAP_PIN, NULL, from, 0,
-	    why, whysz) == -1)
+	if ((pp = pool_from_pin(policy, from, why, whysz)) == NULL)
 		return -1;
-	pthread_mutex_lock(&pool_mtx);
-	pp = pol_get_from(policy, from);
-	if (pin) {
-		if (pp->pp_pinned)	/* another prewarm pinned it meanwhile */
-			(void)launcher_snap(pool_launcher, LNC_SNAP_UNPIN,
-			    NULL, from, 0, why, whysz);
-		pp->pp_pinned = 1;
-	}
 	have = pool_target(cfg, pp);
 	room = cfg->c_pool_max > have ? cfg->c_pool_max - have : 0;
 	if (count > room)
