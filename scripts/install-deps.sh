@@ -19,6 +19,10 @@ TEST_PKGS="curl python3 python3-websocket procps iproute2 nftables squid tinypro
 TEST_PKGS="$TEST_PKGS redis-server redis-tools haproxy"
 # HTTP/2 and gRPC clients and servers of 55x (issue 19)
 TEST_PKGS="$TEST_PKGS nghttp2-client python3-h2 python3-grpcio"
+# 560-h2-nghttp: socat does the CONNECT for nghttp (no proxy option)
+TEST_PKGS="$TEST_PKGS socat"
+# bench/h2bench.sh: h2load (nghttp2-client, above), socat, mitmdump
+TEST_PKGS="$TEST_PKGS mitmproxy"
 # real clients of 405/406 (run with the system python, /usr/bin/python3)
 TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
 # 59x (parent proxies, the SOCKS5 listener): a SOCKS5 parent, and ssh

@@ -28,11 +28,11 @@ static void
 ask_approve_deny(const struct admin_req *q, struct admin_resp *r,
     const char *idstr, int approve)
 {
-	static const char *const allowed[] = { "scope", "ttl", NULL };
+	static const char *const allowed[] = { "scope", "ttl", "match", NULL };
 	static const char *const none[] = { NULL };
 	json_object	*body, *o;
 	enum ask_scope	 scope = ASK_ONCE;
-	const char	*s = NULL, *ttl = NULL;
+	const char	*s = NULL, *ttl = NULL, *match = NULL;
 	char		 rule[32], why[160], *end;
 	uint64_t	 id, ttl_ms = 0;
 
@@ -45,8 +45,15 @@ ask_approve_deny(const struct admin_req *q, struct admin_resp *r,
 	if ((body = admin_body_object(q, r, approve ? allowed : none)) == NULL)
 		return;
 	if (admin_body_string(body, "scope", &s, r) == -1 ||
-	    admin_body_string(body, "ttl", &ttl, r) == -1)
+	    admin_body_string(body, "ttl", &ttl, r) == -1 ||
+	    admin_body_string(body, "match", &match, r) == -1)
 		goto out;
+	if (match != NULL && strcmp(match, "host") != 0 &&
+	    strcmp(match, "request") != 0) {
+		admin_error(r, 400, "bad_request",
+		    "\"match\" must be host or request");
+		goto out;
+	}
 	if (s != NULL && strcmp(s, "sandbox") == 0)
 		scope = ASK_SANDBOX;
 	else if (s != NULL && strcmp(s, "policy") == 0)
@@ -67,7 +74,14 @@ ask_approve_deny(const struct admin_req *q, struct admin_resp *r,
 		    "\"ttl\" needs a scope of sandbox or policy");
 		goto out;
 	}
-	if (ask_decide(id, approve, scope, ttl_ms, rule, sizeof(rule)) == -1) {
+	if (match != NULL && strcmp(match, "request") == 0 &&
+	    scope == ASK_ONCE) {
+		admin_error(r, 400, "bad_request",
+		    "\"match\" needs a scope of sandbox or policy");
+		goto out;
+	}
+	if (ask_decide(id, approve, scope, match != NULL &&
+	    strcmp(match, "request") == 0, ttl_ms, rule, sizeof(rule)) == -1) {
 		snprintf(why, sizeof(why), "no pending request \"%.32s\" (it "
 		    "may have been decided or timed out)", idstr);
 		admin_error(r, 404, "not_found", why);

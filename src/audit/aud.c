@@ -851,6 +851,15 @@ aud_rec_json(const struct aud_rec *r)
 	add_str(&b, "dns_type", r->ar_dns_type);
 	add_str(&b, "dns_rcode", r->ar_dns_rcode);
 	add_str(&b, "dns_answer", r->ar_dns_answer);
+	if (r->ar_mcp_method != NULL) {
+		jb_key(&b, "mcp");
+		jb_raw(&b, "{", 1);
+		b.jb_first = 1;
+		add_str(&b, "method", r->ar_mcp_method);
+		add_str(&b, "tool", r->ar_mcp_tool);
+		jb_raw(&b, "}", 1);
+		b.jb_first = 0;
+	}
 	if (r->ar_usage != NULL) {
 		jb_key(&b, "usage");
 		jb_raw(&b, "{", 1);
@@ -879,6 +888,10 @@ aud_rec_json(const struct aud_rec *r)
 		}
 		if (r->ar_unmetered) {
 			jb_key(&b, "unmetered");
+			jb_raw(&b, "true", 4);
+		}
+		if (r->ar_usage_partial) {
+			jb_key(&b, "usage_partial");
 			jb_raw(&b, "true", 4);
 		}
 	}

@@ -43,12 +43,16 @@ struct aud_rec {
 	int		 ar_unpriced;	/* no price matched the model */
 	int		 ar_unmetered;	/* a complete 2xx that reported no
 					   usage: charged its reservation */
+	int		 ar_usage_partial; /* it reported some, not all */
 	const char	*ar_country;	/* GeoIP of the upstream, or NULL */
 	uint32_t	 ar_asn;	/* 0: absent */
 	const char	*ar_dns_type;	/* DNS stub: query type, "A", "MX",
 					   "TYPE65" (RFC 3597) */
 	const char	*ar_dns_rcode;	/* DNS stub: NOERROR|NXDOMAIN|... */
 	const char	*ar_dns_answer;	/* DNS stub: synthetic address given */
+	const char	*ar_mcp_method;	/* an mcp rule's JSON-RPC method, or
+					   "batch"; NULL: no "mcp" object */
+	const char	*ar_mcp_tool;	/* tools/call: the tool, or NULL */
 };
 
 /*

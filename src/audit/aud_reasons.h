@@ -69,6 +69,13 @@
 	    "an operator denied the request")				\
 	X(APPROVAL_TIMEOUT, "approval_timeout", 403, AUD_D_DENY,	\
 	    "no operator decided in time")				\
+	/* answered 200 with JSON-RPC errors (policy/pol_mcp.c) */	\
+	X(MCP_TOOL_DENIED, "mcp_tool_denied", 403, AUD_D_DENY,		\
+	    "an MCP tool the rule does not allow")			\
+	X(MCP_UNREADABLE, "mcp_unreadable", 400, AUD_D_DENY,		\
+	    "not a JSON-RPC message for an mcp rule")			\
+	X(MCP_UNFILTERABLE, NULL, 0, AUD_D_KEEP,			\
+	    "mcp_unfilterable")						\
 	/* ends without an answer of ours */				\
 	X(DONE, NULL, 0, AUD_D_KEEP, "")				\
 	X(CLIENT_CLOSED, NULL, 0, AUD_D_KEEP, "client closed")		\

@@ -30,6 +30,8 @@ struct usage {
 	uint64_t	u_cache_write;	/* cache creation (Anthropic) */
 	uint64_t	u_output;	/* reasoning included */
 	int		u_found;	/* usage was reported */
+	int		u_partial;	/* some was, not the whole bill
+					   (meter_finish): u_found 0 */
 };
 
 struct meter;
@@ -53,6 +55,10 @@ struct meter;
  * promptTokenCount (cached included) + toolUsePromptTokenCount as input,
  * cachedContentTokenCount as cached, candidatesTokenCount +
  * thoughtsTokenCount as output; every chunk carries the totals so far.
+ * llama.cpp's own /completion (openai): tokens_evaluated and
+ * tokens_predicted, else timings. A report is the bill only when no
+ * streamed text came after it (and, Anthropic, message_delta's count
+ * came): otherwise meter_finish() says u_found 0, u_partial 1.
  * A body of another Content-Encoding than identity is decoded first (see
  * meter_encoding()).
  */
@@ -216,6 +222,32 @@ int		 sse_usage_only(const char *ev, size_t len);
 /* The error event that ends a stream cut at the usd cap, in <meter>'s
  * (enum cfg_meter) shape; "" for an unmetered rule. */
 void		 sse_cut_event(int meter, const char *reason,
+		    const char *request_id, char *dst, size_t dstsz);
+
+/* ---- a Gemini JSON-array stream to the client (arr_filt.c) --------- */
+
+struct arr_filt;
+/* A filter holding at most <max_elem> bytes of an unfinished element. */
+struct arr_filt	*arr_filt_new(size_t max_elem);
+void		 arr_filt_free(struct arr_filt *);
+/*
+ * Feed <len> bytes: every byte goes to emit(arg, p, n, whole) once, in
+ * order: each element of the root array whole (whole = 1), the bytes
+ * around elements as they come (whole = 0), an element over the bound
+ * as it comes (whole = 0). A body that is not an array of objects passes
+ * as it comes.
+ */
+void		 arr_filt_feed(struct arr_filt *, const char *, size_t,
+		    int (*emit)(void *, const char *, size_t, int),
+		    void *arg);
+void		 arr_filt_flush(struct arr_filt *,
+		    int (*emit)(void *, const char *, size_t, int),
+		    void *arg);
+/* 1 between two elements of the root array (a cut can end it there). */
+int		 arr_filt_at_boundary(const struct arr_filt *);
+/* What ends an array cut at the usd cap: [","] Gemini's error object as
+ * an element, "]". */
+void		 arr_cut_tail(const struct arr_filt *, const char *reason,
 		    const char *request_id, char *dst, size_t dstsz);
 
 /* ---- pricing (price.c) ---------------------------------------------- */

@@ -98,11 +98,16 @@ void	bud_stream_plan(struct xs_call *, const struct req_facts *,
 	    int stream, uint64_t input, uint64_t out);
 /* The request must ask for identity (the filter reads what is sent). */
 int	bud_stream_identity(const struct xchg *);
-/* The response head: filter an identity event stream (xc_reframe). */
-void	bud_stream_head(struct xs_call *, int sse);
+/* The response head: filter an event stream (xc_reframe); 1 when it is
+ * compressed and decoded here (the meter then reads identity). */
+int	bud_stream_head(struct xs_call *, int sse);
 /* The body through the filter: XS_GO, or XS_DENY at the usd cap. */
 enum xs_verdict bud_stream_body(struct xs_call *, struct evbuffer *in,
 	    struct evbuffer *out);
+/* 1 while the body goes through a filter (bud_stream_body). */
+int	bud_stream_filtered(const struct xchg *);
+/* The filters and decoder, freed (done). */
+void	bud_stream_free(struct xchg *);
 /* 1 with *cost when the stream was cut at the cap. */
 int	bud_stream_cost(const struct xchg *, uint64_t *cost);
 

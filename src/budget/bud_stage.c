@@ -342,6 +342,7 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 	struct evbuffer		*b;
 	uint64_t		 max_out, input_est, out;
 	char			 path[POL_PATH_MAX];
+	const char		*up;
 	enum req_api		 api;
 
 	if (inspect_body(xc, rule->r_meter, &rf) != XS_GO)
@@ -370,11 +371,13 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 	if (rf.rf_root_brace > 0)	/* a JSON object was read */
 		max_out = clamp_to_room(xc, &rf, &ed, max_out, input_est,
 		    reserve);
-	api = req_api_of(upstream_path(xc, path, sizeof(path)));
+	up = upstream_path(xc, path, sizeof(path));
+	api = req_api_of(up);
+	/* Gemini streams by its method (SSE with alt=sse, else an array) */
 	bud_stream_plan(xc, &rf, rf.rf_stream || (api == REQ_API_GEMINI &&
-	    xc->xc_x->x_query != NULL && strstr(xc->xc_x->x_query, "alt=sse")
-	    != NULL), input_est, rf.rf_choices > UINT64_MAX / (max_out ?
-	    max_out : 1) ? UINT64_MAX : max_out * rf.rf_choices);
+	    up != NULL && strstr(up, ":streamGenerateContent") != NULL),
+	    input_est, rf.rf_choices > UINT64_MAX / (max_out ? max_out : 1) ?
+	    UINT64_MAX : max_out * rf.rf_choices);
 	if (ed.re_n > 0 && req_edits_sort(&ed) == 0)
 		body_edit(xc->xc_body, evbuffer_pullup(b, -1), input_est,
 		    &ed);
@@ -696,8 +699,9 @@ bud_resp_head(struct xs_call *xc)
 	x->x_bud.b_meter = meter_new(rule->r_meter == CFG_METER_OPENAI ?
 	    METER_OPENAI : rule->r_meter == CFG_METER_GEMINI ? METER_GEMINI :
 	    METER_ANTHROPIC, sse, (size_t)xc->xc_cfg->c_limits.l_body_bytes);
-	meter_coding(x->x_bud.b_meter, m);
-	bud_stream_head(xc, sse);
+	/* a compressed stream the filter decodes is read decoded */
+	if (!bud_stream_head(xc, sse))
+		meter_coding(x->x_bud.b_meter, m);
 	return XS_GO;
 }
 
@@ -757,7 +761,7 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0, n);
 	/* a filtered stream is read by the meter event by event */
 	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0 &&
-	    x->x_bud.b_filt == NULL) {
+	    !bud_stream_filtered(x)) {
 		if ((k = evbuffer_peek(in, (ssize_t)ok, NULL, v, 8)) > 8) {
 			/* in more pieces than we look at: make it one */
 			evbuffer_pullup(in, (ssize_t)ok);
@@ -770,7 +774,7 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 		}
 	}
 	if (ok == n && !x->x_bud.b_over)
-		return x->x_bud.b_filt != NULL && !xc->xc_tunnel ?
+		return bud_stream_filtered(x) && !xc->xc_tunnel ?
 		    bud_stream_body(xc, in, out) : XS_GO;
 	evbuffer_remove_buffer(in, out, ok);
 	evbuffer_drain(in, evbuffer_get_length(in));
@@ -817,8 +821,9 @@ bud_done(struct xs_call *xc)
 	uint64_t	 cost = 0;
 	int		 unpriced = 0, done = x->x_resp_done;
 
-	sse_filt_free(x->x_bud.b_filt);
-	x->x_bud.b_filt = NULL;
+	bud_stream_free(x);
+	if (x->x_bud.b_dec_bad)
+		done = 0;	/* its usage cannot be known */
 	if (x->x_bud.b_rop != NULL) {
 		/* ended before Redis answered: never forwarded */
 		bud_rop_abandon(x->x_bud.b_rop);
@@ -854,6 +859,7 @@ bud_done(struct xs_call *xc)
 		else if (x->x_status >= 200 && x->x_status < 300) {
 			cost = x->x_bud.b_reserved;	/* served, unmetered */
 			r->ar_unmetered = 1;
+			r->ar_usage_partial = u->u_partial;
 		}
 		r->ar_usage = u->u_found ? u : NULL;
 		r->ar_cost_micro = (int64_t)cost;

@@ -99,6 +99,10 @@ struct meter {
 	struct tok_field m_cwrite;	/* cache creation */
 	struct tok_field m_thoughts;	/* Gemini: billed as output */
 	struct tok_field m_tool_in;	/* Gemini: tool-use prompt tokens */
+	/* Is the last report the whole bill? (meter_finish) */
+	uint64_t	 m_text_at;	/* text bytes when it was taken */
+	int		 m_a_start;	/* Anthropic: message_start's only */
+	int		 m_took;	/* this document reported usage */
 };
 
 static uint64_t
@@ -126,6 +130,12 @@ enum {
 	O_ITD_W,
 	O_GROUP,	/* fields per group */
 	O_RESPONSE = 2 * O_GROUP,
+	O_LL_EVAL,	/* tokens_evaluated: the whole prompt */
+	O_LL_PRED,	/* tokens_predicted */
+	O_LL_TIMINGS,
+	O_LL_PN,	/* timings.prompt_n: prompt tokens not cached */
+	O_LL_DN,	/* timings.predicted_n */
+	O_LL_CN,	/* timings.cache_n: prompt tokens from the cache */
 	O_COUNT,
 };
 
@@ -148,6 +158,9 @@ static const char *const openai_paths[O_COUNT] = {
 	"response.usage.input_tokens_details.cached_tokens",
 	"response.usage.input_tokens_details.cache_write_tokens",
 	"response",
+	/* llama.cpp's own /completion (no "usage"): its counts */
+	"tokens_evaluated", "tokens_predicted", "timings", "timings.prompt_n",
+	"timings.predicted_n", "timings.cache_n",
 };
 
 /* Anthropic: the root (messages, message_delta) and "message"
@@ -258,11 +271,41 @@ openai_usage(struct meter *m, const struct jscan *js, size_t g)
 	}
 	if (!in.tf_set && !out.tf_set)
 		return;
-	m->m_found = 1;
+	m->m_found = m->m_took = 1;
 	m->m_in = in;
 	m->m_out = out;
 	m->m_cached = cached;
 	m->m_cwrite = cwrite;
+}
+
+/*
+ * llama.cpp's native /completion reports no "usage" but its own counts
+ * of what it evaluated and predicted (the final stream event, or the
+ * body): tokens_evaluated / tokens_predicted, else timings (prompt_n
+ * excludes the cache_n tokens it reused). Those are what it billed.
+ */
+static void
+llama_counts(struct meter *m, const struct jscan *js)
+{
+	struct tok_field	in = { 0, 0 }, out = { 0, 0 };
+	struct tok_field	cached = { 0, 0 };
+
+	take_count(&in, js, O_LL_EVAL);
+	take_count(&out, js, O_LL_PRED);
+	if (!in.tf_set && !out.tf_set && is_obj(js, O_LL_TIMINGS)) {
+		take_count(&in, js, O_LL_PN);
+		take_count(&out, js, O_LL_DN);
+		take_count(&cached, js, O_LL_CN);
+		in.tf_val = sat_add(in.tf_val, cached.tf_val);
+	}
+	if (!in.tf_set || !out.tf_set)
+		return;		/* half a bill is not the bill */
+	m->m_found = m->m_took = 1;
+	m->m_in = in;
+	m->m_out = out;
+	m->m_cached = cached;
+	m->m_cwrite.tf_set = 0;
+	m->m_cwrite.tf_val = 0;
 }
 
 /* One OpenAI object: a whole JSON body or one SSE event. */
@@ -272,7 +315,10 @@ openai_object(struct meter *m, const struct jscan *js)
 	size_t	g = is_obj(js, O_RESPONSE) ? O_GROUP : 0;
 
 	take_model(m, js, g + O_MODEL);
-	openai_usage(m, js, g);
+	if (is_obj(js, g + O_USAGE))
+		openai_usage(m, js, g);
+	else if (g == 0)
+		llama_counts(m, js);
 }
 
 /*
@@ -290,6 +336,7 @@ anthropic_usage(struct meter *m, const struct jscan *js, size_t g)
 	take_count(&m->m_cwrite, js, g + A_CWRITE);
 	m->m_found = m->m_in.tf_set || m->m_out.tf_set ||
 	    m->m_cached.tf_set || m->m_cwrite.tf_set;
+	m->m_took = m->m_found;
 }
 
 /*
@@ -315,7 +362,7 @@ gemini_object(struct meter *m, const struct jscan *js)
 	take_count(&tool, js, G_TOOL);
 	if (!in.tf_set && !out.tf_set && !thoughts.tf_set)
 		return;
-	m->m_found = 1;
+	m->m_found = m->m_took = 1;
 	m->m_in = in;
 	m->m_out = out;
 	m->m_cached = cached;
@@ -340,8 +387,14 @@ anthropic_object(struct meter *m, const struct jscan *js)
 			return;
 		take_model(m, js, A_GROUP + A_MODEL);
 		anthropic_usage(m, js, A_GROUP);
-	} else if (type_is(t, "message_delta"))
+		/* its output_tokens is a placeholder: message_delta's is the
+		   count */
+		m->m_a_start = m->m_found;
+	} else if (type_is(t, "message_delta")) {
 		anthropic_usage(m, js, 0);
+		if (m->m_found && is_obj(js, A_USAGE))
+			m->m_a_start = 0;
+	}
 	else if (t->jv_type != JV_STRING || type_is(t, "message")) {
 		/* A whole Messages response (errors have type "error"). */
 		take_model(m, js, A_MODEL);
@@ -349,9 +402,24 @@ anthropic_object(struct meter *m, const struct jscan *js)
 	}
 }
 
-/* A whole document was read into m_js: take what it reports. */
+static void handle_report(struct meter *);
+
+/*
+ * A whole document was read into m_js: take what it reports. Text
+ * streamed up to a report is in its counts; text after the last one is
+ * not (meter_finish).
+ */
 static void
 handle_object(struct meter *m)
+{
+	m->m_took = 0;
+	handle_report(m);
+	if (m->m_took)
+		m->m_text_at = jscan_text_bytes(m->m_js);
+}
+
+static void
+handle_report(struct meter *m)
 {
 	switch (m->m_dialect) {
 	case METER_OPENAI:
@@ -697,6 +765,9 @@ meter_new(enum meter_dialect dialect, int sse, size_t max_json)
 		m->m_dead = 1;
 		break;
 	}
+	/* streamed text tells a stale report (meter_finish) */
+	if (sse || dialect == METER_GEMINI)
+		meter_count_text(m);
 	return m;
 }
 
@@ -799,6 +870,17 @@ meter_finish(struct meter *m, struct usage *out)
 	m->m_finished = 1;
 	if (!m->m_found || m->m_dec_bad)
 		return;
+	/*
+	 * Knowable only when the last report is the whole bill: not when
+	 * text streamed after it (a server that reports usage on some
+	 * chunks, the last one missing), nor an Anthropic stream that never
+	 * sent message_delta's output count.
+	 */
+	if (m->m_a_start || (m->m_js != NULL &&
+	    jscan_text_bytes(m->m_js) > m->m_text_at)) {
+		out->u_partial = 1;
+		return;
+	}
 	usage_of(m, out);
 }
 

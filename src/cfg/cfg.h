@@ -27,6 +27,15 @@ enum cfg_meter {
 	CFG_METER_GEMINI,
 };
 
+/* mcp: which tools of an MCP server a rule lets the agent see and call
+ * (policy/pol_mcp.c); NULL/0 tools = any not denied. */
+struct cfg_mcp {
+	char		**m_tools;	/* names or fnmatch(3) globs */
+	size_t		  m_ntools;
+	char		**m_deny;	/* deny_tools: win over tools */
+	size_t		  m_ndeny;
+};
+
 struct cfg_rule {
 	char		 *r_host;	/* lowercase: exact, "*.suffix" or "*" */
 	int		 *r_ports;	/* default {80, 443} */
@@ -46,6 +55,7 @@ struct cfg_rule {
 	int		  r_via_direct;	/* via: direct */
 	int		  r_ask;	/* action: ask: held for an operator
 					   (policy/pol_ask.c) */
+	struct cfg_mcp	 *r_mcp;	/* mcp: the tool policy, or NULL */
 	int		  r_line;	/* 1-based position of the rule */
 	int		  r_col;
 };

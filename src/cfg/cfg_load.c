@@ -493,6 +493,13 @@ cfg_free(struct cfg *c)
 			free(r->r_ports);
 			cfg_strv_free(r->r_methods, r->r_nmethods);
 			cfg_strv_free(r->r_paths, r->r_npaths);
+			if (r->r_mcp != NULL) {
+				cfg_strv_free(r->r_mcp->m_tools,
+				    r->r_mcp->m_ntools);
+				cfg_strv_free(r->r_mcp->m_deny,
+				    r->r_mcp->m_ndeny);
+				free(r->r_mcp);
+			}
 			free(r->r_secrets);
 			up_parent_free(r->r_via);
 		}

@@ -40,6 +40,7 @@
 #include "http/http_write.h"
 #include "budget/bud.h"
 #include "policy/pol.h"
+#include "policy/pol_mcp.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
 #include "sbx/sbx.h"
@@ -104,6 +105,9 @@ xchg_clear(struct conn *c, struct xchg *x)
 	sec_trip_free(x->x_sec.s_trip);
 	meter_free(x->x_bud.b_meter);
 	sse_filt_free(x->x_bud.b_filt);
+	mcp_filt_free(x->x_mcp.m_filt);
+	if (x->x_answer != NULL)
+		evbuffer_free(x->x_answer);
 	free(x->x_path);
 	free(x->x_query);
 	if (x->x_queued)
@@ -757,7 +761,13 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 		    "client closed the connection");
 	if (c->c_state == CONN_TUNNEL)
 		conn_tunnel_eof(c, bev, what);	/* flush what the client sent */
-	else if ((what & BEV_EVENT_EOF) && c->c_x->x_active &&
+	else if (c->c_state == CONN_WAIT && c->c_x->x_ask_id != 0) {
+		/* held for an operator: the hold goes now (conn_free forgets
+		   it), not when it is decided or times out */
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
+		    "client left while held for approval");
+		conn_close(c, AUD_R_CLIENT_CLOSED);
+	} else if ((what & BEV_EVENT_EOF) && c->c_x->x_active &&
 	    (c->c_state == CONN_WAIT || c->c_state == CONN_FORWARD) &&
 	    !c->c_closing) {
 		/* half-close: the request may be whole; answer, then close */

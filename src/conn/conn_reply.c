@@ -27,6 +27,7 @@ conn_status_text(int status)
 {
 	switch (status) {
 	case 200: return "OK";
+	case 202: return "Accepted";
 	case 400: return "Bad Request";
 	case 402: return "Payment Required";
 	case 403: return "Forbidden";
@@ -56,9 +57,10 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 			    "internal_error";
 	int		 status = ri->ri_status != 0 ? ri->ri_status : 500;
 	json_object	*o;
-	const char	*body;
+	const char	*body, *ctype = "application/json";
 	char		 extra[80];
-	size_t		 blen;
+	size_t		 blen, nl = 1;
+	struct evbuffer	*ans = c->c_x->x_answer;
 
 	if (c->c_dns != NULL) {
 		dns_cancel(c->c_dns);
@@ -88,6 +90,17 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 		return;
 	}
 
+	if (ans != NULL) {
+		/* a stage's own answer (an MCP tool refused: JSON-RPC) */
+		o = NULL;
+		status = c->c_x->x_answer_status;
+		c->c_x->x_status = status;
+		ctype = c->c_x->x_answer_type;
+		nl = 0;
+		blen = evbuffer_get_length(ans);
+		body = blen > 0 ? (const char *)evbuffer_pullup(ans, -1) : "";
+		goto head;
+	}
 	/* on a metered rule, the provider's error shape (SDKs read it) */
 	if ((o = bud_error_body(c->c_x->x_rule_p != NULL ?
 	    (int)c->c_x->x_rule_p->r_meter : CFG_METER_NONE, status, code,
@@ -107,6 +120,7 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 	body = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	blen = strlen(body);
+head:
 	if (status == 407)
 		snprintf(extra, sizeof(extra),
 		    "Proxy-Authenticate: Basic realm=\"airlock\"\r\n");
@@ -116,17 +130,18 @@ conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
 	else
 		extra[0] = '\0';
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: application/json\r\n"
+	    "Content-Type: %s\r\n"
 	    "Content-Length: %zu\r\n"
 	    "X-Airlock-Request-Id: %s\r\n"
 	    "Cache-Control: no-store\r\n"
 	    "%s%s%s\r\n",
-	    status, conn_status_text(status), blen + 1, c->c_x->x_id, extra,
+	    status, conn_status_text(status), ctype, blen + nl, c->c_x->x_id,
+	    extra,
 	    close ? "Connection: close\r\n" : "",
 	    /* the stream's side reshapes it for gRPC (h2/h2_stream.c) */
 	    c->c_http2 ? H2_GATEWAY_FIELD ": 1\r\n" : "");
 	evbuffer_add(out, body, blen);
-	evbuffer_add(out, "\n", 1);
+	evbuffer_add(out, "\n", nl);
 	json_object_put(o);
 	c->c_x->x_bytes_in += evbuffer_get_length(out);
 	bufferevent_write_buffer(c->c_bev, out);

@@ -83,7 +83,8 @@ static const struct ctl_command ctl_commands[] = {
 	{ "reload", NULL, ctl_cmd_reload, 0, 0, 0, 0, "reload" },
 	{ "pending", NULL, ctl_cmd_pending, 0, 0, 0, 0, "pending" },
 	{ "approve", NULL, ctl_cmd_approve, CTL_O_SCOPE, 1, 1, 0,
-	    "approve ID [--scope once|sandbox|policy] [--ttl DURATION]" },
+	    "approve ID [--scope once|sandbox|policy] [--ttl DURATION] "
+	    "[--match host|request]" },
 	{ "deny", NULL, ctl_cmd_deny, 0, 1, 1, 0, "deny ID" },
 	{ "rules", "revoke", ctl_cmd_rules_revoke, 0, 1, 1, 0,
 	    "rules revoke RULE" },
@@ -140,8 +141,10 @@ usage(FILE *f)
 " (local)\n"
 "  pending                                requests held for approval\n"
 "  approve ID [--scope once|sandbox|policy] [--ttl DURATION]\n"
+"      [--match host|request]\n"
 "                                         let a held request go on; a scope\n"
 "                                         leaves a runtime rule for HOST:PORT\n"
+"                                         (request: and its METHOD and PATH)\n"
 "  deny ID                                refuse a held request (403)\n"
 "  rules | rules revoke RULE              runtime rules approvals left\n"
 "  policy replay --config NEW.yaml AUDIT.jsonl...\n"
@@ -526,6 +529,8 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 			slot = &a->a_scope;
 		else if ((cm->cm_opts & CTL_O_SCOPE) && is_opt(arg, "--ttl"))
 			slot = &a->a_ttl;
+		else if ((cm->cm_opts & CTL_O_SCOPE) && is_opt(arg, "--match"))
+			slot = &a->a_match;
 		else if (strcmp(arg, "-a") == 0 || is_opt(arg, "--admin"))
 			slot = &opt_addr;
 		else if (strcmp(arg, "-k") == 0 || is_opt(arg, "--token-file"))
@@ -543,6 +548,10 @@ parse_args(const struct ctl_command *cm, int argc, char **argv,
 	    strcmp(a->a_scope, "policy") != 0)
 		return usage_error("--scope must be once, sandbox or policy, "
 		    "not \"%s\"", a->a_scope);
+	if (a->a_match != NULL && strcmp(a->a_match, "host") != 0 &&
+	    strcmp(a->a_match, "request") != 0)
+		return usage_error("--match must be host or request, not "
+		    "\"%s\"", a->a_match);
 	if (a->a_by != NULL && strcmp(a->a_by, "model") != 0 &&
 	    strcmp(a->a_by, "day") != 0)
 		return usage_error("--by must be model or day, not \"%s\"",

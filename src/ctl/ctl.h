@@ -57,6 +57,7 @@ struct ctl_args {
 	const char	*a_from;	/* --from SNAPSHOT (run) */
 	const char	*a_scope;	/* --scope (approve) */
 	const char	*a_ttl;		/* --ttl (approve) */
+	const char	*a_match;	/* --match (approve) */
 	char		**a_pos;	/* positional words (argv's) */
 	int		  a_npos;
 	char		**a_tail;	/* after "--" (run) */

@@ -136,6 +136,9 @@ ctl_cmd_approve(struct ctl *c, struct ctl_args *a)
 	if (a->a_ttl != NULL)
 		json_object_object_add(body, "ttl",
 		    json_object_new_string(a->a_ttl));
+	if (a->a_match != NULL)
+		json_object_object_add(body, "match",
+		    json_object_new_string(a->a_match));
 	return ask_decide(c, a->a_pos[0], "approve", body);
 }
 
@@ -156,9 +159,12 @@ rule_line(struct json_object *o)
 	    !json_object_is_type(v, json_type_null))
 		snprintf(exp, sizeof(exp), "%" PRId64,
 		    json_object_get_int64(v) / 1000);
-	printf("%s %s %s %s:%s %s\n", AGET(o, "id"), scope,
+	printf("%s %s %s %s:%s %s", AGET(o, "id"), scope,
 	    strcmp(scope, "sandbox") == 0 ? AGET(o, "sandbox") :
 	    AGET(o, "policy"), AGET(o, "host"), AGET(o, "port"), exp);
+	if (strcmp(AGET(o, "match"), "request") == 0)
+		printf(" %s %s", AGET(o, "method"), AGET(o, "path"));
+	printf("\n");
 }
 
 int

@@ -706,6 +706,16 @@ http_msg_method(const struct http_msg *m)
 	return llhttp_method_name((llhttp_method_t)m->hm_method);
 }
 
+void
+http_msg_remove(struct http_msg *m, int i)
+{
+	if (i < 0 || i >= m->hm_nhdrs)
+		return;
+	memmove(&m->hm_hdrs[i], &m->hm_hdrs[i + 1],
+	    (size_t)(m->hm_nhdrs - i - 1) * sizeof(m->hm_hdrs[0]));
+	m->hm_nhdrs--;
+}
+
 int
 http_msg_find(const struct http_msg *m, const char *name, int from)
 {

@@ -127,6 +127,8 @@ const char *http_msg_method(const struct http_msg *);
 /* First header named <name> (case-insensitive), or -1. */
 int	http_msg_find(const struct http_msg *, const char *name, int from);
 int	http_msg_count(const struct http_msg *, const char *name);
+/* Leave field <i> out of the message (a stage that rewrote the body). */
+void	http_msg_remove(struct http_msg *, int i);
 /* The value of header <i> (from http_msg_find), OWS trimmed; borrowed. */
 void	http_msg_value(const struct http_msg *, int i, const char **v,
 	    size_t *len);

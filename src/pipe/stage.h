@@ -164,6 +164,7 @@ struct xstage {
 /* The stages, each in its plane (src/pipe/stages.c lists them). */
 extern const struct xstage pol_stage;	/* policy/pol_stage.c */
 extern const struct xstage geo_stage;	/* geo/geo_stage.c */
+extern const struct xstage mcp_stage;	/* policy/pol_mcp_stage.c */
 extern const struct xstage ask_stage;	/* policy/pol_ask_stage.c */
 extern const struct xstage sec_stage;	/* secrets/sec_stage.c */
 extern const struct xstage bud_stage;	/* budget/bud_stage.c */

@@ -13,6 +13,8 @@
 const struct xstage *const xs_table[] = {
 	&pol_stage,		/* the policy: rule, ask, report, rule_hint */
 	&geo_stage,		/* the destination guard, the countries */
+	&mcp_stage,		/* MCP tool policy: a refused call is
+				   answered before an operator is asked */
 	&ask_stage,		/* approval holds: before anything is
 				   reserved or contacted */
 	&sec_stage,		/* placeholders, injection, tripwire, what a

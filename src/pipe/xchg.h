@@ -27,6 +27,10 @@ struct bud_sb;
 struct bud_rop;
 struct bud_rres;
 struct sse_filt;
+struct mcp_filt;
+struct evbuffer;
+struct decoder;
+struct arr_filt;
 
 /* The secrets stage's slot. */
 struct xchg_secrets {
@@ -65,12 +69,24 @@ struct xchg_budget {
 					   usage: not reserved, not metered */
 	/* a metered event stream (budget/bud_stream.c) */
 	struct sse_filt	*b_filt;	/* events to the client, or NULL */
+	struct arr_filt	*b_afilt;	/* or Gemini's JSON array, or NULL */
+	struct decoder	*b_dec;		/* a compressed one, decoded */
+	int		 b_dec_bad;	/* it could not be: usage unknown */
 	int		 b_strip;	/* leave the usage-only chunk out */
 	int		 b_cut;		/* cut at the usd cap */
 	uint64_t	 b_input_est;	/* the prompt as reserved */
 	uint64_t	 b_max_out;	/* its output bound, all completions */
 	int		 b_was_cut;
 	uint64_t	 b_cut_cost;	/* what it had cost when cut */
+};
+
+/* The mcp stage's slot (policy/pol_mcp_stage.c). */
+struct xchg_mcp {
+	int		 m_on;		/* a POST of an mcp rule: judged */
+	int		 m_list;	/* it asks tools/list: filter back */
+	struct mcp_filt	*m_filt;	/* the response's filter, or NULL */
+	char		 m_method[64];	/* for the audit: "" none */
+	char		 m_tool[129];
 };
 
 struct xchg {
@@ -110,8 +126,14 @@ struct xchg {
 	int			 x_ask;		/* held for an operator
 						   (policy/pol_ask.c) */
 	uint64_t		 x_ask_id;	/* its hold, 0 before */
+	/* a stage's own answer to its refusal, in place of the gateway's
+	   JSON (an MCP tool refused: JSON-RPC errors), or NULL */
+	struct evbuffer		*x_answer;
+	const char		*x_answer_type;	/* its Content-Type */
+	int			 x_answer_status;
 	struct xchg_secrets	 x_sec;
 	struct xchg_budget	 x_bud;
+	struct xchg_mcp		 x_mcp;
 };
 
 TAILQ_HEAD(xchg_queue, xchg);

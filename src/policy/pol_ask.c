@@ -51,6 +51,9 @@ struct ask_rule {
 	char		 r_subject[72];	/* the sandbox id or policy name */
 	char		 r_host[256];
 	int		 r_port;
+	int		 r_request;	/* kept to r_method and r_path */
+	char		 r_method[24];
+	char		 r_path[ASK_RULE_PATH]; /* exact; "" a tunnel's */
 	uint64_t	 r_created_ms;	/* wall */
 	uint64_t	 r_expires_ms;	/* wall; 0 = no end */
 };
@@ -154,6 +157,14 @@ ask_rule_json(const struct ask_rule *r)
 	    "policy", json_object_new_string(r->r_subject));
 	json_object_object_add(o, "host", json_object_new_string(r->r_host));
 	json_object_object_add(o, "port", json_object_new_int(r->r_port));
+	json_object_object_add(o, "match", json_object_new_string(
+	    r->r_request ? "request" : "host"));
+	if (r->r_request) {
+		json_object_object_add(o, "method",
+		    json_object_new_string(r->r_method));
+		json_object_object_add(o, "path",
+		    json_object_new_string(r->r_path));
+	}
 	json_object_object_add(o, "created_ms",
 	    json_object_new_int64((int64_t)r->r_created_ms));
 	json_object_object_add(o, "expires_ms", r->r_expires_ms == 0 ? NULL :
@@ -205,10 +216,14 @@ ask_rules_json(void)
 
 static int
 ask_rule_covers(const struct ask_rule *r, const char *sandbox,
-    const char *policy, const char *host, int port, uint64_t now)
+    const char *policy, const char *host, int port, const char *method,
+    const char *path, uint64_t now)
 {
 	const char	*subject = r->r_scope == ASK_SANDBOX ? sandbox : policy;
 
+	if (r->r_request && (strcmp(r->r_method, method) != 0 ||
+	    strcmp(r->r_path, path != NULL ? path : "") != 0))
+		return 0;
 	return (r->r_expires_ms == 0 || r->r_expires_ms > now) &&
 	    subject != NULL && strcmp(r->r_subject, subject) == 0 &&
 	    r->r_port == port && strcmp(r->r_host, host) == 0;
@@ -216,7 +231,7 @@ ask_rule_covers(const struct ask_rule *r, const char *sandbox,
 
 int
 ask_rule_allows(const char *sandbox, const char *policy, const char *host,
-    int port)
+    int port, const char *method, const char *path)
 {
 	uint64_t	now;
 	size_t		i;
@@ -227,7 +242,7 @@ ask_rule_allows(const char *sandbox, const char *policy, const char *host,
 		now = ask_wall_ms();
 		for (i = 0; i < ask.nrules && !yes; i++)
 			yes = ask_rule_covers(&ask.rules[i], sandbox, policy,
-			    host, port, now);
+			    host, port, method, path, now);
 	}
 	pthread_mutex_unlock(&ask.mtx);
 	return yes;
@@ -418,8 +433,8 @@ ask_rule_id(char *out, size_t outsz)
 }
 
 int
-ask_decide(uint64_t id, int approve, enum ask_scope scope, uint64_t ttl_ms,
-    char *rule_id, size_t rule_idsz)
+ask_decide(uint64_t id, int approve, enum ask_scope scope, int request,
+    uint64_t ttl_ms, char *rule_id, size_t rule_idsz)
 {
 	struct ask_hold	*h, *o;
 	struct ask_rule	*r;
@@ -454,6 +469,16 @@ ask_decide(uint64_t id, int approve, enum ask_scope scope, uint64_t ttl_ms,
 		    h->h_sandbox : h->h_policy, sizeof(r->r_subject));
 		util_copy_str(r->r_host, h->h_host, sizeof(r->r_host));
 		r->r_port = h->h_port;
+		if ((r->r_request = request) != 0) {
+			util_copy_str(r->r_method, h->h_method,
+			    sizeof(r->r_method));
+			/* a path too long to keep: the rule matches none
+			   (a cut one would match another path) */
+			if (util_copy_str(r->r_path, h->h_path != NULL ?
+			    h->h_path : "", sizeof(r->r_path)) >=
+			    sizeof(r->r_path))
+				r->r_method[0] = '\0';
+		}
 		r->r_created_ms = now;
 		r->r_expires_ms = ttl_ms > 0 ? now + ttl_ms : 0;
 		if (rule_id != NULL)
@@ -462,7 +487,7 @@ ask_decide(uint64_t id, int approve, enum ask_scope scope, uint64_t ttl_ms,
 		TAILQ_FOREACH(o, &ask.holds, h_entry)
 			if (o->h_state == ASK_WAITING && ask_rule_covers(r,
 			    o->h_sandbox, o->h_policy, o->h_host, o->h_port,
-			    now)) {
+			    o->h_method, o->h_path, now)) {
 				ask_end(o, ASK_APPROVED);
 				met_hold(MET_HOLD_APPROVED);
 			}
@@ -621,8 +646,15 @@ ask_load(const char *path)
 		    !STR("host", r.r_host) ||
 		    !json_object_object_get_ex(e, "port", &v))
 			continue;
-#undef STR
 		r.r_port = json_object_get_int(v);
+		if (json_object_object_get_ex(e, "match", &v) &&
+		    strcmp(json_object_get_string(v), "request") == 0) {
+			r.r_request = 1;
+			if (!STR("method", r.r_method) ||
+			    !STR("path", r.r_path))
+				continue;
+		}
+#undef STR
 		if (json_object_object_get_ex(e, "created_ms", &v))
 			r.r_created_ms = (uint64_t)json_object_get_int64(v);
 		if (json_object_object_get_ex(e, "expires_ms", &v) &&

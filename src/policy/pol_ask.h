@@ -39,6 +39,8 @@ enum ask_scope {
 };
 
 /* What a hold shows the operator (never a header or body value). */
+#define ASK_RULE_PATH	1024	/* a request-kept rule's path, at most */
+
 struct ask_req {
 	const char	*aq_request_id;
 	const char	*aq_sandbox;
@@ -56,9 +58,11 @@ struct ask_req {
 int	ask_open(const char *state_dir);
 void	ask_close(void);
 
-/* Does a runtime rule approve HOST:PORT for this sandbox or policy? */
+/* Does a runtime rule approve HOST:PORT (and, for a rule kept to the
+ * request, METHOD and PATH: NULL for a tunnel) for this sandbox or
+ * policy? */
 int	ask_rule_allows(const char *sandbox, const char *policy,
-	    const char *host, int port);
+	    const char *host, int port, const char *method, const char *path);
 
 /*
  * Hold <q> until <timeout_ms> from now; <ev> made active when it ends.
@@ -76,12 +80,13 @@ void	ask_unwatch(struct event *ev);
 struct json_object *ask_pending_json(void);
 /*
  * Decide hold <id>: approve (with <scope>; a runtime rule for HOST:PORT
- * when not once, until <ttl_ms> from now, 0 = no end: its id in
- * <rule_id>) or deny. Other holds the new rule covers are approved too.
- * 0, or -1: no such hold (or no longer waiting).
+ * when not once, with <request> also for the hold's method and exact
+ * path, until <ttl_ms> from now, 0 = no end: its id in <rule_id>) or
+ * deny. Other holds the new rule covers are approved too. 0, or -1: no
+ * such hold (or no longer waiting).
  */
 int	ask_decide(uint64_t id, int approve, enum ask_scope scope,
-	    uint64_t ttl_ms, char *rule_id, size_t rule_idsz);
+	    int request, uint64_t ttl_ms, char *rule_id, size_t rule_idsz);
 /* GET /v1/rules: {"rules": [...]}. */
 struct json_object *ask_rules_json(void);
 /* Revoke runtime rule <id>: 0, or -1 when there is none. */

@@ -32,7 +32,7 @@ ask_ready(struct xs_call *xc)
 		return XS_GO;
 	if (x->x_ask_id == 0) {
 		if (ask_rule_allows(xc->xc_sandbox, pol, x->x_host,
-		    x->x_port)) {
+		    x->x_port, x->x_method, xc->xc_tunnel ? NULL : x->x_path)) {
 			met_hold(MET_HOLD_RULE);
 			x->x_ask = 0;
 			return XS_GO;

@@ -211,6 +211,71 @@ cfg_k_rule_action(struct cfg_parse *cp, const struct cfg_key *k,
 		    s);
 }
 
+/* A tools or deny_tools list of mcp: names or fnmatch(3) globs. */
+static void
+cfg_mcp_list(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
+    char ***out, size_t *nout)
+{
+	yaml_node_t	*item;
+	const char	*s;
+	size_t		 i, n;
+
+	if ((n = cfg_rule_list(cp, k, v)) == 0)
+		return;
+	*out = xcalloc(n, sizeof(char *));
+	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
+		if ((s = cfg_scalar(cp, item, "a tool name or glob",
+		    "a string")) == NULL)
+			continue;
+		if (s[0] == '\0' || strlen(s) > 128) {
+			cfg_err(cp, item, "bad tool \"%.40s\": a name or glob "
+			    "of 1 to 128 characters", s);
+			continue;
+		}
+		(*out)[(*nout)++] = xstrdup(s);
+	}
+}
+
+static void
+cfg_k_mcp_tools(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_mcp	*m = arg;
+
+	cfg_mcp_list(cp, k, v, &m->m_tools, &m->m_ntools);
+}
+
+static void
+cfg_k_mcp_deny(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_mcp	*m = arg;
+
+	cfg_mcp_list(cp, k, v, &m->m_deny, &m->m_ndeny);
+}
+
+static const struct cfg_key cfg_mcp_keys[] = {
+	CFG_SEQ("tools", 0, cfg_k_mcp_tools),
+	CFG_SEQ("deny_tools", 0, cfg_k_mcp_deny),
+	CFG_END,
+};
+
+/* mcp: {tools, deny_tools}: the rule's host is an MCP server whose
+ * JSON-RPC bodies are judged (policy/pol_mcp_stage.c). */
+static void
+cfg_k_rule_mcp(struct cfg_parse *cp, const struct cfg_key *k,
+    yaml_node_t *v, void *arg)
+{
+	struct cfg_rule	*r = arg;
+
+	(void)k;
+	r->r_mcp = xcalloc(1, sizeof(*r->r_mcp));
+	cfg_walk_map(cp, v, "mcp", cfg_mcp_keys, r->r_mcp);
+	if (cfg_map_key(cp, v, "tools", NULL) == NULL &&
+	    cfg_map_key(cp, v, "deny_tools", NULL) == NULL)
+		cfg_err(cp, v, "\"mcp\" needs \"tools\" or \"deny_tools\"");
+}
+
 static const struct cfg_key cfg_rule_keys[] = {
 	CFG_SCALAR("host", CFG_K_REQUIRED, cfg_k_rule_host, 0,
 	    "a host pattern"),
@@ -226,6 +291,7 @@ static const struct cfg_key cfg_rule_keys[] = {
 	CFG_SCALAR("via", 0, up_cfg_k_via, 0,
 	    "direct, http://HOST:PORT or socks5://HOST:PORT"),
 	CFG_SCALAR("action", 0, cfg_k_rule_action, 0, "allow or ask"),
+	CFG_MAP("mcp", 0, cfg_k_rule_mcp),
 	CFG_END,
 };
 
@@ -303,6 +369,10 @@ cfg_k_policy_rules(struct cfg_parse *cp, const struct cfg_key *k,
 			continue;
 		cfg_walk_map(cp, item, "rule", cfg_rule_keys, r);
 		cfg_rule_splice_check(cp, item, r);
+		if (r->r_mcp != NULL && !r->r_intercept)
+			cfg_err(cp, item, "\"mcp\" reads JSON-RPC bodies, "
+			    "which a spliced (intercept: false) rule never "
+			    "sees; intercept the rule");
 		if (r->r_ask && !r->r_intercept)
 			cfg_err(cp, item, "\"action: ask\" holds requests, "
 			    "which a spliced (intercept: false) rule never "

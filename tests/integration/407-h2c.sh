@@ -6,7 +6,8 @@
 # not passed through: the request is served as the HTTP/1.1 request it
 # also is (RFC 9110 section 7.8), without Upgrade or HTTP2-Settings
 # upstream, its body relayed, and the connection stays usable (keep-alive,
-# pipelining). curl --http2 through a tunnel ends up on HTTP/1.1.
+# pipelining). curl --http2 through a tunnel ends up on HTTP/1.1, and so
+# do curl --http2 and --http2-prior-knowledge to the proxy itself.
 . "$top_srcdir/tests/integration/lib.sh"
 
 command -v openssl >/dev/null 2>&1 || skip "openssl CLI not found"
@@ -42,6 +43,22 @@ if [ "$code" = "200 1.1" ] && grep -qi '^> Upgrade: h2c' "$T/e1" &&
 else
 	check_fail "curl --http2: '$code' $(cat "$T/c1") $(grep -i -E 'upgrade|curl:' "$T/e1")"
 fi
+
+# curl --http2-prior-knowledge and --http2 on an http:// URL through the
+# proxy without a tunnel: curl speaks HTTP/1.1 to an HTTP proxy (it does
+# no h2 there); served as HTTP/1.1, nothing of h2 upstream
+for opt in --http2-prior-knowledge --http2; do
+	code=$(curl -sS -v $opt -x "$PROXY" -o "$T/c3" \
+	    -w '%{http_code} %{http_version}' \
+	    "http://api.test:$ORIGIN_PORT/echo?m=curl$opt" 2>"$T/e3")
+	if [ "$code" = "200 1.1" ] &&
+	    grep -q "^GET /echo?m=curl$opt HTTP/1.1" "$T/c3" &&
+	    ! grep -qi -e '^upgrade' -e '^http2-settings' -e '^PRI' "$T/c3"; then
+		ok "curl $opt -x (forward proxy) → 200 over HTTP/1.1, no h2 upstream"
+	else
+		check_fail "curl $opt -x: '$code' $(cat "$T/c3") $(grep -i -E 'curl:|^> ' "$T/e3")"
+	fi
+done
 
 "$PYTHON" - <<'PY' || check_fail "h2c checks"
 import os, ssl, itlib, tlslib

@@ -35,7 +35,9 @@ a chat completion (or Responses API result, Anthropic message) whose usage is "X
 an OpenAI-compatible server's stream, usage in the finishing chunk whatever
 stream_options says; "X-Synth: long": X-Synth-Usage P,N,STEP, N content
 chunks each with the usage so far, P prompt and STEP more output tokens a
-chunk)
+chunk; "X-Synth: llama", "stale", "anthropic-nodelta": answers without
+their whole bill, synth_partial(); "X-Synth: gemini-long": a Gemini stream
+with usage in every chunk, synth_gemini_long())
 (prompt, completion, cached/cache-read, cache-write tokens) or, without it,
 P = the request body's length in bytes and C = its max_tokens (or
 max_completion_tokens / max_output_tokens, else 0): exactly the worst case
@@ -373,10 +375,72 @@ def synth_long(req, usage_hdr):
         "data: [DONE]\n\n").encode()
 
 
-def synth(kind, req, body, usage_hdr):
+def synth_partial(kind, req, p, c):
+    """X-Synth: llama (llama.cpp's own /completion: no "usage", its
+    tokens_evaluated / tokens_predicted counts; SSE when streaming),
+    "stale" (an OpenAI-compatible stream whose usage came on its first
+    chunk only, text after it) or "anthropic-nodelta" (an Anthropic stream
+    without message_delta's output count)."""
+    model = req.get("model") if isinstance(req.get("model"), str) else ""
+    if kind == "llama":
+        last = {"content": "", "model": model, "stop": True,
+                "tokens_predicted": c, "tokens_evaluated": p,
+                "timings": {"prompt_n": p, "predicted_n": c,
+                            "predicted_ms": 3.5}}
+        if req.get("stream") is not True:
+            return "application/json", json.dumps(
+                dict(last, content="ok ok")).encode()
+        evs = [{"content": "ok", "stop": False},
+               {"content": " ok", "stop": False}, last]
+        return "text/event-stream", "".join(
+            "data: %s\n\n" % json.dumps(o) for o in evs).encode()
+    if kind == "stale":
+        evs = [{"object": "chat.completion.chunk", "model": model,
+                "choices": [{"index": 0, "delta": {"content": "a"}}],
+                "usage": {"prompt_tokens": p, "completion_tokens": 1}},
+               {"object": "chat.completion.chunk", "model": model,
+                "choices": [{"index": 0, "delta": {"content": "bcdef"}}]}]
+        return "text/event-stream", ("".join(
+            "data: %s\n\n" % json.dumps(o) for o in evs) +
+            "data: [DONE]\n\n").encode()
+    evs = [("message_start", {"type": "message_start", "message": {
+        "id": "msg_synth", "type": "message", "role": "assistant",
+        "content": [], "model": model, "usage": {"input_tokens": p,
+                                                 "output_tokens": 1}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta",
+                                           "text": "ok"}}),
+        ("message_stop", {"type": "message_stop"})]
+    return "text/event-stream", "".join(
+        "event: %s\ndata: %s\n\n" % (n, json.dumps(o))
+        for n, o in evs).encode()
+
+
+def synth_gemini_long(path, usage_hdr):
+    """X-Synth: gemini-long: a Gemini stream of N chunks, each with its
+    usageMetadata so far ("X-Synth-Usage: P,N,STEP"), a JSON array (the
+    elements apart by ",\r\n" as Google's front ends send them) or SSE
+    with ?alt=sse."""
+    p, n, step = [int(x) for x in (usage_hdr or "10,20,1").split(",")]
+    out = [{"candidates": [{"content": {"parts": [{"text": "w%d " % i}],
+                                        "role": "model"}, "index": 0}],
+            "usageMetadata": {"promptTokenCount": p,
+                              "candidatesTokenCount": i * step,
+                              "totalTokenCount": p + i * step},
+            "modelVersion": "gemini-2.5-flash"} for i in range(1, n + 1)]
+    if "alt=sse" in path:
+        return "text/event-stream", "".join(
+            "data: %s\r\n\r\n" % json.dumps(o) for o in out).encode()
+    return "application/json; charset=UTF-8", ("[" + ",\r\n".join(
+        json.dumps(o, indent=2) for o in out) + "]").encode()
+
+
+def synth(kind, req, body, usage_hdr, path=""):
     """(content type, body bytes) for X-Synth."""
     if kind == "long":
         return synth_long(req, usage_hdr)
+    if kind == "gemini-long":
+        return synth_gemini_long(path, usage_hdr)
     model = req.get("model") if isinstance(req.get("model"), str) else ""
     stream = req.get("stream") is True
     no_usage = (usage_hdr or "").strip().lower() == "none"
@@ -386,6 +450,8 @@ def synth(kind, req, body, usage_hdr):
         nums = [len(body), _max_out(req)]
     nums += [0] * (4 - len(nums))
     p, c, cached, write = nums[:4]
+    if kind in ("llama", "stale", "anthropic-nodelta"):
+        return synth_partial(kind, req, p, c)
     if kind == "anthropic":
         # Anthropic's input_tokens leaves the cache tokens out
         usage = {"input_tokens": p - cached - write,
@@ -642,7 +708,7 @@ class Server:
         status = 200
         if "x-synth" in h:
             ctype, rbody = synth(h["x-synth"].strip().lower(), req, body,
-                                 h.get("x-synth-usage"))
+                                 h.get("x-synth-usage"), path)
         else:
             name = h.get("x-fixture") or self.fx.default(
                 path.split("?")[0], stream, path.partition("?")[2])

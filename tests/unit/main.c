@@ -27,6 +27,8 @@ main(void)
 	srunner_add_suite(sr, suite_sec_trip());
 	srunner_add_suite(sr, suite_meter());
 	srunner_add_suite(sr, suite_sse_filt());
+	srunner_add_suite(sr, suite_mcp());
+	srunner_add_suite(sr, suite_arr_filt());
 	srunner_add_suite(sr, suite_decode());
 	srunner_add_suite(sr, suite_bud());
 	srunner_add_suite(sr, suite_bud_use());

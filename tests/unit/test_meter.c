@@ -400,6 +400,105 @@ static const struct meter_case cases[] = {
 	    "", 0, 0, 0, 0, 0 },
 };
 
+/*
+ * A complete answer without its whole bill (issue 17.4): knowable cases
+ * are priced, the rest report nothing (u_partial when some usage came,
+ * not the whole: the reservation is charged, audited usage_partial).
+ */
+struct knowable_case {
+	const char		*name;
+	enum meter_dialect	 dialect;
+	int			 sse;
+	const char		*body;
+	int			 found, partial;
+	uint64_t		 input, cached, output;
+};
+
+static const struct knowable_case knowable[] = {
+	{ "llama.cpp /completion body", METER_OPENAI, 0,
+	    "{\"content\":\"Hi there\",\"model\":\"q\",\"stop\":true,"
+	    "\"tokens_predicted\":12,\"tokens_evaluated\":30,\"timings\":"
+	    "{\"cache_n\":4,\"prompt_n\":26,\"predicted_n\":12}}",
+	    1, 0, 30, 0, 12 },
+	{ "llama.cpp timings only", METER_OPENAI, 0,
+	    "{\"content\":\"Hi\",\"timings\":{\"cache_n\":4,\"prompt_n\":26,"
+	    "\"predicted_n\":12,\"predicted_ms\":3.5}}",
+	    1, 0, 30, 4, 12 },
+	{ "llama.cpp half a count", METER_OPENAI, 0,
+	    "{\"content\":\"Hi\",\"tokens_predicted\":12}",
+	    0, 0, 0, 0, 0 },
+	{ "llama.cpp /completion stream", METER_OPENAI, 1,
+	    "data: {\"content\":\"Hel\",\"stop\":false}\n\n"
+	    "data: {\"content\":\"lo\",\"stop\":false}\n\n"
+	    "data: {\"content\":\"\",\"stop\":true,\"tokens_predicted\":2,"
+	    "\"tokens_evaluated\":9}\n\n",
+	    1, 0, 9, 0, 2 },
+	{ "usage on some chunks, text after the last", METER_OPENAI, 1,
+	    "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":"
+	    "{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\n"
+	    "data: {\"choices\":[{\"delta\":{\"content\":\"bcd\"}}]}\n\n"
+	    "data: [DONE]\n\n",
+	    0, 1, 0, 0, 0 },
+	{ "usage on every chunk", METER_OPENAI, 1,
+	    "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":"
+	    "{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\n"
+	    "data: {\"choices\":[{\"delta\":{\"content\":\"bcd\"}}],\"usage\":"
+	    "{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n"
+	    "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}"
+	    "\n\ndata: [DONE]\n\n",
+	    1, 0, 5, 0, 2 },
+	{ "anthropic stream without message_delta", METER_ANTHROPIC, 1,
+	    "event: message_start\ndata: {\"type\":\"message_start\","
+	    "\"message\":{\"model\":\"c\",\"usage\":{\"input_tokens\":20,"
+	    "\"output_tokens\":1}}}\n\n"
+	    "event: content_block_delta\ndata: {\"type\":\"content_block_delta"
+	    "\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}"
+	    "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+	    0, 1, 0, 0, 0 },
+	{ "anthropic stream with message_delta", METER_ANTHROPIC, 1,
+	    "event: message_start\ndata: {\"type\":\"message_start\","
+	    "\"message\":{\"model\":\"c\",\"usage\":{\"input_tokens\":20,"
+	    "\"output_tokens\":1}}}\n\n"
+	    "event: content_block_delta\ndata: {\"type\":\"content_block_delta"
+	    "\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}"
+	    "\n\nevent: message_delta\ndata: {\"type\":\"message_delta\","
+	    "\"usage\":{\"output_tokens\":3}}\n\n",
+	    1, 0, 20, 0, 3 },
+	{ "gemini array, last chunk without usage", METER_GEMINI, 0,
+	    "[{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}],"
+	    "\"usageMetadata\":{\"promptTokenCount\":7,"
+	    "\"candidatesTokenCount\":1}},\n{\"candidates\":[{\"content\":"
+	    "{\"parts\":[{\"text\":\"bc\"}]}}]}]",
+	    0, 1, 0, 0, 0 },
+	{ "gemini array, usage in the last chunk", METER_GEMINI, 0,
+	    "[{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}]},"
+	    "\n{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"bc\"}]}}],"
+	    "\"usageMetadata\":{\"promptTokenCount\":7,"
+	    "\"candidatesTokenCount\":2}}]",
+	    1, 0, 7, 0, 2 },
+	{ "embeddings without usage", METER_OPENAI, 0,
+	    "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\","
+	    "\"embedding\":[0.1,0.2],\"index\":0}],\"model\":\"e\"}",
+	    0, 0, 0, 0, 0 },
+};
+
+START_TEST(test_knowable)
+{
+	const struct knowable_case	*c = &knowable[_i];
+	struct usage			 want, got;
+
+	memset(&want, 0, sizeof(want));
+	want.u_found = c->found;
+	want.u_input = c->input;
+	want.u_cached = c->cached;
+	want.u_output = c->output;
+	check_splits(c->name, c->dialect, c->sse, c->body, strlen(c->body),
+	    &want, &got);
+	ck_assert_msg(got.u_partial == c->partial, "%s: partial %d",
+	    c->name, got.u_partial);
+}
+END_TEST
+
 START_TEST(test_cases)
 {
 	const struct meter_case	*c = &cases[_i];
@@ -1190,6 +1289,8 @@ suite_meter(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_cases, 0,
 	    (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_add_loop_test(tc, test_knowable, 0,
+	    (int)(sizeof(knowable) / sizeof(knowable[0])));
 	tcase_add_test(tc, test_split_event);
 	tcase_add_test(tc, test_split_crlf_one_eol);
 	tcase_add_test(tc, test_oversized_event);

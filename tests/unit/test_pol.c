@@ -811,21 +811,30 @@ START_TEST(test_ask_registry)
 	id3 = ask_hold(&q, NULL, 60000, 2, NULL);	/* id1 gives way */
 	ck_assert_int_eq(ask_take(id1, NULL), ASK_REFUSED);
 	ck_assert_int_eq(ask_take(id1, NULL), ASK_GONE);
-	ck_assert_int_eq(ask_decide(id2, 0, ASK_ONCE, 0, rule, sizeof(rule)),
+	ck_assert_int_eq(ask_decide(id2, 0, ASK_ONCE, 0, 0, rule, sizeof(rule)),
 	    0);
-	ck_assert_int_eq(ask_decide(id2, 1, ASK_ONCE, 0, rule, sizeof(rule)),
+	ck_assert_int_eq(ask_decide(id2, 1, ASK_ONCE, 0, 0, rule, sizeof(rule)),
 	    -1);	/* decided already */
 	ck_assert_int_eq(ask_take(id2, NULL), ASK_DENIED);
-	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 80));
-	ck_assert_int_eq(ask_decide(id3, 1, ASK_POLICY, 0, rule, sizeof(rule)),
+	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 80, "GET", "/p"));
+	ck_assert_int_eq(ask_decide(id3, 1, ASK_POLICY, 0, 0, rule, sizeof(rule)),
 	    0);
 	ck_assert_int_eq(ask_take(id3, NULL), ASK_APPROVED);
-	ck_assert(ask_rule_allows("other", "pol", "h.test", 80));
-	ck_assert(!ask_rule_allows("sb", "pol2", "h.test", 80));
-	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 443));
+	ck_assert(ask_rule_allows("other", "pol", "h.test", 80, "GET", "/p"));
+	ck_assert(!ask_rule_allows("sb", "pol2", "h.test", 80, "GET", "/p"));
+	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 443, "GET", "/p"));
 	ck_assert_int_eq(ask_rule_revoke(rule), 0);
 	ck_assert_int_eq(ask_rule_revoke(rule), -1);
-	ck_assert(!ask_rule_allows("other", "pol", "h.test", 80));
+	ck_assert(!ask_rule_allows("other", "pol", "h.test", 80, "GET", "/p"));
+	/* kept to the held request: its method and exact path only */
+	id1 = ask_hold(&q, NULL, 60000, 2, NULL);
+	ck_assert_int_eq(ask_decide(id1, 1, ASK_SANDBOX, 1, 0, rule,
+	    sizeof(rule)), 0);
+	ck_assert(ask_rule_allows("sb", "pol", "h.test", 80, "GET", "/p"));
+	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 80, "POST", "/p"));
+	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 80, "GET", "/p/q"));
+	ck_assert(!ask_rule_allows("sb", "pol", "h.test", 80, "GET", NULL));
+	ck_assert_int_eq(ask_rule_revoke(rule), 0);
 	/* timed out by the clock even before the thread says so */
 	id1 = ask_hold(&q, NULL, 0, 2, NULL);
 	ck_assert_int_eq(ask_take(id1, NULL), ASK_TIMEOUT);

@@ -152,9 +152,17 @@ START_TEST(test_meter_text)
 	}
 	{
 		struct meter	*m = meter_new(METER_OPENAI, 1, 0);
+		const char	*js = "{\"choices\":[{\"message\":{\"content\""
+		    ":\"hello\"}}]}";
 
-		/* not asked: nothing counted */
+		/* a stream counts unasked (a stale report, meter_finish) */
 		meter_feed(m, oa, n);
+		ck_assert_int_eq(meter_peek(m, &u, &text), 0);
+		ck_assert_uint_eq(text, 22);
+		meter_free(m);
+		/* a whole OpenAI body is one report: not counted */
+		m = meter_new(METER_OPENAI, 0, 0);
+		meter_feed(m, js, strlen(js));
 		ck_assert_int_eq(meter_peek(m, &u, &text), 0);
 		ck_assert_uint_eq(text, 0);
 		meter_free(m);

@@ -36,6 +36,8 @@ Suite	*suite_sec_encode(void);
 Suite	*suite_sec_trip(void);
 Suite	*suite_meter(void);
 Suite	*suite_sse_filt(void);
+Suite	*suite_mcp(void);
+Suite	*suite_arr_filt(void);
 Suite	*suite_decode(void);
 Suite	*suite_bud(void);
 Suite	*suite_bud_use(void);

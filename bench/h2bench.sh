@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+#
+# bench/h2bench.sh [BUILD_DIR]: HTTP/2 through airlockd, through mitmdump
+# and direct, in one run, on loopback (issue 19 point 7). h2load (Debian
+# nghttp2-client) runs 10 connections with 10 concurrent streams each
+# (100 streams) of GET /json/1024 (1 KiB answers) for BENCH_DURATION
+# seconds, after a warm-up. Neither h2load nor nghttp has a proxy
+# option: socat's PROXY address sends the CONNECT and relays the bytes
+# (one socat per connection, the same for both proxies); h2load names
+# the origin in :authority. The origin is tests/harness/origin over TLS,
+# HTTP/1.1 only (airlockd speaks HTTP/1.1 upstream until upstream h2
+# lands), so "direct" is h2load --h1 to it. airlockd's own HTTP/1.1
+# keep-alive figure comes from h2load --h1 through the same relay in the
+# same run. Prints a Markdown report; BENCH_OUT also writes it there.
+#
+# Environment: BENCH_DURATION (seconds per test, 10), BENCH_WARMUP (2),
+# BENCH_CONNS (10), BENCH_STREAMS (per connection, 10), BENCH_KEEP=1.
+
+set -u
+
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$srcdir}" && pwd) || exit 2
+DURATION=${BENCH_DURATION:-10}
+WARMUP=${BENCH_WARMUP:-2}
+CONNS=${BENCH_CONNS:-10}
+STREAMS=${BENCH_STREAMS:-10}
+ORIGIN=$BUILD/tests/harness/origin
+AIRLOCKD=$BUILD/src/airlockd
+HOST=localhost
+PATH_=/json/1024
+
+log() { printf '%s\n' "h2bench: $*" >&2; }
+
+for f in "$ORIGIN" "$AIRLOCKD"; do
+	[ -x "$f" ] || { log "missing $f (make check builds it)"; exit 2; }
+done
+for c in h2load socat; do
+	command -v "$c" >/dev/null ||
+	    { log "missing $c (apt-get install nghttp2-client socat)"; exit 2; }
+done
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/h2bench.XXXXXX") || exit 2
+PIDS=""
+cleanup() {
+	local p
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	[ "${BENCH_KEEP:-0}" = 1 ] && log "kept $TMP" || rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() {
+	local i
+	for i in $(seq 1 150); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+sh "$srcdir/tests/harness/mkpki.sh" "$TMP/pki" >"$TMP/mkpki.log" 2>&1 ||
+    { log "mkpki.sh failed"; exit 1; }
+"$ORIGIN" -p 0 -P "$TMP/origin.port" -C "$TMP/pki/good.crt" \
+    -K "$TMP/pki/good.key" 2>"$TMP/origin.err" &
+PIDS="$PIDS $!"
+for _ in $(seq 1 50); do [ -s "$TMP/origin.port" ] && break; sleep 0.1; done
+OPORT=$(cat "$TMP/origin.port")
+
+AP=$(free_port)
+mkdir -p "$TMP/airlockd"
+cat >"$TMP/airlockd/airlock.yaml" <<EOF
+listen: {proxy: "127.0.0.1:$AP", default_sandbox: bench}
+workers: 2
+state_dir: "$TMP/airlockd/state"
+upstream: {ca_file: "$TMP/pki/ca.crt", allow_networks: ["127.0.0.1/32"], hosts: {"$HOST": "127.0.0.1"}}
+policies:
+  - name: p
+    rules:
+      - host: "$HOST"
+        ports: [$OPORT]
+sandboxes:
+  - {id: bench, policy: p}
+audit: {file: "$TMP/airlockd/audit.jsonl"}
+EOF
+"$AIRLOCKD" -c "$TMP/airlockd/airlock.yaml" >"$TMP/airlockd/stdout" \
+    2>"$TMP/airlockd/stderr" &
+APID=$!
+PIDS="$PIDS $APID"
+wait_port "$AP" || { log "airlockd did not start: $(tail -3 "$TMP/airlockd/stderr")"; exit 1; }
+
+MP=""
+if command -v mitmdump >/dev/null; then
+	MP=$(free_port)
+	mkdir -p "$TMP/mitmdump"
+	# defaults otherwise: one line per flow on stdout, bodies buffered
+	mitmdump --listen-host 127.0.0.1 -p "$MP" --set confdir="$TMP/mitmdump" \
+	    --set ssl_verify_upstream_trusted_ca="$TMP/pki/ca.crt" \
+	    >"$TMP/mitmdump/stdout" 2>"$TMP/mitmdump/stderr" &
+	PIDS="$PIDS $!"
+	wait_port "$MP" || { log "mitmdump did not start"; MP=""; }
+fi
+
+# relay PROXY_PORT: sets RP, a local port whose connections are
+# CONNECTed there (not in $(...): socat would hold it open)
+relay() {
+	RP=$(free_port)
+	socat "TCP-LISTEN:$RP,bind=127.0.0.1,reuseaddr,fork,backlog=512" \
+	    "PROXY:127.0.0.1:$HOST:$OPORT,proxyport=$1" >/dev/null 2>&1 &
+	PIDS="$PIDS $!"
+	wait_port "$RP" || RP=""
+}
+relay "$AP"
+AR=$RP
+MR=""
+[ -n "$MP" ] && relay "$MP" && MR=$RP
+
+declare -A RPS OK FAIL
+# run NAME PORT H2LOAD-ARGS...: one warm-up, then the measured run
+run() {
+	local name=$1 port=$2 out
+	shift 2
+	h2load -D "$WARMUP" -c "$CONNS" "$@" \
+	    -H ":authority: $HOST:$OPORT" "https://127.0.0.1:$port$PATH_" \
+	    >/dev/null 2>&1
+	out=$(h2load -D "$DURATION" -c "$CONNS" "$@" \
+	    -H ":authority: $HOST:$OPORT" "https://127.0.0.1:$port$PATH_" 2>&1)
+	printf '%s\n' "$out" >"$TMP/$name.h2load"
+	RPS[$name]=$(printf '%s\n' "$out" |
+	    sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p')
+	OK[$name]=$(printf '%s\n' "$out" |
+	    sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p')
+	FAIL[$name]=$(printf '%s\n' "$out" |
+	    sed -n 's/^requests: .* \([0-9]*\) failed, \([0-9]*\) errored.*/\1+\2/p')
+	log "$name: ${RPS[$name]:-?} req/s (2xx ${OK[$name]:-?}, failed+errored ${FAIL[$name]:-?})"
+}
+
+LOAD_BEFORE=$(uptime)
+run direct_h1 "$OPORT" --h1
+run airlockd_h2 "$AR" -m "$STREAMS"
+run airlockd_h1 "$AR" --h1
+if [ -n "$MR" ]; then
+	run mitmdump_h2 "$MR" -m "$STREAMS"
+fi
+LOAD_AFTER=$(uptime)
+RSS=$(awk '/^VmHWM:/ { print $2 }' "/proc/$APID/status")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {
+	if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.1f", a / b }'; }
+yes_no() { awk -v a="$1" -v b="$2" 'BEGIN {
+	if (a == "" || b == "") print "n/a"; else print (a + 0 >= b + 0 ? "met" : "missed") }'; }
+
+report() {
+	echo "### HTTP/2 (h2load), $(date -u +%FT%RZ)"
+	echo
+	echo "\`bench/h2bench.sh\`: h2load -D $DURATION -c $CONNS -m $STREAMS" \
+	    "(after a ${WARMUP} s warm-up), GET $PATH_ over TLS, socat doing" \
+	    "the CONNECT; origin tests/harness/origin (HTTP/1.1 over TLS);" \
+	    "airlockd 2 workers, an audit record per request; mitmdump" \
+	    "$(mitmdump --version 2>/dev/null | head -1 | sed 's/Mitmproxy: //')," \
+	    "defaults. $(nproc) cores; load before: \`${LOAD_BEFORE# }\`," \
+	    "after: \`${LOAD_AFTER# }\`."
+	echo
+	echo "| row | protocol to the proxy | req/s | 2xx | failed+errored |"
+	echo "|---|---|---|---|---|"
+	echo "| direct (no proxy) | HTTP/1.1, $CONNS conns | ${RPS[direct_h1]:-} | ${OK[direct_h1]:-} | ${FAIL[direct_h1]:-} |"
+	echo "| airlockd | h2, $CONNS conns × $STREAMS streams | ${RPS[airlockd_h2]:-} | ${OK[airlockd_h2]:-} | ${FAIL[airlockd_h2]:-} |"
+	echo "| airlockd | HTTP/1.1 keep-alive, $CONNS conns | ${RPS[airlockd_h1]:-} | ${OK[airlockd_h1]:-} | ${FAIL[airlockd_h1]:-} |"
+	if [ -n "$MR" ]; then
+		echo "| mitmdump | h2, $CONNS conns × $STREAMS streams | ${RPS[mitmdump_h2]:-} | ${OK[mitmdump_h2]:-} | ${FAIL[mitmdump_h2]:-} |"
+	else
+		echo "| mitmdump | not installed (apt-get install mitmproxy) | | | |"
+	fi
+	echo
+	echo "| target | value | result |"
+	echo "|---|---|---|"
+	echo "| airlockd h2 ≥ 30 × mitmdump h2 | $(ratio "${RPS[airlockd_h2]:-}" "${RPS[mitmdump_h2]:-}") × | $(yes_no "$(ratio "${RPS[airlockd_h2]:-}" "${RPS[mitmdump_h2]:-}")" 30) |"
+	echo "| airlockd h2 ≥ its HTTP/1.1 keep-alive | $(ratio "${RPS[airlockd_h2]:-}" "${RPS[airlockd_h1]:-}") × | $(yes_no "${RPS[airlockd_h2]:-}" "${RPS[airlockd_h1]:-}") |"
+	echo "| airlockd peak RSS < 32 MiB | $((RSS / 1024)) MiB ($RSS kB) | $(yes_no 32768 "$RSS") |"
+}
+if [ -n "${BENCH_OUT:-}" ]; then
+	report | tee "$BENCH_OUT"
+else
+	report
+fi
