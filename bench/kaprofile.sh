@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 #
-# bench/kaprofile.sh BUILD_DIR MODE [N]: the HTTPS keep-alive scenario of
-# bench/run.sh (1 KiB JSON, 32 connections, interception, the TLS origin
-# harness) with a fixed request count, for measurements that a loaded
+# bench/kaprofile.sh BUILD_DIR MODE [N] [https|http]: the HTTPS keep-alive
+# scenario of bench/run.sh (1 KiB JSON, 32 connections, interception, the
+# TLS origin harness), or with "http" its plain-HTTP one (absolute-form
+# GETs to the plain origin harness), with a fixed request count, for measurements that a loaded
 # machine does not spoil. airlockd runs with 2 workers; a warm-up of 2,000
 # requests fills the leaf cache and the upstream pool first.
 #
@@ -11,8 +12,8 @@
 #      cg      its instructions per request (valgrind --tool=callgrind,
 #              collection switched on after the warm-up; N=3000); the
 #              profile is copied to $CG_OUT (default $TMPDIR/kaprofile.cg)
-# Each run opens its 32 client connections anew: 32 client handshakes
-# are in the figures (about 2.4M instructions each).
+# Each run opens its 32 client connections anew: with https, 32 client
+# handshakes are in the figures (about 2.4M instructions each).
 
 set -u
 B=$(cd "$1" && pwd) || exit 2
@@ -22,15 +23,21 @@ case $MODE in
 cpu) N=${3:-20000} ;;
 strace) N=${3:-5000} ;;
 cg) N=${3:-3000} ;;
-*) echo "usage: $0 BUILD_DIR cpu|strace|cg [N]" >&2; exit 2 ;;
+*) echo "usage: $0 BUILD_DIR cpu|strace|cg [N] [https|http]" >&2; exit 2 ;;
 esac
+SCHEME=${4:-https}
+case $SCHEME in https|http) ;; *) echo "$0: scheme https or http" >&2; exit 2 ;; esac
 T=$(mktemp -d "${TMPDIR:-/tmp}/kaprofile.XXXXXX") || exit 2
 PIDS=""
 trap 'for p in $PIDS; do kill -TERM $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$T"' EXIT
 
 sh "$srcdir/tests/harness/mkpki.sh" "$T/pki" >/dev/null 2>&1 || exit 1
-"$B/tests/harness/origin" -p 0 -P "$T/oport" -C "$T/pki/good.crt" \
-    -K "$T/pki/good.key" 2>"$T/origin.err" &
+if [ "$SCHEME" = https ]; then
+	"$B/tests/harness/origin" -p 0 -P "$T/oport" -C "$T/pki/good.crt" \
+	    -K "$T/pki/good.key" 2>"$T/origin.err" &
+else
+	"$B/tests/harness/origin" -p 0 -P "$T/oport" 2>"$T/origin.err" &
+fi
 PIDS="$!"
 for _ in $(seq 50); do [ -s "$T/oport" ] && break; sleep 0.1; done
 OP=$(cat "$T/oport")
@@ -63,8 +70,13 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 for _ in $(seq 100); do [ -s "$T/state/ca/bench/ca.crt" ] && break; sleep 0.1; done
-LG="$B/bench/loadgen -u https://localhost:$OP/json/1024 -x 127.0.0.1:$PP
-    --cafile $T/state/ca/bench/ca.crt -o json -k -c 32"
+if [ "$SCHEME" = https ]; then
+	LG="$B/bench/loadgen -u https://localhost:$OP/json/1024 -x 127.0.0.1:$PP
+	    --cafile $T/state/ca/bench/ca.crt -o json -k -c 32"
+else
+	LG="$B/bench/loadgen -u http://localhost:$OP/json/1024 -x 127.0.0.1:$PP
+	    -o json -k -c 32"
+fi
 $LG -n 2000 >"$T/warm.json" 2>&1
 
 ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$APID/stat"; }

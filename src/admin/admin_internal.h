@@ -3,9 +3,11 @@
 #define AIRLOCK_ADMIN_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "admin/admin.h"
+#include "sbx/sbx.h"
 
 struct evbuffer;
 
@@ -67,6 +69,30 @@ void	adm_snap_rollback(const struct admin_req *, struct admin_resp *,
 /* /v1/pending..., /v1/rules... (adm_ask.c): <seg> from "pending"/"rules". */
 void	adm_ask_route(const struct admin_req *, struct admin_resp *,
 	    char **seg, int n);
+/* "YYYY-MM-DDTHH:MM:SSZ" of <t> (admin_routes.c). */
+void	admin_fmt_time(int64_t t, char *buf, size_t bufsz);
+/* The routes, by topic: adm_sandbox.c, adm_pool.c, admin_usage.c. */
+void	adm_sandbox_list(const struct admin_req *, struct admin_resp *);
+void	adm_sandbox_create(const struct admin_req *, struct admin_resp *);
+void	adm_sandbox_show(const struct admin_req *, struct admin_resp *,
+	    struct sbx *);
+void	adm_sandbox_vm(const struct admin_req *, struct admin_resp *,
+	    struct sbx *, int pause);
+void	adm_sandbox_probe(const struct admin_req *, struct admin_resp *,
+	    struct sbx *);
+void	adm_sandbox_delete(const struct admin_req *, struct admin_resp *,
+	    struct sbx *);
+void	adm_usage(const struct admin_req *, struct admin_resp *,
+	    struct sbx *, int reset);
+void	adm_claim(const struct admin_req *, struct admin_resp *);
+void	adm_prewarm(const struct admin_req *, struct admin_resp *);
+void	adm_pool(const struct admin_req *, struct admin_resp *);
+/* A claim's answer: the sandbox, its env and launch, or why not. */
+void	adm_claim_answer(struct admin_resp *, enum sbx_err, struct sbx *,
+	    int warm, const char *policy);
+/* "netns" | "qemu" ... of cfg's launcher backend. */
+const char *adm_backend_name(int backend);
+
 /* The gateway's error shape: {"error","reason","request_id"}. */
 void	admin_error(struct admin_resp *, int status, const char *code,
 	    const char *reason);

@@ -1,7 +1,8 @@
 /*
  * GET /v1/sandboxes/{id}/usage?by=model|day: the sandbox's spend broken
  * down from the budget ledger's rows (src/budget/usage_tab.c), added to
- * the usage object route_usage() builds.
+ * the usage object adm_usage() builds; and that route itself (spend,
+ * caps, window).
  */
 #include "config.h"
 
@@ -15,6 +16,10 @@
 
 #include "admin/admin_internal.h"
 #include "budget/bud.h"
+#include "cfg/cfg.h"
+#include "cfg/cfg_internal.h"
+#include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 
 /* µUSD as an exact decimal JSON number. */
 static json_object *
@@ -112,3 +117,87 @@ admin_usage_by(const struct admin_req *q, struct admin_resp *r,
 	json_object_object_add(o, "breakdown", a);
 	return 0;
 }
+
+static json_object *
+caps_json(const struct cfg_caps *caps)
+{
+	json_object	*o;
+	char		 buf[64];
+
+	if (caps == NULL || !(caps->cp_has_usd || caps->cp_has_requests ||
+	    caps->cp_has_bytes_in || caps->cp_has_bytes_out ||
+	    caps->cp_has_rate))
+		return NULL;
+	o = json_object_new_object();
+	if (caps->cp_has_usd) {
+		json_object_object_add(o, "usd_microusd",
+		    json_object_new_int64((int64_t)caps->cp_usd));
+		json_object_object_add(o, "usd", usd_json(caps->cp_usd));
+	}
+	if (caps->cp_has_requests)
+		json_object_object_add(o, "requests",
+		    json_object_new_int64((int64_t)caps->cp_requests));
+	if (caps->cp_has_bytes_in)
+		json_object_object_add(o, "bytes_in",
+		    json_object_new_int64((int64_t)caps->cp_bytes_in));
+	if (caps->cp_has_bytes_out)
+		json_object_object_add(o, "bytes_out",
+		    json_object_new_int64((int64_t)caps->cp_bytes_out));
+	if (caps->cp_has_rate) {
+		char	per[32];
+
+		cfg_fmt_duration(caps->cp_rate_ms, per, sizeof(per));
+		snprintf(buf, sizeof(buf), "%" PRIu32 "/%s", caps->cp_rate_n,
+		    per);
+		json_object_object_add(o, "rate", json_object_new_string(buf));
+	}
+	if (caps->cp_window_ms > 0) {
+		cfg_fmt_duration(caps->cp_window_ms, buf, sizeof(buf));
+		json_object_object_add(o, "window", json_object_new_string(buf));
+	}
+	return o;
+}
+
+void
+adm_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
+    int reset)
+{
+	const struct cfg	*cfg = admin_hooks.ah_cfg();
+	const struct cfg_policy	*pol = cfg_policy_find(cfg, s->sb_policy);
+	const struct cfg_caps	*caps = pol != NULL ? &pol->p_caps : NULL;
+	struct bud_counters	 bc;
+	json_object		*o = json_object_new_object();
+	char			 ts[32];
+
+	if (reset) {
+		bud_reset(s->sb_id);
+		sbx_fleet_reset(s->sb_id);	/* fleet mode: Redis too */
+	}
+	if (bud_get(s->sb_id, caps, &bc) == -1)
+		memset(&bc, 0, sizeof(bc));	/* no traffic yet */
+	json_object_object_add(o, "sandbox", json_object_new_string(s->sb_id));
+	if (bc.bc_window_start > 0) {
+		admin_fmt_time((int64_t)bc.bc_window_start, ts, sizeof(ts));
+		json_object_object_add(o, "window_start",
+		    json_object_new_string(ts));
+	} else
+		json_object_object_add(o, "window_start", NULL);
+	json_object_object_add(o, "requests",
+	    json_object_new_int64((int64_t)bc.bc_requests));
+	json_object_object_add(o, "bytes_in",
+	    json_object_new_int64((int64_t)bc.bc_bytes_in));
+	json_object_object_add(o, "bytes_out",
+	    json_object_new_int64((int64_t)bc.bc_bytes_out));
+	json_object_object_add(o, "spend_microusd",
+	    json_object_new_int64((int64_t)bc.bc_spend));
+	json_object_object_add(o, "reserved_microusd",
+	    json_object_new_int64((int64_t)bc.bc_reserved));
+	json_object_object_add(o, "spend_usd", usd_json(bc.bc_spend));
+	json_object_object_add(o, "caps", caps_json(caps));
+	if (!reset && admin_usage_by(q, r, s->sb_id, o) == -1) {
+		json_object_put(o);
+		return;
+	}
+	admin_json(r, 200, o);
+}
+

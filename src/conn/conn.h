@@ -109,7 +109,7 @@ struct conn_req {
 	size_t		 r_hold;	/* bound of a held body (XS_HOLD) */
 	enum aud_reason	 r_pend_why;	/* a stage refused inside the parser:
 					   answered once it returns */
-	char		 r_pend_reason[400];
+	char		 r_pend_reason[512];
 	enum aud_reason	 r_pend_cut;	/* its xc_cut */
 	int		 r_pend_whole;	/* its xc_cut_whole */
 	int		 r_reframe;	/* a stage changes the body's length */
@@ -309,6 +309,12 @@ void	conn_feed_request(struct conn *);
 /* conn_pipe.c: the driver of the stage table (pipe/stage.h) */
 struct aud_rec;
 struct usage;
+struct net_addr;
+/* The policy of the request head or CONNECT: 0 go on (*intercept: a
+ * CONNECT's TLS is intercepted), -1 after answering a refusal. */
+int	conn_pipe_policy(struct conn *, int *intercept);
+/* The addresses its host resolved to: 0 go on, -1 after answering. */
+int	conn_pipe_dest(struct conn *, const struct net_addr *, size_t);
 /* Request head allowed by policy: 0 go on, 1 hold the body (at most
  * *hold bytes) first, -1 after answering a refusal. */
 int	conn_pipe_req_head(struct conn *, size_t *hold);

@@ -45,6 +45,9 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_body_out = NULL;
 	xc->xc_body_spare = NULL;
 	xc->xc_rewrote = 0;
+	xc->xc_addrs = NULL;
+	xc->xc_naddrs = 0;
+	xc->xc_intercept = 0;
 	xc->xc_cut = AUD_R_NONE;
 	xc->xc_cut_whole = 0;
 	xc->xc_reframe = 0;
@@ -69,6 +72,39 @@ pipe_reason(const struct xs_call *xc)
 {
 	return xc->xc_reason[0] != '\0' ? xc->xc_reason :
 	    aud_reason(xc->xc_why)->ri_text;
+}
+
+int
+conn_pipe_policy(struct conn *c, int *intercept)
+{
+	struct xs_call	xc;
+
+	pipe_call(c, &xc);
+	if (xs_run(xs_table, XS_REQ_POLICY, &xc) == XS_GO) {
+		*intercept = xc.xc_intercept;
+		return 0;
+	}
+	if (xc.xc_close)
+		conn_reply_error(c, xc.xc_why, pipe_reason(&xc), 1);
+	else if (c->c_r.r_connect && xc.xc_why == AUD_R_DENIED)
+		conn_connect_denied(c, pipe_reason(&xc));  /* 403 inside TLS */
+	else
+		conn_deny(c, xc.xc_why, pipe_reason(&xc));
+	return -1;
+}
+
+int
+conn_pipe_dest(struct conn *c, const struct net_addr *addrs, size_t naddrs)
+{
+	struct xs_call	xc;
+
+	pipe_call(c, &xc);
+	xc.xc_addrs = addrs;
+	xc.xc_naddrs = naddrs;
+	if (xs_run(xs_table, XS_DEST, &xc) == XS_GO)
+		return 0;
+	conn_deny(c, xc.xc_why, pipe_reason(&xc));
+	return -1;
 }
 
 int

@@ -1,8 +1,8 @@
 /*
- * The one policy evaluation of the front ends: a request head or a
- * CONNECT (conn_request.c), a transparent connection's name
- * (conn_transparent.c, after its ClientHello or its silence). The
- * exchange gets the rule that matched, "policy#N", for the audit.
+ * The one policy evaluation of the front ends (pol_xchg_eval): a request
+ * head or a CONNECT through the policy stage (policy/pol_stage.c), a
+ * transparent connection's name here (conn_transparent.c, after its
+ * ClientHello or its silence).
  */
 #include "config.h"
 
@@ -17,17 +17,5 @@ enum pol_verdict
 conn_policy_eval(struct conn *c, const struct pol_request *pr,
     struct pol_result *res)
 {
-	enum pol_verdict	v;
-	size_t			n;
-
-	v = c->c_policy == NULL ? POL_DENY : pol_evaluate(c->c_policy, pr,
-	    res);
-	if (v != POL_DENY) {
-		/* room kept for '#' and the digits */
-		n = util_copy_str(c->c_x->x_rule, c->c_policy->p_name,
-		    sizeof(c->c_x->x_rule) - 22);
-		c->c_x->x_rule[n++] = '#';
-		util_u64_dec((uint64_t)res->pr_rule, c->c_x->x_rule + n);
-	}
-	return v;
+	return pol_xchg_eval(c->c_policy, c->c_x, pr, res);
 }

@@ -1,7 +1,7 @@
 /*
  * A request head, from the parser to the upstream: identity, target,
- * policy, the stage table's head and ready hooks, then a pooled upstream
- * or resolution (the geo rules and the destination guard in dns_done).
+ * the stage table's policy, head and ready hooks, then a pooled upstream
+ * or resolution (then the table's dest hook in dns_done).
  */
 #include "config.h"
 
@@ -131,10 +131,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 {
 	struct conn	*c = arg;
 	const struct cfg_policy *p = c->c_policy;
-	char		 why[64], ip[INET6_ADDRSTRLEN], reason[512], cc[3];
-	const char	*list;
-	uint32_t	 asn;
-	size_t		 i;
+	char		 reason[512];
 
 	c->c_dns = NULL;
 	conn_enter(c);
@@ -150,41 +147,9 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE, reason);
 		goto out;
 	}
-	/* every address is checked: one bad answer spoils the name */
-	for (i = 0; i < naddrs; i++) {
-		if (!net_guard_check(c->c_cfg->c_guard, &addrs[i], why,
-		    sizeof(why))) {
-			net_addr_format(&addrs[i], ip, sizeof(ip));
-			snprintf(reason, sizeof(reason),
-			    "destination %s resolves to %s in denied network %s",
-			    c->c_x->x_host, ip, why);
-			c->c_x->x_allowed = 0;
-			conn_deny(c, AUD_R_DENIED, reason);
-			goto out;
-		}
-		/* allow_networks cannot open the gateway to itself */
-		if (net_self_check(c->c_cfg->c_self, &addrs[i], c->c_x->x_port,
-		    reason, sizeof(reason))) {
-			c->c_x->x_allowed = 0;
-			conn_deny(c, AUD_R_DENIED, reason);
-			goto out;
-		}
-	}
-	/* the policy's countries, likewise for every address */
-	for (i = 0; p != NULL && (p->p_ngeo_deny > 0 ||
-	    p->p_ngeo_allow > 0) && i < naddrs; i++) {
-		(void)geo_lookup_addr(c->c_cfg->c_geo, &addrs[i], cc, &asn);
-		if (geo_policy_allows(p, cc, &list))
-			continue;
-		net_addr_format(&addrs[i], ip, sizeof(ip));
-		snprintf(reason, sizeof(reason), "destination %s resolves to "
-		    "%s in %s%s, denied by policy \"%s\" (%s)", c->c_x->x_host,
-		    ip, cc[0] != '\0' ? "country " : "no known country", cc,
-		    p->p_name, list);
-		c->c_x->x_allowed = 0;
-		conn_deny(c, AUD_R_DENIED, reason);
+	/* the dest stage (geo/geo_stage.c): guard and countries */
+	if (conn_pipe_dest(c, addrs, naddrs) == -1)
 		goto out;
-	}
 	if (naddrs > sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]))
 		naddrs = sizeof(c->c_r.r_addrs) / sizeof(c->c_r.r_addrs[0]);
 	memcpy(c->c_r.r_addrs, addrs, naddrs * sizeof(addrs[0]));
@@ -348,11 +313,7 @@ void
 conn_on_request_head(struct conn *c)
 {
 	struct http_msg		*m = &c->c_req;
-	struct pol_request	 pr;
-	struct pol_result	 res;
-	enum pol_verdict	 verdict;
-	char			 override[24];
-	int			 i;
+	int			 i, intercept;
 
 	conn_cfg_refresh(c);	/* judged under the config of now */
 	util_copy_str(c->c_x->x_method, http_msg_method(m),
@@ -387,54 +348,12 @@ conn_on_request_head(struct conn *c)
 	if (c->c_r.r_connect && conn_connect_guard(c) == -1)
 		return;
 
-	pr.pr_host = c->c_x->x_host;
-	pr.pr_port = c->c_x->x_port;
-	pr.pr_method = c->c_x->x_method;
-	pr.pr_path = c->c_r.r_connect ? NULL : c->c_x->x_path;
-	/* frameworks act on these instead of the method: judge that one */
-	pr.pr_method_override = NULL;
-	if (!c->c_r.r_connect && (i = http_msg_method_override(m, override,
-	    sizeof(override))) != 0) {
-		if (i == -1) {
-			conn_reply_error(c, AUD_R_BAD_REQUEST, "method-"
-			    "override headers that do not name one method", 1);
-			return;
-		}
-		pr.pr_method_override = override;
-	}
-	verdict = conn_policy_eval(c, &pr, &res);
-	/* report mode or an ask: forwarded, or held by the ask stage */
-	if (verdict == POL_DENY && c->c_policy != NULL &&
-	    pol_unmatched(c->c_policy, &res, c->c_x->x_would_deny,
-	    sizeof(c->c_x->x_would_deny), &c->c_x->x_ask))
-		verdict = POL_ALLOW;	/* report or ask: pr_rule is -1 */
-	else if (verdict == POL_ALLOW)
-		c->c_x->x_ask = c->c_policy->p_rules[res.pr_rule].r_ask;
-	if (verdict == POL_BAD) {
-		/* ambiguous, like a malformed target: the connection ends */
-		conn_reply_error(c, AUD_R_BAD_REQUEST, res.pr_reason, 1);
+	/* the policy stage (policy/pol_stage.c) */
+	if (conn_pipe_policy(c, &intercept) == -1)
 		return;
-	}
-	if (verdict != POL_ALLOW) {
-		const char *why = c->c_policy == NULL ? "the sandbox's policy "
-		    "is not in the running config" : res.pr_reason;
-
-		if (c->c_policy != NULL)
-			(void)pol_rule_hint(&pr, c->c_x->x_hint,
-			    sizeof(c->c_x->x_hint));
-
-		if (c->c_r.r_connect)
-			conn_connect_denied(c, why);	/* 403 inside TLS */
-		else
-			conn_deny(c, AUD_R_DENIED, why);
-		return;
-	}
-	c->c_x->x_allowed = 1;
-
 	if (c->c_r.r_connect) {
 		/* TLS follows: peek its ClientHello before going anywhere */
-		conn_tls_connect_allowed(c, res.pr_rule < 0 ||
-		    c->c_policy->p_rules[res.pr_rule].r_intercept);
+		conn_tls_connect_allowed(c, intercept);
 		return;
 	}
 
@@ -452,8 +371,6 @@ conn_on_request_head(struct conn *c)
 			http_msg_ignore_upgrade(m);
 	}
 
-	c->c_x->x_rule_p = res.pr_rule < 0 ? NULL :
-	    &c->c_policy->p_rules[res.pr_rule];
 	if ((i = conn_pipe_req_head(c, &c->c_r.r_hold)) == -1)
 		return;
 	if (i == 1 && !conn_msg_empty_body_left(m)) {

@@ -721,11 +721,13 @@ http_msg_remove(struct http_msg *m, int i)
 int
 http_msg_find(const struct http_msg *m, const char *name, int from)
 {
+	size_t	len = strlen(name);
 	int	i;
 
+	/* per field of every message: the length first, once */
 	for (i = from; i < m->hm_nhdrs; i++)
-		if (util_strncaseeq(m->hm_buf + m->hm_hdrs[i].h_name,
-		    m->hm_hdrs[i].h_name_len, name))
+		if (m->hm_hdrs[i].h_name_len == len && strncasecmp(m->hm_buf +
+		    m->hm_hdrs[i].h_name, name, len) == 0)
 			return i;
 	return -1;
 }
@@ -772,16 +774,24 @@ http_msg_connection_has(const struct http_msg *m, const char *token)
 int
 http_msg_is_hop(const struct http_msg *m, const char *name, size_t len)
 {
-	static const char *const hop[] = {
-		"connection", "keep-alive", "proxy-authenticate",
-		"proxy-authorization", "proxy-connection", "te", "trailer",
-		"transfer-encoding", "upgrade", "http2-settings",
+#define HOP(s)	{ s, sizeof(s) - 1 }
+	static const struct {
+		const char	*h;
+		size_t		 len;
+	} hop[] = {
+		HOP("connection"), HOP("keep-alive"),
+		HOP("proxy-authenticate"), HOP("proxy-authorization"),
+		HOP("proxy-connection"), HOP("te"), HOP("trailer"),
+		HOP("transfer-encoding"), HOP("upgrade"),
+		HOP("http2-settings"),
 	};
+#undef HOP
 	char	tmp[64];
 	size_t	i;
 
+	/* per field written: lengths first */
 	for (i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-		if (util_strncaseeq(name, len, hop[i]))
+		if (hop[i].len == len && strncasecmp(name, hop[i].h, len) == 0)
 			return 1;
 	if (len >= sizeof(tmp))
 		return 0;

@@ -18,8 +18,14 @@ xs_call_hook(const struct xstage *s, enum xs_hook hook, struct xs_call *xc)
 	enum xs_verdict	(*fn)(struct xs_call *) = NULL;
 
 	switch (hook) {
+	case XS_REQ_POLICY:
+		fn = s->xs_req_policy;
+		break;
 	case XS_REQ_HEAD:
 		fn = s->xs_req_head;
+		break;
+	case XS_DEST:
+		fn = s->xs_dest;
 		break;
 	case XS_REQ_READY:
 		fn = s->xs_req_ready;

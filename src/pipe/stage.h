@@ -17,12 +17,18 @@
  *		reservation, an approval hold); xc_wait_ms bounds the wait
  *
  * Hooks, in the order an exchange meets them (NULL: not interested):
+ *	req_policy	the request head (or CONNECT) is parsed and its
+ *			sandbox known: may it go? (the policy; xc_close on
+ *			a refusal that ends the connection, xc_intercept
+ *			for a CONNECT that is allowed)
  *	req_head	the request head is parsed and policy allowed it
  *	req_ready	head (and held body) complete: last word before the
  *			request goes upstream (budget admission)
  *	req_drop	the request head goes upstream: 1 to leave out
  *			its field <name> (the stage may put its own in
  *			through req_fields)
+ *	dest		the host resolved to xc_addrs: may it go there?
+ *			(the destination guard, the policy's countries)
  *	req_fields	the request head goes upstream: add fields to it
  *			through xc_add_field (the driver writes them)
  *	req_body	a chunk of a streamed request body (observe, or
@@ -72,6 +78,7 @@ struct cfg_policy;
 struct event;
 struct evbuffer;
 struct http_msg;
+struct net_addr;
 struct usage;
 struct xchg;
 
@@ -106,6 +113,8 @@ struct xs_call {
 						   second buffer (both NULL:
 						   the bytes cannot change) */
 	int			 xc_rewrote;	/* req_body: it did */
+	const struct net_addr	*xc_addrs;	/* dest: the addresses */
+	size_t			 xc_naddrs;
 	struct aud_rec		*xc_rec;	/* done: the record to fill */
 	struct usage		*xc_usage;	/* done: room for the usage */
 	uint64_t		 xc_dur_us;	/* done: the exchange's time */
@@ -124,6 +133,8 @@ struct xs_call {
 	/* out */
 	enum aud_reason		 xc_why;	/* XS_DENY */
 	int			 xc_close;	/* XS_DENY: close after it */
+	int			 xc_intercept;	/* req_policy of a CONNECT:
+						   its TLS is intercepted */
 	size_t			 xc_hold;	/* XS_HOLD: the bound */
 	uint64_t		 xc_wait_ms;	/* XS_WAIT: the bound, 0 = the
 						   connect timeout */
@@ -140,11 +151,12 @@ struct xs_call {
 						   whole body (the stage ended
 						   it): its end goes out, then
 						   the connections close */
-	char			 xc_reason[400];
+	char			 xc_reason[512];
 };
 
 struct xstage {
 	const char	*xs_name;
+	enum xs_verdict	(*xs_req_policy)(struct xs_call *);
 	enum xs_verdict	(*xs_req_head)(struct xs_call *);
 	enum xs_verdict	(*xs_req_ready)(struct xs_call *);
 	int		(*xs_req_drop)(struct xs_call *, const char *name,
@@ -152,6 +164,7 @@ struct xstage {
 	void		(*xs_req_fields)(struct xs_call *);
 	enum xs_verdict	(*xs_req_body)(struct xs_call *, const char *,
 			    size_t);
+	enum xs_verdict	(*xs_dest)(struct xs_call *);
 	enum xs_verdict	(*xs_resp_head)(struct xs_call *);
 	enum xs_verdict	(*xs_resp_head_out)(struct xs_call *,
 			    struct evbuffer *in, struct evbuffer *out);
@@ -162,6 +175,8 @@ struct xstage {
 };
 
 /* The stages, each in its plane (src/pipe/stages.c lists them). */
+extern const struct xstage pol_stage;	/* policy/pol_stage.c */
+extern const struct xstage geo_stage;	/* geo/geo_stage.c */
 extern const struct xstage mcp_stage;	/* policy/pol_mcp_stage.c */
 extern const struct xstage ask_stage;	/* policy/pol_ask_stage.c */
 extern const struct xstage sec_stage;	/* secrets/sec_stage.c */
@@ -175,7 +190,9 @@ extern const struct xstage test_stage;	/* tests/harness/stage_stamp.c */
 extern const struct xstage *const xs_table[];
 
 enum xs_hook {
-	XS_REQ_HEAD = 0,
+	XS_REQ_POLICY = 0,
+	XS_REQ_HEAD,
+	XS_DEST,
 	XS_REQ_READY,
 	XS_RESP_HEAD,
 	XS_FLOW,

@@ -1,8 +1,8 @@
 /*
- * The pipeline, as a list. Identity, policy and geo still run in conn/
- * before the first hook (conn_request.c: conn_on_request_head,
- * dns_done); from there an exchange meets these stages in this order, at
- * each hook of pipe/stage.h.
+ * The pipeline, as a list: an exchange meets these stages in this order,
+ * at each hook of pipe/stage.h. The identity of the sandbox (Proxy-
+ * Authorization, the listener's default, the transparent source) is the
+ * connection's, settled by the driver before the first hook.
  */
 #include "config.h"
 
@@ -11,6 +11,8 @@
 #include "pipe/stage.h"
 
 const struct xstage *const xs_table[] = {
+	&pol_stage,		/* the policy: rule, ask, report, rule_hint */
+	&geo_stage,		/* the destination guard, the countries */
 	&mcp_stage,		/* MCP tool policy: a refused call is
 				   answered before an operator is asked */
 	&ask_stage,		/* approval holds: before anything is

@@ -129,4 +129,12 @@ int	pol_unmatched(const struct cfg_policy *p, struct pol_result *res,
 struct cfg;
 void	pol_report_warn(const struct cfg *cfg);
 
+/*
+ * pol_evaluate() for exchange <x> (policy NULL: POL_DENY), which gets the
+ * rule that matched, "policy#N", for the audit (pol_stage.c).
+ */
+struct xchg;
+enum pol_verdict pol_xchg_eval(const struct cfg_policy *, struct xchg *x,
+		    const struct pol_request *, struct pol_result *);
+
 #endif

@@ -213,12 +213,6 @@ util_random_hex(char *out, size_t len)
 	out[2 * len] = '\0';
 }
 
-int
-util_strncaseeq(const char *s, size_t len, const char *lit)
-{
-	return strlen(lit) == len && strncasecmp(s, lit, len) == 0;
-}
-
 void
 util_trim_ows(const char **s, size_t *len)
 {

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <strings.h>
 
 void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);
@@ -45,7 +47,13 @@ uint64_t util_siphash(uint64_t k0, uint64_t k1, const unsigned char *in,
 void	util_random_hex(char *out, size_t len);
 
 /* ASCII case-insensitive compare of a (ptr,len) with a C string. */
-int	util_strncaseeq(const char *s, size_t len, const char *lit);
+/* Inline: with a literal <lit> its length folds to a constant, and the
+ * header scans (http_msg_find, the hop-by-hop test) run it per field. */
+static inline int
+util_strncaseeq(const char *s, size_t len, const char *lit)
+{
+	return strlen(lit) == len && strncasecmp(s, lit, len) == 0;
+}
 
 /* Trim spaces and tabs at both ends of (ptr,len) in place. */
 void	util_trim_ows(const char **s, size_t *len);

@@ -233,15 +233,18 @@ START_TEST(test_filter_chain)
 }
 END_TEST
 
-/* The daemon's table: mcp, ask, secrets, budget, audit, in that order. */
+/* The daemon's table: policy, dest, mcp, ask, secrets, budget, audit,
+ * in that order. */
 START_TEST(test_table_order)
 {
-	ck_assert_ptr_eq(xs_table[0], &mcp_stage);
-	ck_assert_ptr_eq(xs_table[1], &ask_stage);
-	ck_assert_ptr_eq(xs_table[2], &sec_stage);
-	ck_assert_ptr_eq(xs_table[3], &bud_stage);
-	ck_assert_ptr_eq(xs_table[4], &aud_stage);
-	ck_assert_ptr_null(xs_table[5]);
+	ck_assert_ptr_eq(xs_table[0], &pol_stage);
+	ck_assert_ptr_eq(xs_table[1], &geo_stage);
+	ck_assert_ptr_eq(xs_table[2], &mcp_stage);
+	ck_assert_ptr_eq(xs_table[3], &ask_stage);
+	ck_assert_ptr_eq(xs_table[4], &sec_stage);
+	ck_assert_ptr_eq(xs_table[5], &bud_stage);
+	ck_assert_ptr_eq(xs_table[6], &aud_stage);
+	ck_assert_ptr_null(xs_table[7]);
 }
 END_TEST
 

@@ -53,5 +53,6 @@ Suite	*suite_dns_stub(void);
 Suite	*suite_stage(void);
 Suite	*suite_stage_sec(void);
 Suite	*suite_stage_bud(void);
+Suite	*suite_stage_pol(void);
 
 #endif
