@@ -2,7 +2,7 @@
 # Fresh Debian 12 (root): install packages, build, run the whole test suite
 # twice: a -Werror build, then an ASan+UBSan build (leak checking on);
 # then a clang libFuzzer build runs every fuzz target for FUZZ_SECONDS
-# (default 60) each: any crash, leak or UBSan report fails.
+# (default 40) each: any crash, leak or UBSan report fails.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
@@ -33,10 +33,10 @@ export CK_FORK=no
 	exit 1
 }
 unset CK_FORK
-echo "== libFuzzer build (clang) and make fuzz-smoke, ${FUZZ_SECONDS:-60} s per target"
+echo "== libFuzzer build (clang) and make fuzz-smoke, ${FUZZ_SECONDS:-40} s per target"
 t0=$(date +%s)
 (cd _build/fuzz && CC=clang ../../configure --enable-fuzzing >/dev/null &&
     make -j"$jobs" fuzz-build >/dev/null &&
-    make fuzz-smoke FUZZ_SECONDS="${FUZZ_SECONDS:-60}") || exit 1
+    make fuzz-smoke FUZZ_SECONDS="${FUZZ_SECONDS:-40}") || exit 1
 echo "== fuzz stage: $(( $(date +%s) - t0 )) s"
 echo "== all tests passed (release and sanitizer builds, fuzz smoke)"
