@@ -12,7 +12,8 @@
 // (a JSON object) are sent with every request (the mock's X-Synth
 // controls). Prints one JSON line:
 //   {ok, status, message, error_type, error_code, request_id, chunks,
-//    text, usage_chunks, empty_choices, threw}
+//    text, usage_chunks, empty_choices, threw, content_encoding}
+// (request_id and content_encoding: of the last response's head)
 "use strict";
 const http = require("http");
 const zlib = require("zlib");
@@ -36,6 +37,10 @@ function proxyFetch(url, init = {}) {
 				h.set(k, Array.isArray(v) ? v.join(", ") : String(v));
 			let body = res;
 			const ce = (res.headers["content-encoding"] || "").trim();
+			// what came over the wire, for the caller's checks
+			out.content_encoding = ce || null;
+			if (res.headers["x-airlock-request-id"])
+				out.request_id = res.headers["x-airlock-request-id"];
 			if (ce === "gzip" || ce === "x-gzip")
 				body = res.pipe(zlib.createGunzip());
 			else if (ce === "br")
@@ -62,7 +67,8 @@ function proxyFetch(url, init = {}) {
 
 const out = { ok: false, status: null, message: null, error_type: null,
     error_code: null, request_id: null, chunks: 0, text: "",
-    usage_chunks: 0, empty_choices: 0, threw: null };
+    usage_chunks: 0, empty_choices: 0, threw: null,
+    content_encoding: null };
 
 async function main() {
 	let client, params;

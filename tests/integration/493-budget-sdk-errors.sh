@@ -9,7 +9,8 @@
 # same path when nothing is refused. Gemini's shape (402
 # RESOURCE_EXHAUSTED, 403 PERMISSION_DENIED with the ErrorInfo reason)
 # checked on the wire; a rule without meter, and a request no rule
-# matches, keep SPEC's {"error": CODE, ...}.
+# matches, keep SPEC's {"error": CODE, ...}. And (17.8) the same SDKs'
+# answers compressed by the provider (gzip, br) cost exactly their usage.
 . "$top_srcdir/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/compat.sh"
 
@@ -18,6 +19,13 @@ for _m in openai @anthropic-ai/sdk; do
 	[ -f "$NODE_PATH/$_m/package.json" ] ||
 	    skip "no $NODE_PATH/$_m: run npm ci in tests/compat (scripts/install-deps.sh --test)"
 done
+# the mock compresses with brotli: a Debian package, the system python has it
+if ! "$PYTHON" -c 'import brotli' 2>/dev/null &&
+    /usr/bin/python3 -c 'import brotli' 2>/dev/null; then
+	PYTHON=/usr/bin/python3
+fi
+"$PYTHON" -c 'import brotli' 2>/dev/null ||
+    hard_error "python3 brotli not found (Debian python3-brotli, scripts/install-deps.sh --test)"
 start_py_upstream llm llm_upstream.py -l "$T/llm.jsonl"
 LLM_PORT=$PY_PORT
 AIRLOCK_PORT=$(free_port)
@@ -74,6 +82,16 @@ sdk()
 	sdk r2 anthropic chat an.llm.test
 	sdk r2 anthropic chat an.llm.test
 } >"$T/sdk.jsonl"
+# issue 17.8: answers the provider compressed (gzip, br), decoded by the
+# SDKs' fetch, metered exactly
+for _enc in gzip br; do
+	for _p in openai:oa anthropic:an; do
+		LLM_SDK_HEADERS="{\"X-Encoding\": \"$_enc\", \"X-Synth\": \"${_p%%:*}\", \"X-Synth-Usage\": \"1234,567\"}"
+		export LLM_SDK_HEADERS
+		sdk o "${_p%%:*}" chat "${_p#*:}.llm.test"
+	done
+done >"$T/sdkenc.jsonl"
+unset LLM_SDK_HEADERS
 
 PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "refusals in the providers' shapes"
 import json, os, budlib, itlib
@@ -113,6 +131,23 @@ refused(r1b, 429, "rate_limited", "rate cap", "openai, rate 1/h: the "
 t.ok(r2a["ok"], "anthropic, rate 1/h: the first call answered", r2a)
 refused(r2b, 429, "rate_limited", "rate cap", "anthropic, rate 1/h: the "
         "second", "RateLimitError")
+
+encs = [json.loads(l) for l in open(T + "/sdkenc.jsonl") if l.strip()]
+t.ok(len(encs) == 4, "every compressed SDK run printed its result", encs)
+TABLE = [budlib.Price("*", "1", "1")]
+for x, (enc, prov) in zip(encs, [(e, p) for e in ("gzip", "br")
+                                 for p in ("openai", "anthropic")]):
+    what = "%s SDK, answer in %s" % (prov, enc)
+    t.ok(x["ok"] and x["text"] and x["content_encoding"] == enc,
+         "%s: answered, the SDK decoded the %s body" % (what, enc), x)
+    rec = budlib.audit_for(audit, x["request_id"]) if x["request_id"] \
+        else None
+    u = (rec or {}).get("usage") or {}
+    t.ok(u.get("input_tokens") == 1234 and u.get("output_tokens") == 567,
+         "%s: usage 1234 in, 567 out" % what, rec)
+    if rec is not None and u.get("input_tokens") is not None:
+        budlib.check_cost_fields(t, audit, rec, budlib.cost(TABLE, u)[0],
+                                 what)
 
 # Gemini's shape, and SPEC's where no meter applies
 gm = budlib.Client(ap, "gm.llm.test", lp, "z:tok-z")
