@@ -62,13 +62,17 @@ conn_response_body_end(struct conn *c)
 	if (conn_pipe_resp_body(c, NULL, 0, 1) == -1)
 		return -1;
 	if (c->c_r.r_rechunk && c->c_http2 && c->c_resp.hm_trailers) {
-		/* an HTTP/2 stream relays them (gRPC's grpc-status) */
-		size_t		before = evbuffer_get_length(c->c_pend);
-		struct hw_sink	sink;
+		/* an HTTP/2 stream relays them (gRPC's grpc-status); they go
+		   through the stages as a head does: a grpc-message can echo
+		   a secret as well as any field */
+		size_t		 before = evbuffer_get_length(c->c_pend);
+		struct evbuffer	*up = c->c_worker->w_filt[0];
+		struct hw_sink	 sink;
 
 		evbuffer_add(c->c_pend, "0\r\n", 3);
-		conn_evb_sink(c->c_pend, &sink);
+		conn_evb_sink(up, &sink);
 		http_write_trailers(&c->c_resp, &sink);
+		conn_pipe_resp_head_out(c, up, c->c_pend);
 		evbuffer_add(c->c_pend, "\r\n", 2);
 		c->c_x->x_bytes_in += evbuffer_get_length(c->c_pend) - before;
 	} else if (c->c_r.r_rechunk) {

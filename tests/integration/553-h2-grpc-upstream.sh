@@ -110,6 +110,29 @@ except grpc.RpcError as e:
          e.details() == "late 553", "a non-OK status in trailers after "
          "DATA passes", (got, e.code(), e.details()))
 
+# the reflection guard covers the trailers too: a service that echoes the
+# credential into grpc-message or trailing metadata gives it back redacted
+got = []
+try:
+    call = ch.unary_stream("/pkg.Svc/EchoLate")(b"", timeout=20)
+    for x in call:
+        got.append(x)
+    t.ok(False, "DATA_LOSS with the key echoed in the trailers")
+except grpc.RpcError as e:
+    tm = dict(e.trailing_metadata() or ())
+    t.ok(got == [b"first"] and e.code() == grpc.StatusCode.DATA_LOSS and
+         e.details().startswith("key ") and "x-echo" in tm,
+         "trailers after DATA with an echoed credential pass", (got,
+         e.code(), e.details(), tm))
+    t.ok("grpc-secret-553-value" not in e.details() and
+         "grpc-secret-553-value" not in repr(tm),
+         "... the secret redacted in grpc-message and trailing metadata",
+         (e.details(), tm))
+echoed = glines("EchoLate")
+t.ok(echoed and echoed[-1]["md"].get("x-api-key") ==
+     "grpc-secret-553-value", "... the origin did have the secret to echo",
+     echoed[-1:])
+
 # many concurrent calls share pooled h2 connections
 import concurrent.futures as cf
 with cf.ThreadPoolExecutor(16) as ex:

@@ -12,6 +12,9 @@ Service pkg.Svc:
   Bidi         each message echoed back with b"e:"
   Fail         aborts NOT_FOUND "nope 553" before any message (Trailers-Only)
   FailLate     one message, then DATA_LOSS "late 553" in the trailers
+  EchoLate     one message, then DATA_LOSS whose details and trailing
+               metadata x-echo carry the x-api-key the call came with (a
+               service that reflects a credential into its trailers)
 """
 import argparse
 import json
@@ -78,6 +81,14 @@ def main():
         ctx.set_code(grpc.StatusCode.DATA_LOSS)
         ctx.set_details("late 553")
 
+    def echo_late(req, ctx):
+        key = dict(ctx.invocation_metadata()).get("x-api-key", "")
+        log(m="EchoLate", md=md(ctx))
+        yield b"first"
+        ctx.set_trailing_metadata((("x-echo", key),))
+        ctx.set_code(grpc.StatusCode.DATA_LOSS)
+        ctx.set_details("key " + key)
+
     h = grpc.method_handlers_generic_handler("pkg.Svc", {
         "Unary": grpc.unary_unary_rpc_method_handler(unary),
         "ServerStream": grpc.unary_stream_rpc_method_handler(server_stream),
@@ -85,6 +96,7 @@ def main():
         "Bidi": grpc.stream_stream_rpc_method_handler(bidi),
         "Fail": grpc.unary_unary_rpc_method_handler(fail),
         "FailLate": grpc.unary_stream_rpc_method_handler(fail_late),
+        "EchoLate": grpc.unary_stream_rpc_method_handler(echo_late),
     })
     srv = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     srv.add_generic_rpc_handlers((h,))
