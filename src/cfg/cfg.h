@@ -373,6 +373,7 @@ struct cfg {
 	int			  c_qemu_accel;		/* CFG_ACCEL_* */
 	uint64_t		  c_qemu_boot_ms;	/* 60s */
 	uint64_t		  c_qemu_min_free;	/* bytes; 512MiB */
+	int			  c_qemu_snapshot;	/* restore VMs from a template */
 	size_t			  c_pool_warm;		/* 2 */
 	size_t			  c_pool_max;		/* 64 */
 	uint64_t		  c_pool_idle_ms;	/* 15m */
