@@ -518,6 +518,8 @@ lnc_vm_probe_kvm(struct lnc *l)
 		close(fd);
 	}
 	lnc_vm_cleanup(&s);
+	if (s.s_pidfd != -1)
+		close(s.s_pidfd);
 	log_info("launcher: qemu accel auto: KVM probe %s: %s",
 	    l->l_accel == CFG_ACCEL_KVM ? "passed" : "failed", why);
 	if (l->l_accel != CFG_ACCEL_KVM)

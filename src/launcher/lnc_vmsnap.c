@@ -224,6 +224,7 @@ lnc_vm_template(struct lnc *l)
 	close(con);
 	con = -1;
 	lnc_vm_cleanup(&s);
+	close(s.s_pidfd);
 	if (lnc_snap_fit(l, (uint64_t)sb.st_blocks * 512) == -1) {
 		(void)unlink(tmp);
 		log_warnx("launcher: qemu template: its %jd bytes do not fit "
@@ -250,6 +251,8 @@ lnc_vm_template(struct lnc *l)
 	if (con != -1)
 		close(con);
 	lnc_vm_cleanup(&s);
+	if (s.s_pidfd != -1)
+		close(s.s_pidfd);
 	log_warnx("launcher: qemu template: %s: VMs boot", why);
 }
 
