@@ -117,16 +117,21 @@ for k in "ab":
                        "awk '/BEGIN CERT/{c=\"\"} {c=c $0 \"\\n\"} END{printf \"%%s\", c}' "
                        "/etc/ssl/certs/ca-certificates.crt > /tmp/own.pem; "
                        "curl -sS -m 30 --cacert /tmp/own.pem https://api.test:%s/echo "
-                       ">/dev/null && echo own-ca-ok; cat /tmp/own.pem" % port)
+                       ">/dev/null && echo own-ca-ok; date +%%s; cat /sys/class/net/eth0/address; "
+                       "cat /tmp/own.pem" % port)
     assert rc == 0, (k, rc, out, err)
     lines = out.split("\n")
     assert lines[0] == sid, ("hostname", lines[0], sid)
     assert lines[1] == ip + "/32", ("address", lines[1], ip)
     assert lines[2] == "own-ca-ok", (k, out, err)
-    own[k] = "\n".join(lines[3:])
+    assert abs(int(lines[3]) - time.time()) < 120, ("guest clock", lines[3])
+    sb[k]["mac"] = lines[4]
+    own[k] = "\n".join(lines[5:])
     assert "BEGIN CERTIFICATE" in own[k], own[k]
-    print("ok - %s: hostname, %s/32 on eth0, its own CA verifies the gateway" % (sid, ip))
+    print("ok - %s: hostname, %s/32 on eth0, MAC %s, clock within 2 min, its own CA verifies the gateway"
+          % (sid, ip, sb[k]["mac"]))
 assert own["a"] != own["b"], "the two sandboxes have the same CA"
+assert sb["a"]["mac"] != sb["b"]["mac"], ("same MAC", sb["a"]["mac"])
 for k, o in (("a", "b"), ("b", "a")):
     rc, out, err = run(sb[k]["id"], "cat > /tmp/other.pem; curl -sS -m 30 --cacert /tmp/other.pem "
                        "https://api.test:%s/echo >/dev/null 2>&1; echo rc=$?" % port, stdin=own[o])
