@@ -78,9 +78,9 @@ grep -q 'VMs are restored from' "$T/airlockd.log" ||
 note "$(grep -o 'qemu template booted.*bytes)' "$T/airlockd.log")"
 SNAP=$(ls "$T/state/snapshots/vm/"vm-*.state 2>/dev/null | head -1)
 [ -f "$SNAP" ] || fail "no state file under state_dir/snapshots/vm"
-[ "$(stat -c %a "$SNAP")" = 600 ] && [ "$(stat -c %a "$T/state/snapshots")" = 700 ] ||
-    fail "modes $(stat -c %a "$SNAP") $(stat -c %a "$T/state/snapshots")"
-ok "template saved: $(stat -c %s "$SNAP") bytes, 0600 in a 0700 store"
+[ "$(stat -c %a:%u "$SNAP")" = 600:0 ] && [ "$(stat -c %a:%u "$T/state/snapshots")" = 700:0 ] ||
+    fail "modes:owners $(stat -c %a:%u "$SNAP") $(stat -c %a:%u "$T/state/snapshots")"
+ok "template saved: $(stat -c %s "$SNAP") bytes, root's 0600 in root's 0700 store"
 
 "$PYTHON" - <<'PY' || fail "restored VMs: $(tail -5 "$T/airlockd.log")"
 import json, os, subprocess, threading, time
