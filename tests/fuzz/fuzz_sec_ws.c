@@ -157,12 +157,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 2)
 		return 0;
-	sc = sec_scan_new();
-	sec_scan_add(sc, "value\"-x", 8, "[R]", 3);
 	for (i = 0; i < 3; i++) {
+		/* a scanner has a stream state: one per run */
+		sc = sec_scan_new();
+		sec_scan_add(sc, "value\"-x", 8, "[R]", 3);
 		d[i] = evbuffer_new();
 		c[i] = evbuffer_new();
 		r[i] = run(data, size, i, sc, d[i], c[i]);
+		sec_scan_free(sc);
 	}
 	/* the verdict does not depend on how the bytes came, nor, when
 	   they were all good, what went out (before an error, pieces
@@ -176,6 +178,5 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		evbuffer_free(d[i]);
 		evbuffer_free(c[i]);
 	}
-	sec_scan_free(sc);
 	return 0;
 }
