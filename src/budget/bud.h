@@ -393,10 +393,13 @@ struct event;
  * Admit a request of <sandbox> under <caps> reserving <reserve> µUSD, in
  * Redis, on the connection of the thread running <ev>'s base: a new
  * operation whose answer makes <ev> active (or is there already, see
- * bud_rop_done: no connection). Never blocks.
+ * bud_rop_done: no connection). <llm>: a metered request under an
+ * llm_concurrency cap of that many (0 = none), which takes one of the
+ * sandbox's shared slots (leased like the reservation). Never blocks.
  */
 struct bud_rop	*bud_redis_admit(struct event *ev, const char *sandbox,
-		    const struct cfg_caps *caps, uint64_t reserve);
+		    const struct cfg_caps *caps, uint64_t reserve,
+		    uint64_t llm);
 int		 bud_rop_done(const struct bud_rop *);
 /* The answer of a done operation, which it frees; on BUD_OK *res is the
  * reservation to settle (bud_redis_settle). */

@@ -144,8 +144,9 @@ bud_redis_on(void)
 
 /*
  * Read an admission script's reply: {0, "ok", ws} | {1, CAP, ws} |
- * {2, retry_s, ws}. BUD_OK, BUD_EXCEEDED (why names the cap), BUD_RATE
- * (*retry set), or -1 for anything else (an error, a NULL reply, a shape
+ * {2, retry_s, ws} | {3, "llm_concurrency", ws}. BUD_OK, BUD_EXCEEDED
+ * (why names the cap), BUD_RATE (*retry set; also every llm_concurrency
+ * slot taken), or -1 for anything else (an error, a NULL reply, a shape
  * no script of ours returns).
  */
 static redisReplyObjectFunctions	brs_fn_default, brs_fn_guarded;
@@ -213,6 +214,14 @@ bud_redis_admit_reply(const redisReply *r, char *why, size_t whysz,
 			return -1;
 		*retry = e->integer > 3600 ? 3600 : (int)e->integer;
 		snprintf(why, whysz, "rate cap (shared)");
+		return BUD_RATE;
+	case 3:
+		if (e->type != REDIS_REPLY_STRING || e->str == NULL ||
+		    e->len != 15 || memcmp(e->str, "llm_concurrency", 15) != 0)
+			return -1;
+		*retry = 1;
+		snprintf(why, whysz, "llm_concurrency cap reached (shared): "
+		    "that many metered requests are in flight");
 		return BUD_RATE;
 	}
 	return -1;
@@ -556,12 +565,12 @@ cap_arg(char *dst, size_t dstsz, int has, uint64_t v)
 
 struct bud_rop *
 bud_redis_admit(struct event *ev, const char *sandbox,
-    const struct cfg_caps *caps, uint64_t reserve)
+    const struct cfg_caps *caps, uint64_t reserve, uint64_t llm)
 {
 	struct brc	*c = brc_get(event_get_base(ev));
 	struct bud_rop	*o;
 	struct bud_rres	*r;
-	const char	*argv[14];
+	const char	*argv[15];
 	char		 a[10][24];
 
 	o = xcalloc(1, sizeof(*o));
@@ -597,6 +606,7 @@ bud_redis_admit(struct event *ev, const char *sandbox,
 	snprintf(a[6], sizeof(a[6]), "%" PRIu64, caps ? caps->cp_rate_ms : 0);
 	snprintf(a[7], sizeof(a[7]), "%" PRIu64, reserve);
 	snprintf(a[8], sizeof(a[8]), "%" PRIu64, brs.lease_ms);
+	cap_arg(a[9], sizeof(a[9]), llm != 0, llm);
 	argv[0] = "EVALSHA";
 	argv[1] = brs.sha[BRS_ADMIT];
 	argv[2] = "1";
@@ -611,7 +621,8 @@ bud_redis_admit(struct event *ev, const char *sandbox,
 	argv[11] = a[7];
 	argv[12] = r->r_id;
 	argv[13] = a[8];
-	brc_cmd(c, admit_cb, o, 14, argv);
+	argv[14] = a[9];
+	brc_cmd(c, admit_cb, o, 15, argv);
 	return o;
 }
 

@@ -37,11 +37,7 @@ policies:
 YAML
 	start_gateway $i "$T/gw$i.yaml"
 done
-_w=0
-until [ -S "$T/state1/admin.sock" ]; do
-	_w=$((_w + 1)); [ $_w -le 100 ] || hard_error "no admin socket"
-	sleep 0.05
-done
+wait_admin 1
 # both registries connected (the first resync done)
 _w=0
 until [ "$(grep -c 'fleet registry: connected' "$T"/airlockd-*.log |
@@ -147,15 +143,5 @@ assert st == 200, "rt1, known before, with Redis gone: %s" % st
 PY
 ok "Redis gone: an unknown id is refused 407 within store_timeout, known ones served"
 
-for i in 1 2; do
-	eval "_pid=\$GW_PID_$i"
-	kill -TERM "$_pid"
-	wait_exit "$_pid" 30
-	[ "$WAIT_STATUS" -eq 0 ] || check_fail "gateway $i exited $WAIT_STATUS"
-	untrack_pid "$_pid"
-	if grep -E -q 'runtime error:|AddressSanitizer|LeakSanitizer' \
-	    "$T/airlockd-$i.log"; then
-		check_fail "sanitizer report in gateway $i's log"
-	fi
-done
+stop_gateways 1 2
 finish
