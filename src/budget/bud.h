@@ -385,6 +385,17 @@ void	bud_redis_close(void);
 int	bud_redis_on(void);
 /* On a worker's thread once its loop is over (conn/worker.c). */
 void	bud_redis_worker_fini(void);
+/*
+ * The shared counters of <sandbox>'s current window (caps' window, the
+ * server's clock) as Redis has them, for the admin API: one blocking
+ * connection bounded by limits.store_timeout (the main thread's, never a
+ * worker's). 0, or -1 (Redis away: *bc zeroed). bc_reserved counts live
+ * reservations and any whose lease ended since the sandbox's last
+ * admission.
+ */
+struct bud_counters;
+int	bud_redis_get(const char *sandbox, const struct cfg_caps *caps,
+	    struct bud_counters *bc);
 
 struct bud_rop;		/* an admission waiting for Redis */
 struct bud_rres;	/* a reservation held in Redis (its lease) */

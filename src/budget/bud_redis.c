@@ -717,6 +717,111 @@ bud_redis_settle(struct bud_rres *r, uint64_t cost, uint64_t in,
 	free(r);
 }
 
+/* ---- the admin API's view ------------------------------------------- */
+
+/* One command on <c>: its reply, or NULL (an error reply is freed). */
+static redisReply *
+brs_sync(redisContext *c, int argc, const char **argv)
+{
+	redisReply	*r = redisCommandArgv(c, argc, argv, NULL);
+
+	if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+		freeReplyObject(r);
+		r = NULL;
+	}
+	return r;
+}
+
+static uint64_t
+brs_u64(const redisReply *r)
+{
+	long long	v;
+
+	if (r == NULL || r->type != REDIS_REPLY_STRING || r->str == NULL)
+		return 0;
+	v = strtoll(r->str, NULL, 10);
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+int
+bud_redis_get(const char *sandbox, const struct cfg_caps *caps,
+    struct bud_counters *bc)
+{
+	struct timeval	 tv;
+	redisContext	*c;
+	redisReply	*r;
+	const char	*argv[6];
+	char		*key, wkey[300], rkey[300], db[8];
+	uint64_t	 now, win = caps != NULL ? caps->cp_window_ms : 0, ws = 0;
+	int		 rv = -1;
+
+	memset(bc, 0, sizeof(*bc));
+	tv.tv_sec = (time_t)(brs.timeout_ms / 1000);
+	tv.tv_usec = (suseconds_t)(brs.timeout_ms % 1000) * 1000;
+	c = brs.unix_path != NULL ?
+	    redisConnectUnixWithTimeout(brs.unix_path, tv) :
+	    redisConnectWithTimeout(brs.host, brs.port, tv);
+	if (c == NULL || c->err) {
+		if (c != NULL)
+			redisFree(c);
+		return -1;
+	}
+	bud_redis_reader_guard(c->reader);
+	redisSetTimeout(c, tv);
+	key = brs_key(sandbox);
+	if (brs.pass != NULL) {
+		argv[0] = "AUTH";
+		argv[1] = brs.pass;
+		if ((r = brs_sync(c, 2, argv)) == NULL)
+			goto out;
+		freeReplyObject(r);
+	}
+	if (brs.db != 0) {
+		snprintf(db, sizeof(db), "%d", brs.db);
+		argv[0] = "SELECT";
+		argv[1] = db;
+		if ((r = brs_sync(c, 2, argv)) == NULL)
+			goto out;
+		freeReplyObject(r);
+	}
+	/* the window is the server's, as the scripts' */
+	argv[0] = "TIME";
+	if ((r = brs_sync(c, 1, argv)) == NULL)
+		goto out;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+		freeReplyObject(r);
+		goto out;
+	}
+	now = brs_u64(r->element[0]) * 1000 + brs_u64(r->element[1]) / 1000;
+	freeReplyObject(r);
+	if (win > 0)
+		ws = now - now % win;
+	snprintf(wkey, sizeof(wkey), "%s:w:%" PRIu64, key, ws);
+	snprintf(rkey, sizeof(rkey), "%s:rt", key);
+	argv[0] = "HMGET"; argv[1] = wkey; argv[2] = "req"; argv[3] = "in";
+	argv[4] = "out"; argv[5] = "spend";
+	if ((r = brs_sync(c, 6, argv)) == NULL)
+		goto out;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 4) {
+		bc->bc_requests = brs_u64(r->element[0]);
+		bc->bc_bytes_in = brs_u64(r->element[1]);
+		bc->bc_bytes_out = brs_u64(r->element[2]);
+		bc->bc_spend = brs_u64(r->element[3]);
+	}
+	freeReplyObject(r);
+	argv[0] = "GET"; argv[1] = rkey;
+	if ((r = brs_sync(c, 2, argv)) == NULL)
+		goto out;
+	bc->bc_reserved = brs_u64(r);
+	freeReplyObject(r);
+	bc->bc_window_start = ws / 1000;
+	rv = 0;
+out:
+	free(key);
+	redisFree(c);
+	return rv;
+}
+
 /* ---- start and stop ------------------------------------------------- */
 
 /* The password from env:NAME or file:PATH (first line). */

@@ -86,5 +86,28 @@ t.done()
 PY
 ok "llm_concurrency 2 across three gateways: 6 at once, exactly 2 admitted"
 
+# the admin API's view is the fleet's: 3 requests served by 3 gateways,
+# 90 µUSD each, whichever gateway is asked
+wait_admin 1 2 3
+"$PYTHON" - <<'PY' || check_fail "the admin usage view in fleet mode"
+import os, time, adminlib as A
+T = os.environ["T"]
+for i in (1, 2, 3):
+    t0 = time.monotonic()
+    while True:
+        st, _, b = A.call("unix:%s/state%d/admin.sock" % (T, i), "GET",
+                          "/v1/sandboxes/sl/usage",
+                          token=A.token("%s/state%d" % (T, i)))
+        if st == 200 and b.get("spend_microusd") == 270 or \
+                time.monotonic() - t0 > 3:
+            break
+        time.sleep(0.05)
+    assert st == 200, (i, st, b)
+    assert b.get("scope") == "fleet", (i, b)
+    assert b.get("requests") == 3 and b.get("spend_microusd") == 270, (i, b)
+    assert b.get("reserved_microusd") == 0, (i, b)
+PY
+ok "the admin usage view on every gateway shows the fleet's figures"
+
 stop_gateways 1 2 3
 finish
