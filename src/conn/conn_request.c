@@ -353,6 +353,13 @@ void
 conn_ident_resume(struct conn *c)
 {
 	c->c_r.r_ident_waited = 1;
+	if (c->c_s5_step == CONN_S5_AUTH) {
+		/* a SOCKS5 login: its kept bytes again */
+		c->c_state = CONN_SOCKS5;
+		conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+		conn_socks5_read(c);
+		return;
+	}
 	c->c_state = CONN_HEAD;		/* where the head left it */
 	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
 	if (identify(c) != 0)

@@ -10,6 +10,8 @@
 #  - created through gateway 1's admin API and used on gateway 2 at once,
 #    on a connection opened before the creation: the first login is served;
 #  - an id Redis does not have, and a wrong token: 407, promptly;
+#  - the same over SOCKS5 (RFC 1929 login): accepted at once, an unknown
+#    id refused;
 #  - Redis gone: an unknown id is refused 407 within store_timeout.
 . "$top_srcdir/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/fleetlib.sh"
@@ -19,8 +21,9 @@ start_redis
 for i in 1 2; do
 	eval "GW_PORT_$i=\$(free_port)"
 	eval "_p=\$GW_PORT_$i"
+	S5_PORT=$(free_port)
 	cat >"$T/gw$i.yaml" <<YAML
-listen: {proxy: "127.0.0.1:$_p"}
+listen: {proxy: "127.0.0.1:$_p", socks5: "127.0.0.1:$S5_PORT"}
 state_dir: $T/state$i
 workers: 1
 gateway: gw$i
@@ -45,7 +48,7 @@ until [ "$(grep -c 'fleet registry: connected' "$T"/airlockd-*.log |
 	_w=$((_w + 1)); [ $_w -le 100 ] || hard_error "registries not connected"
 	sleep 0.05
 done
-export T GW_PORT_1 GW_PORT_2 ORIGIN_PORT REDIS_PORT
+export T GW_PORT_1 GW_PORT_2 ORIGIN_PORT REDIS_PORT S5_PORT
 
 cat >"$T/rt.py" <<'PY'
 import base64, hashlib, os, socket, subprocess, sys, time
@@ -104,6 +107,27 @@ st, _ = get(conn(GW[2]), "rt0", "secret-0x")
 assert st == 407, "wrong token: %s" % st
 PY
 ok "a sandbox only Redis knows: its first login is served (the lookup waited for)"
+
+# gateway 2's SOCKS5 listener (the last one made): RFC 1929 login
+"$PYTHON" - <<'PY' || check_fail "SOCKS5 login of an unannounced record"
+import os, sys
+sys.path.insert(0, os.environ["T"]); from rt import *
+s = conn(int(os.environ["S5_PORT"]))
+put("rs0", "secret-s")
+s.sendall(b"\x05\x01\x02")
+assert s.recv(2) == b"\x05\x02", "method"
+s.sendall(b"\x01\x03rs0\x08secret-s")
+got = s.recv(2)
+assert got == b"\x01\x00", "first SOCKS5 login of rs0: %r" % got
+s.close()
+s = conn(int(os.environ["S5_PORT"]))
+s.sendall(b"\x05\x01\x02")
+assert s.recv(2) == b"\x05\x02", "method"
+s.sendall(b"\x01\x06nosuch\x01x")
+got = s.recv(2)
+assert got == b"\x01\x01", "unknown id over SOCKS5: %r" % got
+PY
+ok "SOCKS5: a sandbox only Redis knows is accepted on its first login, an unknown id refused"
 
 "$PYTHON" - <<'PY' || check_fail "created on 1, used on 2 at once"
 import os, sys
