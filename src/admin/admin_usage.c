@@ -173,9 +173,19 @@ adm_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
 		bud_reset(s->sb_id);
 		sbx_fleet_reset(s->sb_id);	/* fleet mode: Redis too */
 	}
-	if (bud_get(s->sb_id, caps, &bc) == -1)
+	if (bud_redis_on()) {
+		/* fleet mode: the whole fleet's figures, from Redis */
+		if (bud_redis_get(s->sb_id, caps, &bc) == -1) {
+			json_object_put(o);
+			admin_error(r, 503, "budget_unavailable", "the budget "
+			    "store (Redis) did not answer");
+			return;
+		}
+	} else if (bud_get(s->sb_id, caps, &bc) == -1)
 		memset(&bc, 0, sizeof(bc));	/* no traffic yet */
 	json_object_object_add(o, "sandbox", json_object_new_string(s->sb_id));
+	json_object_object_add(o, "scope", json_object_new_string(
+	    bud_redis_on() ? "fleet" : "gateway"));
 	if (bc.bc_window_start > 0) {
 		admin_fmt_time((int64_t)bc.bc_window_start, ts, sizeof(ts));
 		json_object_object_add(o, "window_start",

@@ -385,6 +385,17 @@ void	bud_redis_close(void);
 int	bud_redis_on(void);
 /* On a worker's thread once its loop is over (conn/worker.c). */
 void	bud_redis_worker_fini(void);
+/*
+ * The shared counters of <sandbox>'s current window (caps' window, the
+ * server's clock) as Redis has them, for the admin API: one blocking
+ * connection bounded by limits.store_timeout (the main thread's, never a
+ * worker's). 0, or -1 (Redis away: *bc zeroed). bc_reserved counts live
+ * reservations and any whose lease ended since the sandbox's last
+ * admission.
+ */
+struct bud_counters;
+int	bud_redis_get(const char *sandbox, const struct cfg_caps *caps,
+	    struct bud_counters *bc);
 
 struct bud_rop;		/* an admission waiting for Redis */
 struct bud_rres;	/* a reservation held in Redis (its lease) */
@@ -393,10 +404,13 @@ struct event;
  * Admit a request of <sandbox> under <caps> reserving <reserve> µUSD, in
  * Redis, on the connection of the thread running <ev>'s base: a new
  * operation whose answer makes <ev> active (or is there already, see
- * bud_rop_done: no connection). Never blocks.
+ * bud_rop_done: no connection). <llm>: a metered request under an
+ * llm_concurrency cap of that many (0 = none), which takes one of the
+ * sandbox's shared slots (leased like the reservation). Never blocks.
  */
 struct bud_rop	*bud_redis_admit(struct event *ev, const char *sandbox,
-		    const struct cfg_caps *caps, uint64_t reserve);
+		    const struct cfg_caps *caps, uint64_t reserve,
+		    uint64_t llm);
 int		 bud_rop_done(const struct bud_rop *);
 /* The answer of a done operation, which it frees; on BUD_OK *res is the
  * reservation to settle (bud_redis_settle). */

@@ -144,8 +144,9 @@ bud_redis_on(void)
 
 /*
  * Read an admission script's reply: {0, "ok", ws} | {1, CAP, ws} |
- * {2, retry_s, ws}. BUD_OK, BUD_EXCEEDED (why names the cap), BUD_RATE
- * (*retry set), or -1 for anything else (an error, a NULL reply, a shape
+ * {2, retry_s, ws} | {3, "llm_concurrency", ws}. BUD_OK, BUD_EXCEEDED
+ * (why names the cap), BUD_RATE (*retry set; also every llm_concurrency
+ * slot taken), or -1 for anything else (an error, a NULL reply, a shape
  * no script of ours returns).
  */
 static redisReplyObjectFunctions	brs_fn_default, brs_fn_guarded;
@@ -213,6 +214,14 @@ bud_redis_admit_reply(const redisReply *r, char *why, size_t whysz,
 			return -1;
 		*retry = e->integer > 3600 ? 3600 : (int)e->integer;
 		snprintf(why, whysz, "rate cap (shared)");
+		return BUD_RATE;
+	case 3:
+		if (e->type != REDIS_REPLY_STRING || e->str == NULL ||
+		    e->len != 15 || memcmp(e->str, "llm_concurrency", 15) != 0)
+			return -1;
+		*retry = 1;
+		snprintf(why, whysz, "llm_concurrency cap reached (shared): "
+		    "that many metered requests are in flight");
 		return BUD_RATE;
 	}
 	return -1;
@@ -556,12 +565,12 @@ cap_arg(char *dst, size_t dstsz, int has, uint64_t v)
 
 struct bud_rop *
 bud_redis_admit(struct event *ev, const char *sandbox,
-    const struct cfg_caps *caps, uint64_t reserve)
+    const struct cfg_caps *caps, uint64_t reserve, uint64_t llm)
 {
 	struct brc	*c = brc_get(event_get_base(ev));
 	struct bud_rop	*o;
 	struct bud_rres	*r;
-	const char	*argv[14];
+	const char	*argv[15];
 	char		 a[10][24];
 
 	o = xcalloc(1, sizeof(*o));
@@ -597,6 +606,7 @@ bud_redis_admit(struct event *ev, const char *sandbox,
 	snprintf(a[6], sizeof(a[6]), "%" PRIu64, caps ? caps->cp_rate_ms : 0);
 	snprintf(a[7], sizeof(a[7]), "%" PRIu64, reserve);
 	snprintf(a[8], sizeof(a[8]), "%" PRIu64, brs.lease_ms);
+	cap_arg(a[9], sizeof(a[9]), llm != 0, llm);
 	argv[0] = "EVALSHA";
 	argv[1] = brs.sha[BRS_ADMIT];
 	argv[2] = "1";
@@ -611,7 +621,8 @@ bud_redis_admit(struct event *ev, const char *sandbox,
 	argv[11] = a[7];
 	argv[12] = r->r_id;
 	argv[13] = a[8];
-	brc_cmd(c, admit_cb, o, 14, argv);
+	argv[14] = a[9];
+	brc_cmd(c, admit_cb, o, 15, argv);
 	return o;
 }
 
@@ -704,6 +715,111 @@ bud_redis_settle(struct bud_rres *r, uint64_t cost, uint64_t in,
 		    " uUSD is lost (its reservation's lease ends)", cost);
 	free(r->r_key);
 	free(r);
+}
+
+/* ---- the admin API's view ------------------------------------------- */
+
+/* One command on <c>: its reply, or NULL (an error reply is freed). */
+static redisReply *
+brs_sync(redisContext *c, int argc, const char **argv)
+{
+	redisReply	*r = redisCommandArgv(c, argc, argv, NULL);
+
+	if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+		freeReplyObject(r);
+		r = NULL;
+	}
+	return r;
+}
+
+static uint64_t
+brs_u64(const redisReply *r)
+{
+	long long	v;
+
+	if (r == NULL || r->type != REDIS_REPLY_STRING || r->str == NULL)
+		return 0;
+	v = strtoll(r->str, NULL, 10);
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+int
+bud_redis_get(const char *sandbox, const struct cfg_caps *caps,
+    struct bud_counters *bc)
+{
+	struct timeval	 tv;
+	redisContext	*c;
+	redisReply	*r;
+	const char	*argv[6];
+	char		*key, wkey[300], rkey[300], db[8];
+	uint64_t	 now, win = caps != NULL ? caps->cp_window_ms : 0, ws = 0;
+	int		 rv = -1;
+
+	memset(bc, 0, sizeof(*bc));
+	tv.tv_sec = (time_t)(brs.timeout_ms / 1000);
+	tv.tv_usec = (suseconds_t)(brs.timeout_ms % 1000) * 1000;
+	c = brs.unix_path != NULL ?
+	    redisConnectUnixWithTimeout(brs.unix_path, tv) :
+	    redisConnectWithTimeout(brs.host, brs.port, tv);
+	if (c == NULL || c->err) {
+		if (c != NULL)
+			redisFree(c);
+		return -1;
+	}
+	bud_redis_reader_guard(c->reader);
+	redisSetTimeout(c, tv);
+	key = brs_key(sandbox);
+	if (brs.pass != NULL) {
+		argv[0] = "AUTH";
+		argv[1] = brs.pass;
+		if ((r = brs_sync(c, 2, argv)) == NULL)
+			goto out;
+		freeReplyObject(r);
+	}
+	if (brs.db != 0) {
+		snprintf(db, sizeof(db), "%d", brs.db);
+		argv[0] = "SELECT";
+		argv[1] = db;
+		if ((r = brs_sync(c, 2, argv)) == NULL)
+			goto out;
+		freeReplyObject(r);
+	}
+	/* the window is the server's, as the scripts' */
+	argv[0] = "TIME";
+	if ((r = brs_sync(c, 1, argv)) == NULL)
+		goto out;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+		freeReplyObject(r);
+		goto out;
+	}
+	now = brs_u64(r->element[0]) * 1000 + brs_u64(r->element[1]) / 1000;
+	freeReplyObject(r);
+	if (win > 0)
+		ws = now - now % win;
+	snprintf(wkey, sizeof(wkey), "%s:w:%" PRIu64, key, ws);
+	snprintf(rkey, sizeof(rkey), "%s:rt", key);
+	argv[0] = "HMGET"; argv[1] = wkey; argv[2] = "req"; argv[3] = "in";
+	argv[4] = "out"; argv[5] = "spend";
+	if ((r = brs_sync(c, 6, argv)) == NULL)
+		goto out;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 4) {
+		bc->bc_requests = brs_u64(r->element[0]);
+		bc->bc_bytes_in = brs_u64(r->element[1]);
+		bc->bc_bytes_out = brs_u64(r->element[2]);
+		bc->bc_spend = brs_u64(r->element[3]);
+	}
+	freeReplyObject(r);
+	argv[0] = "GET"; argv[1] = rkey;
+	if ((r = brs_sync(c, 2, argv)) == NULL)
+		goto out;
+	bc->bc_reserved = brs_u64(r);
+	freeReplyObject(r);
+	bc->bc_window_start = ws / 1000;
+	rv = 0;
+out:
+	free(key);
+	redisFree(c);
+	return rv;
 }
 
 /* ---- start and stop ------------------------------------------------- */

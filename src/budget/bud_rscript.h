@@ -12,6 +12,9 @@
  *	airlock:{S}:res		zset: reservation id -> lease end (ms)
  *	airlock:{S}:ra		hash: reservation id -> µUSD reserved
  *	airlock:{S}:rt		µUSD reserved by the live reservations
+ *	airlock:{S}:llm		zset: reservation id -> lease end (ms) of
+ *				the metered requests in flight under an
+ *				llm_concurrency cap (its slots)
  *	airlock:{S}:rate	hash n, ms, tok, at: the rate bucket
  * A lease that ends (its gateway died, or lost Redis for longer) is
  * released by the next script that touches the sandbox.
@@ -30,6 +33,8 @@
 	"if win > 0 then ws = now - (now % win) end\n"			\
 	"local W = P .. ':w:' .. ws\n"					\
 	"local R, A, T = P .. ':res', P .. ':ra', P .. ':rt'\n"		\
+	"local L = P .. ':llm'\n"					\
+	"redis.call('ZREMRANGEBYSCORE', L, '-inf', now)\n"		\
 	"local old = redis.call('ZRANGEBYSCORE', R, '-inf', now)\n"	\
 	"for _, id in ipairs(old) do\n"					\
 	"  local a = redis.call('HGET', A, id)\n"			\
@@ -44,7 +49,9 @@
 /*
  * Admission. ARGV: win_ms, then caps (-1 = none): requests, bytes_in,
  * bytes_out, usd; rate n, rate ms (n -1 = none); reserve, reservation
- * id, lease ms. Returns {0, "ok", ws} | {1, CAP, ws} | {2, retry_s, ws}.
+ * id, lease ms; llm_concurrency (-1 = none: not metered, or no cap).
+ * Returns {0, "ok", ws} | {1, CAP, ws} | {2, retry_s, ws} |
+ * {3, "llm_concurrency", ws} (every slot taken: live leases in L).
  * Spent caps are judged first so a refused request takes no rate token.
  */
 #define BUD_RS_ADMIT BUD_RS_HEAD					\
@@ -63,6 +70,10 @@
 	"cap = tonumber(ARGV[5])\n"					\
 	"if cap >= 0 and spend + rsv + reserve > cap then\n"		\
 	"  return {1, 'usd', ws}\n"					\
+	"end\n"								\
+	"local lc = tonumber(ARGV[11]) or -1\n"			\
+	"if lc >= 0 and redis.call('ZCARD', L) >= lc then\n"		\
+	"  return {3, 'llm_concurrency', ws}\n"				\
 	"end\n"								\
 	"local n = tonumber(ARGV[6])\n"					\
 	"if n >= 0 then\n"						\
@@ -99,6 +110,9 @@
 	"  redis.call('HSET', A, ARGV[9], ARGV[8])\n"			\
 	"  redis.call('ZADD', R, now + tonumber(ARGV[10]), ARGV[9])\n"	\
 	"end\n"								\
+	"if lc >= 0 then\n"						\
+	"  redis.call('ZADD', L, now + tonumber(ARGV[10]), ARGV[9])\n"	\
+	"end\n"								\
 	"return {0, 'ok', ws}\n"
 
 /*
@@ -112,6 +126,7 @@
 	"  if a then redis.call('DECRBY', T, a) end\n"			\
 	"  redis.call('HDEL', A, ARGV[2])\n"				\
 	"  redis.call('ZREM', R, ARGV[2])\n"				\
+	"  redis.call('ZREM', L, ARGV[2])\n"				\
 	"end\n"								\
 	"if ARGV[3] ~= '0' then redis.call('HINCRBY', W, 'spend', ARGV[3]) end\n" \
 	"if ARGV[4] ~= '0' then redis.call('HINCRBY', W, 'in', ARGV[4]) end\n" \
@@ -119,9 +134,11 @@
 	"touch()\n"							\
 	"return 1\n"
 
-/* Lease renewal of a live reservation. ARGV: win_ms, id, lease ms. */
+/* Lease renewal of a live reservation (and of its llm_concurrency
+ * slot). ARGV: win_ms, id, lease ms. */
 #define BUD_RS_RENEW BUD_RS_HEAD					\
 	"redis.call('ZADD', R, 'XX', now + tonumber(ARGV[3]), ARGV[2])\n" \
+	"redis.call('ZADD', L, 'XX', now + tonumber(ARGV[3]), ARGV[2])\n" \
 	"return 1\n"
 
 #endif

@@ -585,6 +585,22 @@ bud_req_ready(struct xs_call *xc)
 		xc->xc_why = AUD_R_BUDGET_EXCEEDED;
 		return XS_DENY;
 	}
+	/*
+	 * The Redis store, for a rule that needs it (capped or metered);
+	 * the driver lends every exchange, tunnels included, an event to
+	 * resume on (a unit test's fake exchange has none: file store).
+	 * There the llm_concurrency slots are the fleet's (a leased slot in
+	 * the admission script), not this gateway's.
+	 */
+	if (bud_redis_on() && (caps_any(caps) || metered) &&
+	    xc->xc_resume != NULL && (ev = xc->xc_resume(xc)) != NULL) {
+		x->x_bud.b_sb = sb;
+		x->x_bud.b_reserved = reserve;
+		x->x_bud.b_rop = bud_redis_admit(ev, xc->xc_sandbox,
+		    caps_any(caps) ? caps : NULL, reserve,
+		    metered ? caps->cp_llm_concurrency : 0);
+		return bud_redis_resume(xc);
+	}
 	if (metered) {
 		if (bud_llm_enter(sb, caps->cp_llm_concurrency) == -1) {
 			x->x_bud.b_retry_after = 1;
@@ -595,19 +611,6 @@ bud_req_ready(struct xs_call *xc)
 			    (unsigned long long)caps->cp_llm_concurrency);
 		}
 		x->x_bud.b_llm = caps->cp_llm_concurrency != 0;
-	}
-	/*
-	 * The Redis store, for a rule that needs it (capped or metered);
-	 * the driver lends every exchange, tunnels included, an event to
-	 * resume on (a unit test's fake exchange has none: file store).
-	 */
-	if (bud_redis_on() && (caps_any(caps) || metered) &&
-	    xc->xc_resume != NULL && (ev = xc->xc_resume(xc)) != NULL) {
-		x->x_bud.b_sb = sb;
-		x->x_bud.b_reserved = reserve;
-		x->x_bud.b_rop = bud_redis_admit(ev, xc->xc_sandbox,
-		    caps_any(caps) ? caps : NULL, reserve);
-		return bud_redis_resume(xc);
 	}
 	/* the worker does not wait for the ledger's fsync: the exchange
 	 * does (the driver always lends an event; without one, a fake

@@ -93,12 +93,25 @@ bt_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct bt_pair	*p = arg;
 	unsigned long	 e;
+	SSL		*ssl;
+	long		 vr;
 
 	if (what & BEV_EVENT_CONNECTED)
 		return;
 	if (bev == p->p_tls && (what & BEV_EVENT_ERROR)) {
+		/* the server's certificate refused: say which check failed
+		   (the name, the chain), not only "certificate verify
+		   failed" */
+		if ((ssl = bufferevent_openssl_get_ssl(bev)) != NULL &&
+		    (vr = SSL_get_verify_result(ssl)) != X509_V_OK)
+			log_warnx("bud: rediss://%s:%d: the server's "
+			    "certificate is refused: %s (it must chain to "
+			    "budget_store_ca and name %s)", bt.host, bt.port,
+			    X509_verify_cert_error_string(vr), bt.host);
 		while ((e = bufferevent_get_openssl_error(bev)) != 0)
-			log_warnx("bud: rediss: %s", ERR_reason_error_string(e));
+			if (ERR_reason_error_string(e) != NULL)
+				log_warnx("bud: rediss: %s",
+				    ERR_reason_error_string(e));
 	}
 	bt_pair_free(p);	/* either side gone: both go */
 }

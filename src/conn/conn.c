@@ -45,6 +45,7 @@
 #include "secrets/sec_inject.h"
 #include "secrets/sec_ws.h"
 #include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -957,6 +958,12 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		    "request head not received in time", 1);
 		break;
 	case CONN_WAIT:
+		if (c->c_r.r_ident_wait) {	/* the registry was slow */
+			sbx_fleet_unwatch(c->c_resume_ev);
+			c->c_r.r_ident_wait = 0;
+			conn_ident_resume(c);
+			break;
+		}
 		conn_upstream_failed(c, AUD_R_UPSTREAM_TIMEOUT,
 		    "connecting to the upstream timed out");
 		break;

@@ -115,6 +115,9 @@ struct conn_req {
 	int		 r_reframe;	/* a stage changes the body's length */
 	size_t		 r_wait_at;	/* the stage that said XS_WAIT */
 	void		(*r_wait_next)(struct conn *); /* then go on here */
+	int		 r_ident_wait;	/* its login waits for the fleet's
+					   registry (conn_pipe_ident_wait) */
+	int		 r_ident_waited;
 };
 
 struct conn {
@@ -326,6 +329,11 @@ int	conn_pipe_req_head(struct conn *, size_t *hold);
 int	conn_pipe_ready(struct conn *, void (*next)(struct conn *));
 /* Before the connection is freed: no stage will resume it. */
 void	conn_pipe_fini(struct conn *);
+/* Fleet mode: wait (the resume event, bounded by limits.store_timeout)
+ * for one lookup of login <id> in the shared registry, then
+ * conn_ident_resume(). 0 waiting, -1 not (refuse now). */
+int	conn_pipe_ident_wait(struct conn *, const char *id);
+void	conn_ident_resume(struct conn *);
 /* A request body chunk (inside the parser; <eof>: the end, an empty
  * chunk): 0, or -1 when a stage refused (its first *pass bytes still go
  * on); the answer waits for conn_pipe_pending(). A stage may change the

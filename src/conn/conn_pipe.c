@@ -25,6 +25,7 @@
 #include "pipe/xchg.h"
 #include "policy/pol_ask.h"
 #include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 #include "secrets/sec.h"
 #include "util/log.h"
 
@@ -138,6 +139,13 @@ pipe_resume_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (c->c_r.r_ident_wait && !c->c_closing) {
+		conn_enter(c);
+		c->c_r.r_ident_wait = 0;
+		conn_ident_resume(c);
+		conn_leave(c);
+		return;
+	}
 	if (c->c_closing || next == NULL)
 		return;
 	conn_enter(c);
@@ -158,6 +166,22 @@ pipe_resume_ev(struct xs_call *xc)
 		c->c_resume_ev = event_new(c->c_worker->w_base, -1, 0,
 		    pipe_resume_cb, c);
 	return c->c_resume_ev;
+}
+
+int
+conn_pipe_ident_wait(struct conn *c, const char *id)
+{
+	struct xs_call	xc;
+	struct event	*ev;
+
+	pipe_call(c, &xc);
+	if (!sbx_fleet_on() || (ev = pipe_resume_ev(&xc)) == NULL ||
+	    sbx_fleet_watch(id, ev) == -1)
+		return -1;
+	c->c_r.r_ident_wait = 1;
+	c->c_state = CONN_WAIT;
+	conn_timer_arm(c, c->c_cfg->c_limits.l_store_timeout_ms);
+	return 0;
 }
 
 int
@@ -196,6 +220,7 @@ conn_pipe_fini(struct conn *c)
 	if (c->c_resume_ev == NULL)
 		return;
 	bud_led_unwatch(c->c_resume_ev);
+	sbx_fleet_unwatch(c->c_resume_ev);
 	ask_unwatch(c->c_resume_ev);
 	sec_store_unwatch(c->c_cfg->c_store, c->c_resume_ev);
 	event_free(c->c_resume_ev);

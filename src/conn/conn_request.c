@@ -50,7 +50,8 @@
 
 /*
  * Who is asking: Proxy-Authorization Basic ID:TOKEN, else the listener's
- * default sandbox. Returns 0, or -1 after answering 407.
+ * default sandbox. Returns 0, -1 after answering 407, or 1: the id is
+ * looked up in the fleet's registry first (the connection waits).
  */
 static int
 identify(struct conn *c)
@@ -85,6 +86,13 @@ identify(struct conn *c)
 			*(char *)colon = '\0';
 			s = sbx_auth(creds, colon + 1,
 			    (size_t)(n - (colon + 1 - creds)));
+			/* fleet mode, an id unknown here: one lookup in
+			   Redis, then this login again (conn_ident_resume) */
+			if (s == NULL && !c->c_r.r_ident_waited &&
+			    conn_pipe_ident_wait(c, creds) == 0) {
+				OPENSSL_cleanse(creds, (size_t)n);
+				return 1;
+			}
 		}
 		if (n > 0)
 			OPENSSL_cleanse(creds, (size_t)n);
@@ -124,6 +132,8 @@ identify(struct conn *c)
 	}
 	return 0;
 }
+
+static void	request_head_go(struct conn *);
 
 static void
 dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
@@ -313,7 +323,6 @@ void
 conn_on_request_head(struct conn *c)
 {
 	struct http_msg		*m = &c->c_req;
-	int			 i, intercept;
 
 	conn_cfg_refresh(c);	/* judged under the config of now */
 	util_copy_str(c->c_x->x_method, http_msg_method(m),
@@ -334,8 +343,40 @@ conn_on_request_head(struct conn *c)
 	/* inside TLS the sandbox is the one that sent the CONNECT; on the
 	   transparent listener the one of the source address */
 	if (!c->c_tls && !c->c_transparent && !c->c_tunnel_http &&
-	    identify(c) == -1)
+	    identify(c) != 0)
 		return;
+	request_head_go(c);
+}
+
+/* The fleet's lookup of a login's id ended (or timed out): again. */
+void
+conn_ident_resume(struct conn *c)
+{
+	c->c_r.r_ident_waited = 1;
+	if (c->c_s5_step == CONN_S5_AUTH) {
+		/* a SOCKS5 login: its kept bytes again */
+		c->c_state = CONN_SOCKS5;
+		conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+		conn_socks5_read(c);
+		return;
+	}
+	c->c_state = CONN_HEAD;		/* where the head left it */
+	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
+	if (identify(c) != 0)
+		return;
+	request_head_go(c);
+	/* a body held whole may be buffered already */
+	if (!c->c_closing && c->c_state == CONN_BODY_BUFFER)
+		conn_feed_request(c);
+}
+
+/* The sandbox is known: judge the request. */
+static void
+request_head_go(struct conn *c)
+{
+	struct http_msg		*m = &c->c_req;
+	int			 i, intercept;
+
 	if ((c->c_tls || c->c_transparent || c->c_tunnel_http) &&
 	    conn_sandbox_refresh(c) == -1)
 		return;

@@ -169,10 +169,17 @@ s5_auth(struct conn *c, const unsigned char *p, size_t len)
 	pl = p[2 + ul];
 	if (len < 3 + ul + pl)
 		return 0;
+	if (c->c_r.r_ident_wait)
+		return 0;	/* the fleet's lookup first: bytes kept */
 	if (p[0] == 1 && ul > 0) {
 		memcpy(id, p + 2, ul);
 		id[ul] = '\0';
 		s = sbx_auth(id, (const char *)p + 3 + ul, pl);
+		/* fleet mode, an id unknown here: one lookup in Redis, then
+		   these same bytes again (conn_ident_resume) */
+		if (s == NULL && !c->c_r.r_ident_waited &&
+		    conn_pipe_ident_wait(c, id) == 0)
+			return 0;
 	}
 	/* the token is not kept anywhere */
 	OPENSSL_cleanse(evbuffer_pullup(bufferevent_get_input(c->c_bev),

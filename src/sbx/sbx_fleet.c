@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <openssl/crypto.h>
 
@@ -55,8 +56,16 @@ struct sf_op {
 	char			 o_tok[65];
 	int64_t			 o_created;
 	char			 o_addr[64];
+	int			 o_started;	/* '?': being looked up */
 };
 TAILQ_HEAD(sf_q, sf_op);
+
+/* A login waiting for a lookup (sbx_fleet_watch): woken once it ends. */
+struct sf_watch {
+	struct sf_watch		*w_next;
+	const struct sf_op	*w_op;		/* compared, never followed */
+	struct event		*w_ev;
+};
 
 static struct {
 	int		 on;
@@ -69,6 +78,7 @@ static struct {
 	int		 wake[2];
 	pthread_mutex_t	 mtx;
 	struct sf_q	 q;		/* under mtx */
+	struct sf_watch	*watch;		/* under mtx */
 	size_t		 nq, nmiss;
 	redisContext	*cmd, *sub;
 } sf = { .mtx = PTHREAD_MUTEX_INITIALIZER, .wake = { -1, -1 } };
@@ -134,6 +144,77 @@ sf_push(struct sf_op *o)
 		sf.nq++;
 	pthread_mutex_unlock(&sf.mtx);
 	sf_wake();
+}
+
+/* Wake the logins waiting for <o> (every one when NULL); under mtx. */
+static void
+sf_wake_watchers(const struct sf_op *o)
+{
+	struct sf_watch	**wp = &sf.watch, *w;
+
+	while ((w = *wp) != NULL) {
+		if (o != NULL && w->w_op != o) {
+			wp = &w->w_next;
+			continue;
+		}
+		*wp = w->w_next;
+		event_active(w->w_ev, EV_TIMEOUT, 1);
+		free(w);
+	}
+}
+
+int
+sbx_fleet_watch(const char *id, struct event *ev)
+{
+	struct sf_op	*o;
+	struct sf_watch	*w;
+
+	if (!sf.on || !cfg_name_ok(id) ||
+	    !__atomic_load_n(&sf.ready, __ATOMIC_ACQUIRE))
+		return -1;
+	pthread_mutex_lock(&sf.mtx);
+	/* a lookup of <id> not begun yet answers this login too */
+	TAILQ_FOREACH(o, &sf.q, o_entry)
+		if (o->o_kind == '?' && !o->o_started &&
+		    strcmp(o->o_id, id) == 0)
+			break;
+	if (o == NULL) {
+		if (sf.nmiss >= SF_MISS_MAX) {
+			pthread_mutex_unlock(&sf.mtx);
+			return -1;
+		}
+		o = xcalloc(1, sizeof(*o));
+		o->o_kind = '?';
+		o->o_id = xstrdup(id);
+		TAILQ_INSERT_TAIL(&sf.q, o, o_entry);
+		sf.nmiss++;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->w_op = o;
+	w->w_ev = ev;
+	w->w_next = sf.watch;
+	sf.watch = w;
+	pthread_mutex_unlock(&sf.mtx);
+	sf_wake();
+	return 0;
+}
+
+void
+sbx_fleet_unwatch(struct event *ev)
+{
+	struct sf_watch	**wp = &sf.watch, *w;
+
+	if (!sf.on)
+		return;
+	pthread_mutex_lock(&sf.mtx);
+	while ((w = *wp) != NULL) {
+		if (w->w_ev == ev) {
+			*wp = w->w_next;
+			free(w);
+		} else
+			wp = &w->w_next;
+	}
+	pthread_mutex_unlock(&sf.mtx);
 }
 
 void
@@ -252,6 +333,10 @@ sf_drop(void)
 		redisFree(sf.sub);
 	sf.cmd = sf.sub = NULL;
 	__atomic_store_n(&sf.ready, 0, __ATOMIC_RELEASE);
+	/* Redis away: the waiting logins are answered now (refused) */
+	pthread_mutex_lock(&sf.mtx);
+	sf_wake_watchers(NULL);
+	pthread_mutex_unlock(&sf.mtx);
 }
 
 /* A command on the command connection: its reply, or NULL (then the
@@ -541,7 +626,8 @@ sf_flush(void)
 
 	for (;;) {
 		pthread_mutex_lock(&sf.mtx);
-		o = TAILQ_FIRST(&sf.q);
+		if ((o = TAILQ_FIRST(&sf.q)) != NULL && o->o_kind == '?')
+			o->o_started = 1;
 		pthread_mutex_unlock(&sf.mtx);
 		if (o == NULL)
 			return 0;
@@ -559,9 +645,10 @@ sf_flush(void)
 			return -1;
 		pthread_mutex_lock(&sf.mtx);
 		TAILQ_REMOVE(&sf.q, o, o_entry);
-		if (o->o_kind == '?')
+		if (o->o_kind == '?') {
 			sf.nmiss--;
-		else
+			sf_wake_watchers(o);	/* known now, or not at all */
+		} else
 			sf.nq--;
 		pthread_mutex_unlock(&sf.mtx);
 		free(o->o_id);
@@ -715,6 +802,9 @@ sbx_fleet_stop(void)
 	__atomic_store_n(&sf.stop, 1, __ATOMIC_RELEASE);
 	sf_wake();
 	pthread_join(sf.thr, NULL);
+	pthread_mutex_lock(&sf.mtx);
+	sf_wake_watchers(NULL);
+	pthread_mutex_unlock(&sf.mtx);
 	while ((o = TAILQ_FIRST(&sf.q)) != NULL) {
 		TAILQ_REMOVE(&sf.q, o, o_entry);
 		free(o->o_id);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 struct cfg;
+struct event;
 
 /* Called after the fleet deleted sandboxes here: close their
  * connections (workers_revoke; set before sbx_fleet_start). */
@@ -38,5 +39,16 @@ void	sbx_fleet_retract(const char *id);
 void	sbx_fleet_reset(const char *id);
 /* A token for an unknown id: look it up in Redis (rate bound). */
 void	sbx_fleet_miss(const char *id);
+/*
+ * A login with an id unknown here waits for one lookup of it in Redis:
+ * <ev> (a worker's) is made active once that lookup ended (the sandbox
+ * is then known here, or Redis has no such sandbox) or Redis went away.
+ * 0, or -1: nothing to wait for (not fleet mode, Redis away, too many
+ * lookups pending): refuse now. The caller bounds the wait itself
+ * (limits.store_timeout) and calls sbx_fleet_unwatch(ev) before freeing
+ * <ev>. Any thread.
+ */
+int	sbx_fleet_watch(const char *id, struct event *ev);
+void	sbx_fleet_unwatch(struct event *ev);
 
 #endif

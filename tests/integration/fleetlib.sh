@@ -84,3 +84,33 @@ redis_spend()
 	_r=$(rcli GET "airlock:{$1}:rt")
 	echo "${_s:-0} ${_r:-0}"
 }
+
+# stop_gateways I...: SIGTERM, a clean exit, no sanitizer report.
+stop_gateways()
+{
+	for _gi in "$@"; do
+		eval "_pid=\$GW_PID_$_gi"
+		kill -TERM "$_pid"
+		wait_exit "$_pid" 30
+		[ "$WAIT_STATUS" -eq 0 ] ||
+		    check_fail "gateway $_gi exited $WAIT_STATUS"
+		untrack_pid "$_pid"
+		if grep -E -q 'runtime error:|AddressSanitizer|LeakSanitizer' \
+		    "$T/airlockd-$_gi.log"; then
+			check_fail "sanitizer report in gateway $_gi's log"
+		fi
+	done
+}
+
+# wait_admin I...: each gateway's admin socket is there.
+wait_admin()
+{
+	for _gi in "$@"; do
+		_w=0
+		until [ -S "$T/state$_gi/admin.sock" ]; do
+			_w=$((_w + 1))
+			[ $_w -le 100 ] || hard_error "no admin socket $_gi"
+			sleep 0.05
+		done
+	done
+}

@@ -35,6 +35,11 @@ static const struct {
 	{ "*3\r\n:2\r\n:999999\r\n:0\r\n", BUD_RATE, "rate cap (shared)",
 	    3600 },
 	{ "*3\r\n:2\r\n:0\r\n:0\r\n", -1, NULL, 0 },
+	{ "*3\r\n:3\r\n$15\r\nllm_concurrency\r\n:0\r\n", BUD_RATE,
+	    "llm_concurrency cap reached (shared): that many metered "
+	    "requests are in flight", 1 },
+	{ "*3\r\n:3\r\n$3\r\nllm\r\n:0\r\n", -1, NULL, 0 },
+	{ "*3\r\n:3\r\n:15\r\n:0\r\n", -1, NULL, 0 },
 	{ "-NOSCRIPT No matching script\r\n", -1, NULL, 0 },
 	{ ":0\r\n", -1, NULL, 0 },
 	{ "*2\r\n:0\r\n$2\r\nok\r\n", -1, NULL, 0 },
