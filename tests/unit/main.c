@@ -43,6 +43,7 @@ main(void)
 	srunner_add_suite(sr, suite_stage_sec());
 	srunner_add_suite(sr, suite_stage_bud());
 	srunner_add_suite(sr, suite_stage_pol());
+	srunner_add_suite(sr, suite_stage_geo());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -54,5 +54,6 @@ Suite	*suite_stage(void);
 Suite	*suite_stage_sec(void);
 Suite	*suite_stage_bud(void);
 Suite	*suite_stage_pol(void);
+Suite	*suite_stage_geo(void);
 
 #endif
