@@ -386,6 +386,13 @@ void	conn_connect_deny_timeout(struct conn *);
  * 1 yes, 0 no, -1 not decided yet (a few more bytes will tell). */
 int	conn_looks_like_http(const unsigned char *p, size_t len);
 /* conn_ident.c */
+/*
+ * Who the request head of <c> speaks for, before any stage: the explicit
+ * proxy's Proxy-Authorization or listener default (sbx/sbx_ident.c), else
+ * the connection's sandbox (CONNECT, transparent) if still its. 0, or -1
+ * after answering (407, 503 OVERLOADED, 403).
+ */
+int	conn_pipe_identity(struct conn *);
 /* The default sandbox of the listener <c> came in on, or NULL. */
 const char *conn_listener_default(const struct conn *);
 /* At start: log a warning for each listener with a default sandbox while
