@@ -54,19 +54,38 @@ static void	upstream_write_cb(struct bufferevent *, void *);
 static void	upstream_read_more(struct bufferevent *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
 static void	conn_feed_request_loop(struct conn *);
+static void	feed_request(struct conn *);
 
+/*
+ * A connection's frames (nginx's r->count with its posted requests, h2o's
+ * deferred work): every callback that may close or feed <c> holds a
+ * reference for its duration (conn_ref ... conn_unref). Under one,
+ * conn_close() only marks the connection and conn_feed_request() only
+ * asks; what was asked runs once, in order, when the outermost frame
+ * unwinds: the request loop (again while something inside it asked, e.g.
+ * a reply finished or a pooled upstream was ready), the stages' flow
+ * hook, then the free. So nothing ever runs re-entered: not the request
+ * loop under itself or under llhttp's callbacks, not a free under a
+ * caller that still holds <c>.
+ */
 void
-conn_enter(struct conn *c)
+conn_ref(struct conn *c)
 {
-	c->c_depth++;
+	c->c_refs++;
 }
 
 void
-conn_leave(struct conn *c)
+conn_unref(struct conn *c)
 {
-	if (c->c_depth == 1 && !c->c_closing)
-		conn_pipe_flow(c);	/* the stages see what moved */
-	if (--c->c_depth == 0 && c->c_closing)
+	if (c->c_refs == 1) {
+		while (c->c_feed_asked && !c->c_closing) {
+			c->c_feed_asked = 0;
+			feed_request(c);
+		}
+		if (!c->c_closing)
+			conn_pipe_flow(c);	/* the stages see what moved */
+	}
+	if (--c->c_refs == 0 && c->c_closing)
 		conn_free(c);
 }
 
@@ -337,16 +356,22 @@ conn_upstream_failed(struct conn *c, enum aud_reason why,
 	conn_deny(c, why, reason);
 }
 
-/* Feed buffered client bytes to the request parser. */
+/* Feed buffered client bytes to the request parser: when the outermost
+ * frame unwinds (conn_unref), or now, under a frame, outside any. */
 void
 conn_feed_request(struct conn *c)
 {
-	/* nested calls (a reply inside the loop) leave the work to us */
-	if (c->c_in_feed)
+	c->c_feed_asked = 1;
+	if (c->c_refs > 0)
 		return;
-	c->c_in_feed = 1;
+	conn_ref(c);
+	conn_unref(c);
+}
+
+static void
+feed_request(struct conn *c)
+{
 	conn_feed_request_loop(c);
-	c->c_in_feed = 0;
 	if (c->c_client_eof && !c->c_closing && c->c_state == CONN_FORWARD &&
 	    !c->c_r.r_req_done && evbuffer_get_length(
 	    bufferevent_get_input(c->c_bev)) == 0) {
@@ -478,7 +503,7 @@ client_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn	*c = arg;
 
-	conn_enter(c);
+	conn_ref(c);
 	conn_touch(c);
 	if (c->c_state == CONN_TUNNEL)
 		conn_tunnel_start(c);	/* pumps */
@@ -490,7 +515,7 @@ client_read_cb(struct bufferevent *bev, void *arg)
 		conn_socks5_read(c);
 	else if (c->c_state != CONN_TLS_HANDSHAKE)
 		conn_feed_request(c);
-	conn_leave(c);
+	conn_unref(c);
 }
 
 void
@@ -498,7 +523,7 @@ conn_client_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn	*c = arg;
 
-	conn_enter(c);
+	conn_ref(c);
 	conn_touch(c);
 	if (c->c_state == CONN_CLOSING) {
 		if (evbuffer_get_length(bufferevent_get_output(c->c_bev)) == 0)
@@ -510,7 +535,7 @@ conn_client_write_cb(struct bufferevent *bev, void *arg)
 		conn_bev_enable(c->c_up->u_bev, EV_READ);
 		conn_feed_response(c);
 	}
-	conn_leave(c);
+	conn_unref(c);
 }
 
 static void
@@ -518,7 +543,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*c = arg;
 
-	conn_enter(c);
+	conn_ref(c);
 	if (c->c_state == CONN_TLS_HANDSHAKE) {
 		conn_tls_handshake_event(c, what);
 		goto out;
@@ -546,7 +571,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 	} else
 		conn_close(c, AUD_R_CLIENT_CLOSED);
 out:
-	conn_leave(c);
+	conn_unref(c);
 }
 
 static void
@@ -554,7 +579,7 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn	*c = arg;
 
-	conn_enter(c);
+	conn_ref(c);
 	conn_touch(c);
 	if (c->c_state == CONN_TUNNEL)
 		conn_tunnel_start(c);
@@ -564,7 +589,7 @@ upstream_read_cb(struct bufferevent *bev, void *arg)
 		    CONN_FORWARD)
 			upstream_read_more(c->c_up->u_bev);
 	}
-	conn_leave(c);
+	conn_unref(c);
 }
 
 /*
@@ -622,7 +647,7 @@ upstream_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn	*c = arg;
 
-	conn_enter(c);
+	conn_ref(c);
 	conn_touch(c);
 	if (c->c_state == CONN_TUNNEL) {
 		conn_tunnel_start(c);
@@ -631,7 +656,7 @@ upstream_write_cb(struct bufferevent *bev, void *arg)
 		conn_bev_enable(c->c_bev, EV_READ);
 		conn_feed_request(c);
 	}
-	conn_leave(c);
+	conn_unref(c);
 }
 
 static void
@@ -640,7 +665,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn	*c = arg;
 	struct upstream	*u = c->c_up;
 
-	conn_enter(c);
+	conn_ref(c);
 	if (what & BEV_EVENT_CONNECTED) {
 		/* handled by conn_upstream.c's own callback */
 		goto out;
@@ -683,7 +708,7 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	    c->c_r.r_resp_started ? "upstream closed mid-response" :
 	    "upstream closed the connection before answering");
 out:
-	conn_leave(c);
+	conn_unref(c);
 }
 
 void
@@ -692,7 +717,7 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn	*c = arg;
 	uint64_t	 now = util_now_ms(), idle;
 
-	conn_enter(c);
+	conn_ref(c);
 	switch (c->c_state) {
 	case CONN_HEAD:
 		if (!c->c_x->x_active) {
@@ -755,5 +780,5 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		conn_close(c, AUD_R_DONE);
 		break;
 	}
-	conn_leave(c);
+	conn_unref(c);
 }

@@ -138,8 +138,10 @@ struct conn {
 	const struct cfg_policy	*c_policy;	/* its policy in c_cfg, or
 						   NULL when c_cfg has none
 						   by that name (denied) */
-	int			 c_depth;	/* inside our callbacks */
-	int			 c_in_feed;	/* inside the request loop */
+	int			 c_refs;	/* frames holding it (conn_ref) */
+	int			 c_feed_asked;	/* the request loop is to run
+						   when the outermost frame
+						   unwinds */
 	int			 c_tunnel_eof;	/* a tunnel side ended */
 	int			 c_tunnel_dead;	/* sides that failed */
 	struct evbuffer_cb_entry *c_tunnel_drain_cb; /* watching the upstream's
@@ -283,10 +285,15 @@ void	conn_upstream_connect_failed(struct conn *, const char *reason);
 void	conn_upstream_ready(struct conn *);
 void	conn_upstream_failed(struct conn *, enum aud_reason why,
 	    const char *reason);
-void	conn_enter(struct conn *);
+/*
+ * A frame around a callback that may close or feed <c> (conn.c says
+ * more): conn_close() under one only marks <c>; the request loop, the
+ * stages' flow hook and the free run when the outermost frame unwinds.
+ */
+void	conn_ref(struct conn *);
+void	conn_unref(struct conn *);
 /* After a gateway reply: next request (keep-alive) or close. */
 void	conn_request_finished(struct conn *);
-void	conn_leave(struct conn *);
 void	conn_touch(struct conn *);
 
 /* Flush what is queued for the client (TLS: and close_notify), then end. */

@@ -57,7 +57,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	char		 reason[512];
 
 	c->c_dns = NULL;
-	conn_enter(c);
+	conn_ref(c);
 	if (err != NULL && conn_via(c) != NULL && (p == NULL ||
 	    (p->p_ngeo_deny == 0 && p->p_ngeo_allow == 0))) {
 		/* the parent may know names we cannot resolve: it gets the
@@ -83,7 +83,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	if (conn_upstream_connect(c) == -1)
 		conn_upstream_connect_failed(c, "cannot connect");
 out:
-	conn_leave(c);
+	conn_unref(c);
 }
 
 void
