@@ -56,5 +56,6 @@ Suite	*suite_stage_bud(void);
 Suite	*suite_stage_pol(void);
 Suite	*suite_stage_geo(void);
 Suite	*suite_sbx_ident(void);
+Suite	*suite_stage_mcp(void);
 
 #endif
