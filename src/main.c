@@ -58,13 +58,18 @@ destroy_namespaces(const char *id)
 
 static uid_t	drop_uid;
 static gid_t	drop_gid;
+static char	drop_keep[4200];	/* <state_dir>/snapshots: root's */
 
 static int
 chown_one(const char *path, const struct stat *st, int type, struct FTW *f)
 {
+	/* the launcher's snapshot store (VM templates among them) stays
+	   root's: the gateway must not read or alter what VMs start from */
+	if (type == FTW_D && strcmp(path, drop_keep) == 0)
+		return FTW_SKIP_SUBTREE;
 	if (lchown(path, drop_uid, drop_gid) == -1)
 		log_warn("chown %s", path);
-	return 0;
+	return FTW_CONTINUE;
 }
 
 /*
@@ -77,7 +82,10 @@ drop_root(const struct cfg *cfg)
 {
 	drop_uid = cfg->c_gateway_uid;
 	drop_gid = cfg->c_gateway_gid;
-	if (nftw(cfg->c_state_dir, chown_one, 32, FTW_PHYS) == -1)
+	snprintf(drop_keep, sizeof(drop_keep), "%s/snapshots",
+	    cfg->c_state_dir);
+	if (nftw(cfg->c_state_dir, chown_one, 32, FTW_PHYS |
+	    FTW_ACTIONRETVAL) == -1)
 		fatal("chown %s", cfg->c_state_dir);
 	if (strcmp(cfg->c_audit_file, "-") != 0 &&
 	    chown(cfg->c_audit_file, drop_uid, drop_gid) == -1 &&

@@ -65,6 +65,7 @@ struct cfg_rule {
 #define CFG_PH_QUERY	0x02
 #define CFG_PH_PATH	0x04
 #define CFG_PH_BODY	0x08
+#define CFG_PH_WS	0x10	/* WebSocket text messages after a 101 */
 #define CFG_PH_DEFAULT	(CFG_PH_HEADER | CFG_PH_QUERY | CFG_PH_PATH)
 
 enum cfg_inject {
@@ -373,6 +374,7 @@ struct cfg {
 	int			  c_qemu_accel;		/* CFG_ACCEL_* */
 	uint64_t		  c_qemu_boot_ms;	/* 60s */
 	uint64_t		  c_qemu_min_free;	/* bytes; 512MiB */
+	int			  c_qemu_snapshot;	/* restore VMs from a template */
 	size_t			  c_pool_warm;		/* 2 */
 	size_t			  c_pool_max;		/* 64 */
 	uint64_t		  c_pool_idle_ms;	/* 15m */

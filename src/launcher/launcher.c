@@ -216,6 +216,7 @@ launcher_opts_from_cfg(struct launcher_opts *o, const struct cfg *cfg)
 		o->lo_qemu_vcpus = (uint32_t)cfg->c_qemu_vcpus;
 		o->lo_qemu_accel = cfg->c_qemu_accel;
 		o->lo_qemu_boot_ms = (uint32_t)cfg->c_qemu_boot_ms;
+		o->lo_qemu_snap = cfg->c_qemu_snapshot;
 	}
 	rc |= mask_add(o, &n, cfg->c_dir);
 	rc |= mask_add(o, &n, cfg->c_state_dir);

@@ -104,6 +104,7 @@ struct launcher_opts {
 	uint32_t	 lo_qemu_vcpus;
 	int		 lo_qemu_accel;	/* CFG_ACCEL_* */
 	uint32_t	 lo_qemu_boot_ms;	/* ready within, or killed */
+	int		 lo_qemu_snap;	/* restore VMs from a template */
 	/* <state_dir>/snapshots, or NULL; its bound in bytes (0 = 1 GiB);
 	   the snapshot a pool is built from (never pruned), or NULL */
 	const char	*lo_snapdir;

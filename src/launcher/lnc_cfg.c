@@ -228,6 +228,7 @@ static const struct cfg_key cfg_qemu_keys[] = {
 	CFG_SCALAR("accel", 0, cfg_k_qemu_accel, 0, "auto, kvm or tcg"),
 	CFG_DURATION("boot_timeout", 0, LCH(c_qemu_boot_ms), 1000, 600000),
 	CFG_SIZE64("min_free", 0, LCH(c_qemu_min_free), 0, 0),
+	CFG_BOOL("snapshot", 0, LCH(c_qemu_snapshot)),
 	CFG_END,
 };
 

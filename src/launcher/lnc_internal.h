@@ -74,6 +74,7 @@ struct lnc_sbx {
 	int		 s_paused;
 	char		 s_dir[96];	/* its run directory */
 	char		 s_from[LNC_ID_MAX];	/* its snapshot, or "" */
+	int		 s_idfd;	/* qemu restored: its airlock.id port */
 };
 TAILQ_HEAD(lnc_sbxq, lnc_sbx);
 
@@ -109,6 +110,7 @@ struct lnc {
 	int		 l_accel;	/* qemu: CFG_ACCEL_KVM or _TCG */
 	unsigned long	 l_tsc_khz;	/* qemu: the host's TSC, 0 unknown */
 	char		 l_rundir[64];	/* qemu: /run/airlock/<table> */
+	char		 l_vmsnap[PATH_MAX];	/* qemu: the template's state, or "" */
 	/* snapshots pinned by the daemon's prewarmed pools (LNC_SNAP_PIN) */
 	char		 l_pins[LNC_PINS_MAX][LNC_ID_MAX];
 	size_t		 l_npins;
@@ -164,6 +166,34 @@ void	lnc_vm_kill(struct lnc *, struct lnc_sbx *);
 int	lnc_vm_pause(struct lnc *, struct lnc_sbx *, int if_idle, char *why,
 	    size_t);
 int	lnc_vm_resume(struct lnc *, struct lnc_sbx *, char *why, size_t);
+/* How a VM starts: booting, booting as a template, restored from one. */
+#define LNC_VM_COLD	0
+#define LNC_VM_TEMPLATE	1
+#define LNC_VM_RESTORE	2
+#define LNC_VM_TEMPLATE_ID "template"
+/* Start one VM into <s> (s_dir set): its run dir, CA bundle and qemu
+ * (the tap as fd 3, a state to restore as fd 4). The console, or -1. */
+int	lnc_vm_start(struct lnc *, struct lnc_sbx *, const char *pem,
+	    size_t pemlen, int tapfd, int statefd, int mode, int accel,
+	    char *why, size_t);
+void	lnc_vm_cleanup(struct lnc_sbx *);
+int	lnc_tap_open(const char *name);
+int	lnc_unix_connect_wait(const char *path, pid_t, uint32_t ms);
+int	lnc_qmp_open(struct lnc_sbx *, char *why, size_t);
+struct json_object;
+int	lnc_qmp_exec(int fd, const char *cmd, int passfd,
+	    struct json_object **ret, char *why, size_t);
+/* VM snapshots (lnc_vmsnap.c): boot, save and keep the template
+ * (launcher.qemu.snapshot; l_vmsnap stays "" when that fails); hand a
+ * restored VM its identity through its airlock.id port. */
+void	lnc_vm_template(struct lnc *);
+int	lnc_vm_identity(struct lnc *, struct lnc_sbx *, const char *pem,
+	    size_t pemlen, char *why, size_t);
+/* Make the snapshot store (its vm/ among the rest); whether <extra> more
+ * bytes fit launcher.snapshots.max_bytes once the oldest unused
+ * snapshots are pruned (0) or not (-1). */
+int	lnc_snap_fit(struct lnc *, uint64_t extra);
+
 /* Read a console until "AIRLOCK-READY <id>" (0), "AIRLOCK-FAIL", EOF or
  * <timeout_ms> (-1, the reason and the console's last line in <why>). */
 int	lnc_vm_wait_ready(int fd, const char *id, uint32_t timeout_ms,

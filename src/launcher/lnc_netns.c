@@ -519,7 +519,7 @@ lnc_sbx_new(struct lnc *l, const struct lnc_m_create *m, struct lnc_sbx **out,
 	}
 	s = xcalloc(1, sizeof(*s));
 	s->s_pidfd = -1;
-	s->s_qmp = -1;
+	s->s_qmp = s->s_idfd = -1;
 	s->s_index = index;
 	snprintf(s->s_id, sizeof(s->s_id), "%s", m->mc_id);
 	(void)lnc_slot_ifname(l, index, s->s_ifname, sizeof(s->s_ifname));

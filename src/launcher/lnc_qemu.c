@@ -98,8 +98,8 @@ tsc_khz(void)
 }
 
 /* A tap named <name>, as a file descriptor: it lives while fds do. */
-static int
-tap_open(const char *name)
+int
+lnc_tap_open(const char *name)
 {
 	struct ifreq	ifr;
 	int		fd;
@@ -117,8 +117,8 @@ tap_open(const char *name)
 }
 
 /* qemu creates its sockets a few ms after exec: connect once it has. */
-static int
-unix_connect_wait(const char *path, pid_t pid, uint32_t ms)
+int
+lnc_unix_connect_wait(const char *path, pid_t pid, uint32_t ms)
 {
 	uint64_t	until = util_now_ms() + ms;
 	int		fd;
@@ -142,7 +142,8 @@ static void
 rundir_remove(const char *dir)
 {
 	static const char *files[] = {
-		"ca.pem", "console.sock", "ctl.sock", "qmp.sock", "qemu.log",
+		"ca.pem", "console.sock", "ctl.sock", "id.sock", "qmp.sock",
+		"qemu.log",
 		NULL,
 	};
 	char	path[PATH_MAX];
@@ -189,6 +190,8 @@ lnc_vm_host_setup(struct lnc *l)
 		l->l_accel = CFG_ACCEL_TCG;
 		lnc_vm_probe_kvm(l);
 	}
+	if (l->l_o.lo_qemu_snap && l->l_vmsnap[0] == '\0')
+		lnc_vm_template(l);
 }
 
 void
@@ -235,7 +238,7 @@ av_add(struct vm_argv *a, const char *fmt, ...)
  */
 static void
 vm_argv(struct lnc *l, struct vm_argv *a, const char *dir, const char *id,
-    in_addr_t addr, uint32_t index, int accel, int with_tap)
+    in_addr_t addr, uint32_t index, int accel, int with_tap, int mode)
 {
 	char		ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
 	char		tsc[40], net[96];
@@ -269,11 +272,16 @@ vm_argv(struct lnc *l, struct vm_argv *a, const char *dir, const char *id,
 	tsc[0] = net[0] = '\0';
 	if (khz)
 		snprintf(tsc, sizeof(tsc), " tsc_early_khz=%lu", khz);
-	if (with_tap)
+	/* a template and its restored copies share one command line:
+	   the identity comes later, through the airlock.id port */
+	if (mode != LNC_VM_COLD)
+		snprintf(net, sizeof(net), " airlock.template=1");
+	else if (with_tap)
 		snprintf(net, sizeof(net), " airlock.addr=%s airlock.gw=%s "
 		    "airlock.dns=%s", ip, gw, gw);
 	av_add(a, "console=ttyS0 quiet panic=-1 ipv6.disable=1%s "
-	    "airlock.id=%s airlock.user=%u:%u%s", tsc, id,
+	    "airlock.id=%s airlock.user=%u:%u%s", tsc,
+	    mode != LNC_VM_COLD ? LNC_VM_TEMPLATE_ID : id,
 	    (unsigned)l->l_o.lo_uid, (unsigned)l->l_o.lo_gid, net);
 	av_add(a, "-chardev");
 	av_add(a, "socket,id=con,path=%s/console.sock,server=on,wait=off",
@@ -286,6 +294,10 @@ vm_argv(struct lnc *l, struct vm_argv *a, const char *dir, const char *id,
 	av_add(a, "socket,id=ctl,path=%s/ctl.sock,server=on,wait=off", dir);
 	av_add(a, "-device");
 	av_add(a, "virtserialport,chardev=ctl,name=airlock.ctl");
+	av_add(a, "-chardev");
+	av_add(a, "socket,id=idc,path=%s/id.sock,server=on,wait=off", dir);
+	av_add(a, "-device");
+	av_add(a, "virtserialport,chardev=idc,name=airlock.id");
 	if (with_tap) {
 		av_add(a, "-netdev");
 		av_add(a, "tap,id=n0,fd=3,vhost=off");
@@ -298,6 +310,16 @@ vm_argv(struct lnc *l, struct vm_argv *a, const char *dir, const char *id,
 	av_add(a, "name=opt/airlock/ca.pem,file=%s/ca.pem", dir);
 	av_add(a, "-qmp");
 	av_add(a, "unix:%s/qmp.sock,server=on,wait=off", dir);
+	if (mode != LNC_VM_COLD) {
+		/* without the source's run state in the stream, a restore
+		   runs as soon as it is loaded: no QMP "cont" to wait for */
+		av_add(a, "-global");
+		av_add(a, "migration.store-global-state=off");
+	}
+	if (mode == LNC_VM_RESTORE) {
+		av_add(a, "-incoming");
+		av_add(a, "fd:4");
+	}
 	/* a seccomp filter (not elevateprivileges=deny: it would kill
 	   -runas's setuid, which comes after the filter) */
 	av_add(a, "-sandbox");
@@ -308,9 +330,11 @@ vm_argv(struct lnc *l, struct vm_argv *a, const char *dir, const char *id,
 	av_add(a, "%u:%u", (unsigned)l->l_o.lo_uid, (unsigned)l->l_o.lo_gid);
 }
 
-/* Fork and exec qemu: the tap as fd 3, stderr to <dir>/qemu.log. */
+/* Fork and exec qemu: the tap as fd 3, a state to restore as fd 4,
+ * stderr to <dir>/qemu.log. */
 static pid_t
-vm_spawn(struct vm_argv *a, const char *dir, int tapfd, int *pidfd)
+vm_spawn(struct vm_argv *a, const char *dir, int tapfd, int statefd,
+    int *pidfd)
 {
 	char	path[PATH_MAX];
 	pid_t	pid, parent = getpid();
@@ -330,11 +354,18 @@ vm_spawn(struct vm_argv *a, const char *dir, int tapfd, int *pidfd)
 		if (getppid() != parent)
 			_exit(1);
 		nullfd = open("/dev/null", O_RDWR);
+		/* out of the way of 0-4 first */
+		if (tapfd != -1 && (tapfd = fcntl(tapfd, F_DUPFD, 10)) == -1)
+			_exit(126);
+		if (statefd != -1 &&
+		    (statefd = fcntl(statefd, F_DUPFD, 10)) == -1)
+			_exit(126);
 		if (nullfd == -1 || dup2(nullfd, 0) == -1 ||
 		    dup2(nullfd, 1) == -1 || dup2(logfd, 2) == -1 ||
-		    (tapfd != -1 && dup2(tapfd, 3) == -1))
+		    (tapfd != -1 && dup2(tapfd, 3) == -1) ||
+		    (statefd != -1 && dup2(statefd, 4) == -1))
 			_exit(126);
-		close_range(tapfd != -1 ? 4 : 3, ~0U, 0);
+		close_range(statefd != -1 ? 5 : tapfd != -1 ? 4 : 3, ~0U, 0);
 		(void)setsid();
 		/* the launcher ignores terminal signals; qemu must not */
 		for (sig = 1; sig < NSIG; sig++)
@@ -383,9 +414,10 @@ log_tail(const char *dir, char *buf, size_t bufsz)
  * bundle, qemu. With <tapfd> -1 the VM has no network (the KVM probe).
  * Returns the console connection, or -1 with <why>.
  */
-static int
-vm_start(struct lnc *l, struct lnc_sbx *s, const char *pem, size_t pemlen,
-    int tapfd, int accel, char *why, size_t whysz)
+int
+lnc_vm_start(struct lnc *l, struct lnc_sbx *s, const char *pem,
+    size_t pemlen, int tapfd, int statefd, int mode, int accel, char *why,
+    size_t whysz)
 {
 	struct vm_argv	*a;
 	char		 path[PATH_MAX], tail[120];
@@ -397,21 +429,23 @@ vm_start(struct lnc *l, struct lnc_sbx *s, const char *pem, size_t pemlen,
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/ca.pem", s->s_dir);
-	if (lnc_bundle_write(SYS_BUNDLE, pem, pemlen, path) == -1) {
+	/* a template's copies get their CA through the airlock.id port */
+	if (lnc_bundle_write(SYS_BUNDLE, pem, mode == LNC_VM_COLD ? pemlen :
+	    0, path) == -1) {
 		snprintf(why, whysz, "CA bundle: %s", strerror(errno));
 		return -1;
 	}
 	a = xmalloc(sizeof(*a));
 	vm_argv(l, a, s->s_dir, s->s_id, s->s_addr, s->s_index, accel,
-	    tapfd != -1);
-	s->s_pid = vm_spawn(a, s->s_dir, tapfd, &s->s_pidfd);
+	    tapfd != -1, mode);
+	s->s_pid = vm_spawn(a, s->s_dir, tapfd, statefd, &s->s_pidfd);
 	free(a);
 	if (s->s_pid == -1) {
 		snprintf(why, whysz, "qemu: %s", strerror(errno));
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/console.sock", s->s_dir);
-	if ((fd = unix_connect_wait(path, s->s_pid, QEMU_START_MS)) == -1) {
+	if ((fd = lnc_unix_connect_wait(path, s->s_pid, QEMU_START_MS)) == -1) {
 		log_tail(s->s_dir, tail, sizeof(tail));
 		snprintf(why, whysz, "qemu did not start: %s", tail[0] ?
 		    tail : strerror(errno));
@@ -420,8 +454,8 @@ vm_start(struct lnc *l, struct lnc_sbx *s, const char *pem, size_t pemlen,
 	return fd;
 }
 
-static void
-vm_cleanup(struct lnc_sbx *s)
+void
+lnc_vm_cleanup(struct lnc_sbx *s)
 {
 	char	tail[160];
 
@@ -433,6 +467,9 @@ vm_cleanup(struct lnc_sbx *s)
 	if (s->s_qmp != -1)
 		close(s->s_qmp);
 	s->s_qmp = -1;
+	if (s->s_idfd != -1)
+		close(s->s_idfd);
+	s->s_idfd = -1;
 	rundir_remove(s->s_dir);
 }
 
@@ -466,12 +503,12 @@ lnc_vm_probe_kvm(struct lnc *l)
 		return;
 	}
 	memset(&s, 0, sizeof(s));
-	s.s_pidfd = s.s_qmp = -1;
+	s.s_pidfd = s.s_qmp = s.s_idfd = -1;
 	snprintf(s.s_id, sizeof(s.s_id), "kvm-probe");
 	snprintf(s.s_dir, sizeof(s.s_dir), "%s/vm-probe", l->l_rundir);
 	t0 = util_now_ms();
-	if ((fd = vm_start(l, &s, NULL, 0, -1, CFG_ACCEL_KVM, why,
-	    sizeof(why))) != -1) {
+	if ((fd = lnc_vm_start(l, &s, NULL, 0, -1, -1, LNC_VM_COLD,
+	    CFG_ACCEL_KVM, why, sizeof(why))) != -1) {
 		if (lnc_vm_wait_ready(fd, s.s_id, PROBE_BOOT_MS, why,
 		    sizeof(why)) == 0) {
 			l->l_accel = CFG_ACCEL_KVM;
@@ -480,7 +517,9 @@ lnc_vm_probe_kvm(struct lnc *l)
 		}
 		close(fd);
 	}
-	vm_cleanup(&s);
+	lnc_vm_cleanup(&s);
+	if (s.s_pidfd != -1)
+		close(s.s_pidfd);
 	log_info("launcher: qemu accel auto: KVM probe %s: %s",
 	    l->l_accel == CFG_ACCEL_KVM ? "passed" : "failed", why);
 	if (l->l_accel != CFG_ACCEL_KVM)
@@ -494,7 +533,7 @@ lnc_vm_create(struct lnc *l, const struct lnc_m_create *m,
 	struct lnc_sbx	*s;
 	uint64_t	 t0 = util_now_us();
 	const char	*what = "";
-	int		 tapfd = -1, fd, err;
+	int		 tapfd = -1, statefd = -1, fd, err;
 
 	*confd = -1;
 	if ((err = lnc_sbx_new(l, m, &s, why, whysz)) != 0)
@@ -503,7 +542,7 @@ lnc_vm_create(struct lnc *l, const struct lnc_m_create *m,
 	snprintf(s->s_dir, sizeof(s->s_dir), "%s/vm%u", l->l_rundir,
 	    s->s_index);
 
-	if ((tapfd = tap_open(s->s_ifname)) == -1) {
+	if ((tapfd = lnc_tap_open(s->s_ifname)) == -1) {
 		err = errno;
 		snprintf(why, whysz, "sandbox %s: tap %s: %s", s->s_id,
 		    s->s_ifname, strerror(err));
@@ -517,12 +556,24 @@ lnc_vm_create(struct lnc *l, const struct lnc_m_create *m,
 		s->s_dir[0] = '\0';
 		goto fail;
 	}
-	fd = vm_start(l, s, m->mc_ca_pem, m->mc_ca_len, tapfd, l->l_accel,
-	    why, whysz);
+	if (l->l_vmsnap[0] != '\0' &&
+	    (statefd = open(l->l_vmsnap, O_RDONLY | O_CLOEXEC)) == -1)
+		log_warn("launcher: %s (booting instead)", l->l_vmsnap);
+	fd = lnc_vm_start(l, s, m->mc_ca_pem, m->mc_ca_len, tapfd, statefd,
+	    statefd != -1 ? LNC_VM_RESTORE : LNC_VM_COLD, l->l_accel, why,
+	    whysz);
 	/* qemu holds the tap now; ours would keep it alive after qemu */
 	close(tapfd);
 	tapfd = -1;
+	if (statefd != -1)
+		close(statefd);
 	if (fd == -1) {
+		err = EIO;
+		goto fail;
+	}
+	if (statefd != -1 && lnc_vm_identity(l, s, m->mc_ca_pem,
+	    m->mc_ca_len, why, whysz) == -1) {
+		close(fd);
 		err = EIO;
 		goto fail;
 	}
@@ -534,7 +585,7 @@ lnc_vm_create(struct lnc *l, const struct lnc_m_create *m,
  fail:
 	if (tapfd != -1)
 		close(tapfd);
-	vm_cleanup(s);
+	lnc_vm_cleanup(s);
 	lnc_gone_add(l, s->s_ifname);
 	lnc_sbx_free(l, s);
 	return err;
@@ -544,7 +595,7 @@ void
 lnc_vm_kill(struct lnc *l, struct lnc_sbx *s)
 {
 	(void)l;
-	vm_cleanup(s);
+	lnc_vm_cleanup(s);
 }
 
 /* ---- QMP ------------------------------------------------------------ */
@@ -604,16 +655,44 @@ qmp_reply(int fd, json_object **ret, char *why, size_t whysz)
 	}
 }
 
-static int
-qmp_exec(int fd, const char *cmd, json_object **ret, char *why,
-    size_t whysz)
+/* <cmd> is a command's name, or a whole command ("{...}") sent with
+ * <passfd> attached when it is not -1 (getfd). */
+int
+lnc_qmp_exec(int fd, const char *cmd, int passfd, json_object **ret,
+    char *why, size_t whysz)
 {
-	char		 line[128];
+	char		 line[512], cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec	 iov;
+	struct msghdr	 mh;
+	struct cmsghdr	*cm;
 	json_object	*o = NULL;
 	int		 n;
 
-	n = snprintf(line, sizeof(line), "{\"execute\":\"%s\"}\n", cmd);
-	if (write(fd, line, (size_t)n) != n) {
+	if (cmd[0] == '{')
+		n = snprintf(line, sizeof(line), "%s\n", cmd);
+	else
+		n = snprintf(line, sizeof(line), "{\"execute\":\"%s\"}\n",
+		    cmd);
+	if (n < 0 || (size_t)n >= sizeof(line)) {
+		snprintf(why, whysz, "qmp: command too long");
+		return -1;
+	}
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = line;
+	iov.iov_len = (size_t)n;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (passfd != -1) {
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &passfd, sizeof(int));
+	}
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != n) {
 		snprintf(why, whysz, "qmp: %s", strerror(errno));
 		return -1;
 	}
@@ -626,8 +705,8 @@ qmp_exec(int fd, const char *cmd, json_object **ret, char *why,
 	return 0;
 }
 
-static int
-qmp_open(struct lnc_sbx *s, char *why, size_t whysz)
+int
+lnc_qmp_open(struct lnc_sbx *s, char *why, size_t whysz)
 {
 	char	path[PATH_MAX];
 
@@ -639,7 +718,8 @@ qmp_open(struct lnc_sbx *s, char *why, size_t whysz)
 		return -1;
 	}
 	/* the greeting has no "return": capabilities answers first */
-	if (qmp_exec(s->s_qmp, "qmp_capabilities", NULL, why, whysz) == -1) {
+	if (lnc_qmp_exec(s->s_qmp, "qmp_capabilities", -1, NULL, why,
+	    whysz) == -1) {
 		close(s->s_qmp);
 		s->s_qmp = -1;
 		return -1;
@@ -656,7 +736,7 @@ vm_attached(struct lnc_sbx *s, char *why, size_t whysz)
 	int		 attached = -1;
 	const char	*label, *file;
 
-	if (qmp_exec(s->s_qmp, "query-chardev", &o, why, whysz) == -1)
+	if (lnc_qmp_exec(s->s_qmp, "query-chardev", -1, &o, why, whysz) == -1)
 		return -1;
 	if (json_object_object_get_ex(o, "return", &arr))
 		for (i = 0; i < json_object_array_length(arr); i++) {
@@ -680,13 +760,13 @@ lnc_vm_pause(struct lnc *l, struct lnc_sbx *s, int if_idle, char *why,
 	(void)l;
 	if (s->s_paused)
 		return 0;
-	if (qmp_open(s, why, whysz) == -1)
+	if (lnc_qmp_open(s, why, whysz) == -1)
 		return EIO;
 	if (if_idle && vm_attached(s, why, whysz) != 0) {
 		snprintf(why, whysz, "someone is attached to its agent");
 		return EBUSY;
 	}
-	if (qmp_exec(s->s_qmp, "stop", NULL, why, whysz) == -1)
+	if (lnc_qmp_exec(s->s_qmp, "stop", -1, NULL, why, whysz) == -1)
 		return EIO;
 	s->s_paused = 1;
 	return 0;
@@ -698,8 +778,8 @@ lnc_vm_resume(struct lnc *l, struct lnc_sbx *s, char *why, size_t whysz)
 	(void)l;
 	if (!s->s_paused)
 		return 0;
-	if (qmp_open(s, why, whysz) == -1 ||
-	    qmp_exec(s->s_qmp, "cont", NULL, why, whysz) == -1)
+	if (lnc_qmp_open(s, why, whysz) == -1 ||
+	    lnc_qmp_exec(s->s_qmp, "cont", -1, NULL, why, whysz) == -1)
 		return EIO;
 	s->s_paused = 0;
 	return 0;

@@ -16,6 +16,7 @@
  *	is the sha256 of the tree's manifest and the parent's id: content-
  *	addressed, two equal snapshots share one layer.
  *   refs/<name>  "layer parent bytes created sandbox", one line
+ *   vm/vm-<key>.state  the qemu template's saved state (lnc_vmsnap.c)
  * The sandbox's generated files (resolv.conf, hostname, hosts, CA bundle)
  * are never copied: a restored sandbox gets its own.
  *
@@ -77,7 +78,7 @@ static int
 store_open(struct lnc *l, char *why, size_t whysz)
 {
 	static const char *subs[] = { "objects", "layers", "refs", "tmp",
-	    NULL };
+	    "vm", NULL };
 	int	fd, i;
 
 	if (l->l_o.lo_snapdir == NULL) {
@@ -374,6 +375,10 @@ store_bytes(int sfd)
 		sum += du_at(fd, 0);
 		close(fd);
 	}
+	if ((fd = subdir(sfd, "vm")) != -1) {
+		sum += du_at(fd, 1);
+		close(fd);
+	}
 	return sum;
 }
 
@@ -386,7 +391,7 @@ store_max(struct lnc *l)
 /* Prune the oldest unreferenced snapshots (never <keep>) until the store
  * fits its bound. 0 when it does. */
 static int
-store_fit(struct lnc *l, int sfd, const char *keep)
+store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra)
 {
 	struct snap_ref	*v;
 	char		 path[LNC_ID_MAX + 8];
@@ -395,7 +400,7 @@ store_fit(struct lnc *l, int sfd, const char *keep)
 	int		 pruned;
 
 	store_gc(sfd);
-	if ((total = store_bytes(sfd)) <= store_max(l))
+	if ((total = store_bytes(sfd) + extra) <= store_max(l))
 		return 0;
 	/* would it fit with every prunable one gone? If not, prune none
 	   (each ref's bytes: what it added; shared objects make this an
@@ -410,7 +415,7 @@ store_fit(struct lnc *l, int sfd, const char *keep)
 		return -1;
 	for (;;) {
 		store_gc(sfd);
-		if (store_bytes(sfd) <= store_max(l))
+		if (store_bytes(sfd) + extra <= store_max(l))
 			return 0;
 		v = refs_all(sfd, &n);
 		for (pruned = 0, i = 0; i < n && !pruned; i++) {
@@ -814,7 +819,7 @@ snap_create(struct lnc *l, int sfd, const struct lnc_m_snap *m,
 		store_gc(sfd);
 		return snap_err(out, outsz, err, "store: %s", strerror(err));
 	}
-	if (store_fit(l, sfd, r.name) == -1) {
+	if (store_fit(l, sfd, r.name, 0) == -1) {
 		char path[LNC_ID_MAX + 8];
 
 		snprintf(path, sizeof(path), "refs/%s", r.name);
@@ -986,4 +991,18 @@ lnc_snap_lowers(struct lnc *l, const char *name, char dirs[][PATH_MAX],
 	}
 	close(sfd);
 	return 0;
+}
+
+/* The qemu template (lnc_vmsnap.c) lives in vm/, counted with the rest. */
+int
+lnc_snap_fit(struct lnc *l, uint64_t extra)
+{
+	char	why[160];
+	int	sfd, rc;
+
+	if ((sfd = store_open(l, why, sizeof(why))) == -1)
+		return -1;
+	rc = store_fit(l, sfd, "", extra);
+	close(sfd);
+	return rc;
 }
