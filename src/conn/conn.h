@@ -141,8 +141,10 @@ struct conn {
 	const struct cfg_policy	*c_policy;	/* its policy in c_cfg, or
 						   NULL when c_cfg has none
 						   by that name (denied) */
-	int			 c_depth;	/* inside our callbacks */
-	int			 c_in_feed;	/* inside the request loop */
+	int			 c_refs;	/* frames holding it (conn_ref) */
+	int			 c_feed_asked;	/* the request loop is to run
+						   when the outermost frame
+						   unwinds */
 	int			 c_tunnel_eof;	/* a tunnel side ended */
 	int			 c_tunnel_dead;	/* sides that failed */
 	struct evbuffer_cb_entry *c_tunnel_drain_cb; /* watching the upstream's
@@ -286,10 +288,15 @@ void	conn_upstream_connect_failed(struct conn *, const char *reason);
 void	conn_upstream_ready(struct conn *);
 void	conn_upstream_failed(struct conn *, enum aud_reason why,
 	    const char *reason);
-void	conn_enter(struct conn *);
+/*
+ * A frame around a callback that may close or feed <c> (conn.c says
+ * more): conn_close() under one only marks <c>; the request loop, the
+ * stages' flow hook and the free run when the outermost frame unwinds.
+ */
+void	conn_ref(struct conn *);
+void	conn_unref(struct conn *);
 /* After a gateway reply: next request (keep-alive) or close. */
 void	conn_request_finished(struct conn *);
-void	conn_leave(struct conn *);
 void	conn_touch(struct conn *);
 
 /* Flush what is queued for the client (TLS: and close_notify), then end. */
@@ -394,6 +401,14 @@ void	conn_connect_deny_timeout(struct conn *);
  * 1 yes, 0 no, -1 not decided yet (a few more bytes will tell). */
 int	conn_looks_like_http(const unsigned char *p, size_t len);
 /* conn_ident.c */
+/*
+ * Who the request head of <c> speaks for, before any stage: the explicit
+ * proxy's Proxy-Authorization or listener default (sbx/sbx_ident.c), else
+ * the connection's sandbox (CONNECT, transparent) if still its. 0, -1
+ * after answering (407, 503 OVERLOADED, 403), or 1: the login's id is
+ * looked up in the fleet's registry first (conn_ident_resume follows).
+ */
+int	conn_pipe_identity(struct conn *);
 /* The default sandbox of the listener <c> came in on, or NULL. */
 const char *conn_listener_default(const struct conn *);
 /* At start: log a warning for each listener with a default sandbox while

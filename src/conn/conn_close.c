@@ -100,7 +100,7 @@ conn_close(struct conn *c, enum aud_reason why)
 		c->c_x->x_allowed = 0;
 	if (c->c_x->x_active)
 		conn_audit(c);
-	if (c->c_depth == 0)
+	if (c->c_refs == 0)
 		conn_free(c);
 	else {
 		/* stop callbacks until our caller unwinds */
@@ -122,9 +122,9 @@ linger_cb(evutil_socket_t fd, short what, void *arg)
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		;
 	if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-		conn_enter(c);
+		conn_ref(c);
 		conn_close(c, AUD_R_DONE);	/* the client is done too */
-		conn_leave(c);
+		conn_unref(c);
 	}
 }
 
@@ -240,8 +240,9 @@ conn_drain(struct conn *c)
 		h2_srv_drain(c->c_h2);	/* GOAWAY: no new streams */
 		return;
 	}
+	/* under a frame (a reload from inside a callback) the free waits
+	   for it (conn_unref) */
 	if ((c->c_state == CONN_HEAD && !c->c_x->x_active &&
-	    c->c_req.hm_len == 0 && c->c_depth == 0) ||
-	    (c->c_state == CONN_LINGER && c->c_depth == 0))
+	    c->c_req.hm_len == 0) || c->c_state == CONN_LINGER)
 		conn_close(c, AUD_R_DONE);
 }

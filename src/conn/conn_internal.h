@@ -1,6 +1,7 @@
 /*
  * Between the files that were one conn.c (conn.c: accept, the request
- * loop, the callbacks; conn_request.c: the request head to the upstream;
+ * loop, the callbacks; conn_body.c: what goes out, the request body's
+ * pump and framing; conn_request.c: the request head to the upstream;
  * conn_response.c: the response; conn_close.c: the end). Not for the
  * other planes.
  */
@@ -18,16 +19,23 @@ struct http_msg;
 struct hw_sink;
 
 /* conn.c */
-void	conn_request_body_cb(void *arg, const char *p, size_t len);
 void	conn_timer_cb(int fd, short what, void *arg);
 /* The exchange and request state of <c> freed and zeroed. */
 void	conn_req_clear(struct conn *);
+void	conn_client_write_cb(struct bufferevent *, void *);
+
+/* conn_body.c */
+/* The request head written for the upstream, the held body after it. */
+void	conn_request_head_write(struct conn *);
+/* A piece of request body from the parser, through the stages. */
+void	conn_request_body_cb(void *arg, const char *p, size_t len);
+/* The parser saw its end: what stages kept back, the last chunk. */
+void	conn_request_body_end(struct conn *);
 /* After its head, does a message still need a body feed of its own? */
 int	conn_msg_empty_body_left(const struct http_msg *);
 /* <len> body bytes towards <to>, chunked when asked; counted in *count. */
 void	conn_body_out(struct conn *, struct bufferevent *to, const char *p,
 	    size_t len, int chunked, uint64_t *count);
-void	conn_client_write_cb(struct bufferevent *, void *);
 /* Send what one callback gathered for the client (c_pend). */
 void	conn_client_flush(struct conn *);
 /* A sink for http/http_write.h that appends to <b>. */

@@ -69,7 +69,7 @@ parent_dialed(void *arg, int ok, const char *reason)
 {
 	struct conn	*c = arg;
 
-	conn_enter(c);
+	conn_ref(c);
 	up_dial_free(c->c_up->u_dial);
 	c->c_up->u_dial = NULL;
 	if (!ok)
@@ -77,7 +77,7 @@ parent_dialed(void *arg, int ok, const char *reason)
 	else if (conn_upstream_tunnel_open(c) == -1)
 		conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
 		    "cannot set up TLS towards the upstream");
-	conn_leave(c);
+	conn_unref(c);
 }
 
 int

@@ -140,19 +140,19 @@ pipe_resume_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (c->c_r.r_ident_wait && !c->c_closing) {
-		conn_enter(c);
+		conn_ref(c);
 		c->c_r.r_ident_wait = 0;
 		conn_ident_resume(c);
-		conn_leave(c);
+		conn_unref(c);
 		return;
 	}
 	if (c->c_closing || next == NULL)
 		return;
-	conn_enter(c);
+	conn_ref(c);
 	c->c_r.r_wait_next = NULL;
 	if (conn_pipe_ready(c, next) == 0)
 		next(c);
-	conn_leave(c);
+	conn_unref(c);
 }
 
 /* xc_resume: the connection's resume event, made the first time a stage

@@ -245,9 +245,9 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 		    "reload_revoked: %s", why);
 		log_info("%s: %s: closed after a reload: %s", c->c_client,
 		    c->c_x->x_host, why);
-		conn_enter(c);
+		conn_ref(c);
 		conn_close(c, AUD_R_REVOKED);
-		conn_leave(c);
+		conn_unref(c);
 		n++;
 	}
 	if (n > 0)

@@ -1,5 +1,5 @@
 /*
- * A request head, from the parser to the upstream: identity, target,
+ * A request head, from the parser to the upstream: target, identity,
  * the stage table's policy, head and ready hooks, then a pooled upstream
  * or resolution (then the table's dest hook in dns_done).
  */
@@ -48,91 +48,6 @@
 #include "upstream/upstream.h"
 #include "util/util.h"
 
-/*
- * Who is asking: Proxy-Authorization Basic ID:TOKEN, else the listener's
- * default sandbox. Returns 0, -1 after answering 407, or 1: the id is
- * looked up in the fleet's registry first (the connection waits).
- */
-static int
-identify(struct conn *c)
-{
-	const struct cfg	*cfg = c->c_cfg;
-	struct sbx		*s = NULL;
-	const char		*v, *colon;
-	char			 creds[512];
-	uint64_t		 now;
-	size_t			 vlen;
-	int			 i, n;
-
-	i = http_msg_find(&c->c_req, "proxy-authorization", 0);
-	if (i == -1) {
-		if (conn_listener_default(c) != NULL)
-			s = sbx_find(conn_listener_default(c));
-		if (s == NULL) {
-			conn_deny(c, AUD_R_PROXY_AUTH_REQUIRED,
-			    "proxy credentials required");
-			return -1;
-		}
-	} else {
-		http_msg_value(&c->c_req, i, &v, &vlen);
-		if (vlen > 6 && strncasecmp(v, "basic ", 6) == 0) {
-			v += 6;
-			vlen -= 6;
-			util_trim_ows(&v, &vlen);
-			n = util_base64_decode(v, vlen, creds, sizeof(creds));
-		} else
-			n = -1;
-		if (n > 0 && (colon = memchr(creds, ':', (size_t)n)) != NULL) {
-			*(char *)colon = '\0';
-			s = sbx_auth(creds, colon + 1,
-			    (size_t)(n - (colon + 1 - creds)));
-			/* fleet mode, an id unknown here: one lookup in
-			   Redis, then this login again (conn_ident_resume) */
-			if (s == NULL && !c->c_r.r_ident_waited &&
-			    conn_pipe_ident_wait(c, creds) == 0) {
-				OPENSSL_cleanse(creds, (size_t)n);
-				return 1;
-			}
-		}
-		if (n > 0)
-			OPENSSL_cleanse(creds, (size_t)n);
-	}
-	if (s != NULL && __atomic_load_n(&s->sb_revoked, __ATOMIC_ACQUIRE)) {
-		sbx_unref(s);
-		s = NULL;
-	}
-	if (s == NULL) {
-		conn_deny(c, AUD_R_PROXY_AUTH_REQUIRED,
-		    "proxy credentials not valid");
-		return -1;
-	}
-	conn_slot_release(c);	/* counts against its sandbox from now on */
-	/* resolved per request: a reload may have changed the policy */
-	c->c_policy = cfg_policy_find(cfg, s->sb_policy);
-	/* for the scheduler's idle eviction; written at most once a second
-	   so that busy sandboxes do not bounce a cache line between workers */
-	now = util_now_ms();
-	if (now - __atomic_load_n(&s->sb_last_used_ms, __ATOMIC_RELAXED) >
-	    1000)
-		__atomic_store_n(&s->sb_last_used_ms, now, __ATOMIC_RELAXED);
-	if (c->c_sbx == s) {
-		sbx_unref(s);
-		return 0;
-	}
-	if (c->c_sbx != NULL) {
-		__atomic_sub_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
-		sbx_unref(c->c_sbx);
-	}
-	c->c_sbx = s;
-	if ((size_t)__atomic_add_fetch(&s->sb_conns, 1, __ATOMIC_RELAXED) >
-	    cfg->c_limits.l_max_connections_per_sandbox) {
-		conn_deny(c, AUD_R_OVERLOADED,
-		    "sandbox connection limit reached");
-		return -1;
-	}
-	return 0;
-}
-
 static void	request_head_go(struct conn *);
 
 static void
@@ -144,7 +59,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	char		 reason[512];
 
 	c->c_dns = NULL;
-	conn_enter(c);
+	conn_ref(c);
 	if (err != NULL && conn_via(c) != NULL && (p == NULL ||
 	    (p->p_ngeo_deny == 0 && p->p_ngeo_allow == 0))) {
 		/* the parent may know names we cannot resolve: it gets the
@@ -170,7 +85,7 @@ dns_done(const char *err, const struct net_addr *addrs, size_t naddrs,
 	if (conn_upstream_connect(c) == -1)
 		conn_upstream_connect_failed(c, "cannot connect");
 out:
-	conn_leave(c);
+	conn_unref(c);
 }
 
 void
@@ -340,10 +255,10 @@ conn_on_request_head(struct conn *c)
 		conn_deny(c, AUD_R_NOT_IMPLEMENTED, "method is not relayed");
 		return;
 	}
-	/* inside TLS the sandbox is the one that sent the CONNECT; on the
-	   transparent listener the one of the source address */
-	if (!c->c_tls && !c->c_transparent && !c->c_tunnel_http &&
-	    identify(c) != 0)
+	/* who is asking, before any stage (conn/conn_ident.c says why
+	   the driver settles it and not a row of the table); 1: the
+	   fleet's registry is asked first (conn_ident_resume) */
+	if (conn_pipe_identity(c) != 0)
 		return;
 	request_head_go(c);
 }
@@ -362,7 +277,7 @@ conn_ident_resume(struct conn *c)
 	}
 	c->c_state = CONN_HEAD;		/* where the head left it */
 	conn_timer_arm(c, c->c_cfg->c_limits.l_connect_timeout_ms);
-	if (identify(c) != 0)
+	if (conn_pipe_identity(c) != 0)
 		return;
 	request_head_go(c);
 	/* a body held whole may be buffered already */
@@ -377,9 +292,6 @@ request_head_go(struct conn *c)
 	struct http_msg		*m = &c->c_req;
 	int			 i, intercept;
 
-	if ((c->c_tls || c->c_transparent || c->c_tunnel_http) &&
-	    conn_sandbox_refresh(c) == -1)
-		return;
 	/* fail closed: no request goes out that the audit cannot record */
 	if (!aud_available()) {
 		conn_deny(c, AUD_R_AUDIT_UNAVAILABLE, "the audit log cannot "

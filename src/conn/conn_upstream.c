@@ -176,7 +176,7 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 	char		 reason[512];
 	int		 err = EVUTIL_SOCKET_ERROR(), via;
 
-	conn_enter(c);
+	conn_ref(c);
 	if (c->c_up->u_he_ev != NULL) {
 		event_free(c->c_up->u_he_ev);
 		c->c_up->u_he_ev = NULL;
@@ -211,7 +211,7 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 		goto out;
 	conn_upstream_connect_failed(c, reason);
 out:
-	conn_leave(c);
+	conn_unref(c);
 }
 
 /*
@@ -286,7 +286,7 @@ he_cb(evutil_socket_t fd, short what, void *arg)
 	struct sockaddr_storage	 ss;
 	socklen_t		 len = sizeof(ss);
 
-	conn_enter(c);
+	conn_ref(c);
 	event_free(c->c_up->u_he_ev);
 	c->c_up->u_he_ev = NULL;
 	sock = bufferevent_get_underlying(c->c_up->u_bev);
@@ -303,7 +303,7 @@ he_cb(evutil_socket_t fd, short what, void *arg)
 	if (conn_upstream_connect(c) == -1)
 		conn_upstream_connect_failed(c, "cannot connect");
 out:
-	conn_leave(c);
+	conn_unref(c);
 }
 
 /* Arm he_cb when an address of another family than <a> is still left. */

@@ -251,11 +251,11 @@ srv_read_cb(struct bufferevent *bev, void *arg)
 	struct conn	*c = h->h_conn;
 
 	(void)bev;
-	conn_enter(c);
+	conn_ref(c);
 	conn_touch(c);
 	h->h_active_ms = util_now_ms();
 	srv_recv(h);
-	conn_leave(c);
+	conn_unref(c);
 }
 
 static void
@@ -265,14 +265,14 @@ srv_write_cb(struct bufferevent *bev, void *arg)
 	struct conn	*c = h->h_conn;
 
 	(void)bev;
-	conn_enter(c);
+	conn_ref(c);
 	if (h->h_rd_off && !h->h_ending) {
 		h->h_rd_off = 0;
 		conn_bev_enable(c->c_bev, EV_READ);
 		srv_recv(h);		/* what waited in the input */
 	} else
 		srv_send(h);
-	conn_leave(c);
+	conn_unref(c);
 }
 
 static void
@@ -283,10 +283,10 @@ srv_event_cb(struct bufferevent *bev, short what, void *arg)
 
 	(void)bev;
 	(void)what;
-	conn_enter(c);
+	conn_ref(c);
 	srv_stop(h, "client closed the connection");
 	conn_close(c, AUD_R_CLIENT_CLOSED);
-	conn_leave(c);
+	conn_unref(c);
 }
 
 static void
@@ -298,14 +298,14 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	conn_enter(c);
+	conn_ref(c);
 	for (s = TAILQ_FIRST(&h->h_streams); s != NULL && !h->h_ending;
 	    s = next) {
 		next = TAILQ_NEXT(s, s_entry);
 		h2_stream_poll(s);
 	}
 	srv_send(h);
-	conn_leave(c);
+	conn_unref(c);
 }
 
 /* No stream for limits.idle_timeout: GOAWAY, then the end. */
@@ -322,7 +322,7 @@ idle_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (h->h_ending)
 		return;
-	conn_enter(c);
+	conn_ref(c);
 	if ((h->h_nstreams == 0 && now - h->h_active_ms >= idle) ||
 	    c->c_worker->w_stopping) {
 		(void)nghttp2_session_terminate_session(h->h_sess,
@@ -336,7 +336,7 @@ idle_cb(evutil_socket_t fd, short what, void *arg)
 			tv.tv_sec = 1, tv.tv_usec = 0;
 		evtimer_add(h->h_idle, &tv);
 	}
-	conn_leave(c);
+	conn_unref(c);
 }
 
 /* Every stream's connection ends (<why> for those under way). */
@@ -465,12 +465,12 @@ h2_srv_drain(struct h2_srv *h)
 
 	if (h->h_ending)
 		return;
-	conn_enter(c);
+	conn_ref(c);
 	(void)nghttp2_submit_goaway(h->h_sess, NGHTTP2_FLAG_NONE,
 	    nghttp2_session_get_last_proc_stream_id(h->h_sess),
 	    NGHTTP2_NO_ERROR, NULL, 0);
 	srv_send(h);
-	conn_leave(c);
+	conn_unref(c);
 }
 
 void

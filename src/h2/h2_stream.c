@@ -87,9 +87,9 @@ stream_conn_end(struct h2_stream *s, const char *why)
 	c->c_h2s = NULL;
 	if (why != NULL && c->c_x->x_active && c->c_x->x_reason[0] == '\0')
 		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s", why);
-	conn_enter(c);
+	conn_ref(c);
 	conn_close(c, why != NULL ? AUD_R_CLIENT_CLOSED : AUD_R_DONE);
-	conn_leave(c);
+	conn_unref(c);
 }
 
 void

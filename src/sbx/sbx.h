@@ -86,6 +86,16 @@ void		 sbx_sync_config(const struct cfg *);
 struct sbx	*sbx_find(const char *id);
 /* The sandbox whose id and token match (constant-time compare), or NULL. */
 struct sbx	*sbx_auth(const char *id, const char *token, size_t tokenlen);
+/*
+ * Who an explicit-proxy request is (sbx_ident.c): <authz> the value of its
+ * Proxy-Authorization (<len> bytes), or NULL without one, then the
+ * listener's default sandbox <default_id> (NULL: none). A new reference,
+ * or NULL with *why the 407's text and, when a login named an id, that id
+ * in <login> (<loginsz> bytes; "" otherwise) for the fleet's lookup.
+ */
+struct sbx	*sbx_ident(const char *authz, size_t len,
+		    const char *default_id, char *login, size_t loginsz,
+		    const char **why);
 /* The sandbox a source address belongs to (a new reference), or NULL. */
 struct sbx	*sbx_find_addr(const struct net_addr *);
 /* Give a dynamic sandbox its (single) source address. 0, or -1 when

@@ -44,6 +44,9 @@ main(void)
 	srunner_add_suite(sr, suite_stage_sec());
 	srunner_add_suite(sr, suite_stage_bud());
 	srunner_add_suite(sr, suite_stage_pol());
+	srunner_add_suite(sr, suite_stage_geo());
+	srunner_add_suite(sr, suite_sbx_ident());
+	srunner_add_suite(sr, suite_stage_mcp());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -55,5 +55,8 @@ Suite	*suite_stage(void);
 Suite	*suite_stage_sec(void);
 Suite	*suite_stage_bud(void);
 Suite	*suite_stage_pol(void);
+Suite	*suite_stage_geo(void);
+Suite	*suite_sbx_ident(void);
+Suite	*suite_stage_mcp(void);
 
 #endif
