@@ -1,0 +1,179 @@
+#!/bin/sh
+# Report mode (issue 21.2) on the DNS stub and on raw transparent tunnels:
+# a name no rule names is answered (decision allow, would_deny), a raw
+# TCP connection no rule allows is relayed (to that name, to an IP
+# literal, to a host whose rule limits methods), each audited allow with
+# would_deny and counted in airlock_would_deny_total. Still refused: a
+# destination in a denied network (the guard) and a tunnel past the
+# requests cap. Connections uid 65534 makes are redirected by nftables
+# to the transparent listener as in 285; the DNS pool is in 127/8 so the
+# test needs no route.
+. "$top_srcdir/tests/integration/lib.sh"
+
+[ "$(id -u)" = 0 ] || fail "needs root (nftables, setpriv); CI runs as root"
+command -v nft >/dev/null 2>&1 || fail "nft not installed (scripts/install-deps.sh --test)"
+command -v setpriv >/dev/null 2>&1 || fail "setpriv (util-linux) not found"
+curl --help all 2>/dev/null | grep -q -- --unix-socket ||
+    hard_error "curl without --unix-socket"
+start_origin origin
+OPORT=$ORIGIN_PORT
+AIRLOCK_PORT=$(free_port)
+TPORT=$(free_port)
+DPORT=$(free_port)
+POOL=127.77.$(($$ % 200 + 10))
+TABLE=airlock_it_$$
+export T OPORT DPORT POOL
+
+nft -f - <<NFT || fail "nft rules"
+table ip $TABLE {
+	chain out {
+		type nat hook output priority -100; policy accept;
+		meta skuid 65534 ip daddr 127.0.0.0/8 tcp dport $OPORT redirect to :$TPORT
+	}
+}
+NFT
+_nft_cleanup()
+{
+	_nrc=$?
+	nft delete table ip "$TABLE" 2>/dev/null
+	(exit "$_nrc")
+	_it_cleanup
+}
+trap _nft_cleanup EXIT
+chmod 0711 "$T" || hard_error "chmod $T"
+
+cat >"$T/airlock.yaml" <<YAML
+listen: {proxy: "127.0.0.1:$AIRLOCK_PORT", transparent: "127.0.0.1:$TPORT",
+         dns: "127.0.0.1:$DPORT"}
+state_dir: $T/state
+workers: 2
+audit: {file: $T/audit.jsonl}
+launcher: {dns_pool: $POOL.0/24}
+upstream:
+  allow_networks: ["127.0.0.1/32"]
+  hosts: {"api.test": "127.0.0.1", "evil.test": "127.0.0.1",
+          "guard.test": "127.0.0.2"}
+policies:
+  - name: watch
+    mode: report
+    rules:
+      - {host: "api.test", ports: [$OPORT], methods: [GET]}
+  - name: capped
+    mode: report
+    caps: {requests: 1}
+    rules:
+      - {host: "api.test", ports: [$OPORT], methods: [GET]}
+sandboxes:
+  - {id: t1, policy: watch, token: "literal:unused-1", addresses: ["127.0.0.1"]}
+  - {id: t2, policy: capped, token: "literal:unused-2", addresses: ["127.0.0.3"]}
+YAML
+start_airlockd "$T/airlock.yaml"
+wait_admin
+wait_port "$TPORT" 10 || fail "transparent listener not up"
+metric()
+{
+	curl -sS --unix-socket "$T/state/admin.sock" -H "Authorization: Bearer $(cat "$T/state/admin.token")" \
+	    http://airlock/metrics | sed -n 's/^airlock_would_deny_total //p'
+}
+wd0=$(metric)
+
+# the DNS queries (as root, from 127.0.0.1: sandbox t1), then the raw
+# tunnels as uid 65534 (redirected); "NAME ADDRESS" lines in $T/dns.out
+"$PYTHON" - >"$T/dns.out" <<'PY' || fail "DNS queries"
+import os, socket, struct
+def q(name, qtype=1):
+    m = struct.pack(">HHHHHH", 0x4242, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        m += bytes([len(label)]) + label.encode()
+    m += b"\x00" + struct.pack(">HH", qtype, 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(3)
+    s.sendto(m, ("127.0.0.1", int(os.environ["DPORT"])))
+    r = s.recv(512)
+    rc, an = r[3] & 0x0F, struct.unpack(">H", r[6:8])[0]
+    return rc, socket.inet_ntoa(r[-4:]) if an else "-"
+for n in ("evil.test", "api.test", "guard.test"):
+    rc, a = q(n)
+    print(n, rc, a)
+PY
+cat "$T/dns.out"
+EVIL=$(awk '$1 == "evil.test" && $2 == 0 {print $3}' "$T/dns.out")
+API=$(awk '$1 == "api.test" && $2 == 0 {print $3}' "$T/dns.out")
+GUARD=$(awk '$1 == "guard.test" && $2 == 0 {print $3}' "$T/dns.out")
+case $EVIL in "$POOL".*) ok "DNS: a name no rule names is answered ($EVIL)" ;;
+    *) check_fail "DNS evil.test: $(cat "$T/dns.out")" ;; esac
+case $API$GUARD in "$POOL".*"$POOL".*) ;; *) check_fail "DNS: $(cat "$T/dns.out")" ;; esac
+
+# tunnel SRC DST: raw bytes (not TLS, not HTTP) as uid 65534; prints the
+# first line that came back, or what ended it
+tunnel()
+{
+	printf 'ping, not http\r\n\r\n' | setpriv --reuid=65534 --regid=65534 --clear-groups \
+	    timeout 10 "$PYTHON" -c "
+import socket, sys
+s = socket.socket()
+s.bind(('$1', 0))
+s.settimeout(8)
+try:
+    s.connect(('$2', $OPORT))
+    s.sendall(sys.stdin.buffer.read())
+    d = s.recv(200)
+    print(d.decode('latin-1').split('\r\n')[0] if d else 'closed')
+except OSError as e:
+    print('error', e)" 2>&1
+}
+for dst in "$EVIL" 127.0.0.1 "$API"; do
+	out=$(tunnel 127.0.0.1 "$dst")
+	case "$out" in HTTP/1.1\ 4*) ok "raw tunnel to $dst relayed (the origin answered)" ;;
+	    *) check_fail "raw tunnel to $dst: got '$out'" ;; esac
+done
+out=$(tunnel 127.0.0.1 "$GUARD")
+case "$out" in closed|error*) ok "raw tunnel to a denied network: closed" ;;
+    *) check_fail "raw tunnel to guard.test: got '$out'" ;; esac
+out=$(tunnel 127.0.0.3 127.0.0.1)
+case "$out" in HTTP/1.1\ 4*) ;; *) check_fail "capped sandbox, first tunnel: '$out'" ;; esac
+out=$(tunnel 127.0.0.3 127.0.0.1)
+case "$out" in closed|error*|HTTP/1.1\ 402*) ok "the requests cap still refuses a tunnel ($out)" ;;
+    *) check_fail "capped sandbox, second tunnel: got '$out'" ;; esac
+
+wd1=$(metric)
+[ -n "$wd1" ] && [ $((wd1 - ${wd0:-0})) -ge 7 ] &&
+    ok "airlock_would_deny_total counts them ($wd0 -> $wd1)" ||
+    check_fail "airlock_would_deny_total $wd0 -> $wd1"
+
+"$PYTHON" - <<'PY' || check_fail "audit records"
+import json, os, time
+path = os.environ["T"] + "/audit.jsonl"
+port = int(os.environ["OPORT"])
+def recs():
+    return [json.loads(l) for l in open(path)]
+def want(pred, what):
+    end = time.time() + 5
+    while time.time() < end:
+        m = [r for r in recs() if pred(r)]
+        if m:
+            return m
+        time.sleep(0.1)
+    raise SystemExit("no record: %s\n%s" % (what, "\n".join(map(json.dumps, recs()))))
+d = want(lambda r: r.get("proto") == "dns" and r.get("host") == "evil.test", "dns")[0]
+assert d["decision"] == "allow" and d["would_deny"] == "host evil.test is not allowed", d
+d = want(lambda r: r.get("proto") == "dns" and r.get("host") == "api.test", "dns api")[0]
+assert d["decision"] == "allow" and "would_deny" not in d, d
+tun = lambda h, sb="t1": want(lambda r: r.get("proto") == "tunnel" and r.get("host") == h
+                              and r.get("sandbox") == sb and r.get("port") == port, h)
+r = tun("evil.test")[0]
+assert r["decision"] == "allow" and r["would_deny"] == "host evil.test is not allowed" \
+    and r["bytes_out"] > 0 and "rule" not in r, r
+r = tun("127.0.0.1")[0]
+assert r["decision"] == "allow" and "is not allowed" in r["would_deny"] and r["bytes_out"] > 0, r
+r = tun("api.test")[0]
+assert r["decision"] == "allow" and "limits methods or paths" in r["would_deny"] \
+    and r["bytes_out"] > 0 and "rule" not in r, r
+r = tun("guard.test")[0]
+assert r["decision"] == "deny" and "denied network" in r.get("reason", ""), r
+c = tun("127.0.0.1", "t2")
+assert len(c) == 2 and c[0]["decision"] == "allow" and c[1]["decision"] == "deny", c
+print("ok - audit: DNS and tunnels allow + would_deny; guard and cap deny")
+PY
+stop_airlockd
+finish
