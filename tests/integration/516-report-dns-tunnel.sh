@@ -5,7 +5,8 @@
 # literal, to a host whose rule limits methods), each audited allow with
 # would_deny and counted in airlock_would_deny_total. Still refused: a
 # destination in a denied network (the guard) and a tunnel past the
-# requests cap. Connections uid 65534 makes are redirected by nftables
+# requests cap. Under on_unmatched: ask a raw tunnel is held (issue
+# 21.1) and relayed once approved. Connections uid 65534 makes are redirected by nftables
 # to the transparent listener as in 285; the DNS pool is in 127/8 so the
 # test needs no route.
 . "$top_srcdir/tests/integration/lib.sh"
@@ -40,7 +41,10 @@ _nft_cleanup()
 	_it_cleanup
 }
 trap _nft_cleanup EXIT
-chmod 0711 "$T" || hard_error "chmod $T"
+CTL=$top_builddir/src/airlockctl
+[ -x "$CTL" ] || hard_error "$CTL not built"
+NB=$T/nobody
+mkdir "$NB" && chmod 0777 "$NB" && chmod 0711 "$T" || hard_error "mkdir $NB"
 
 cat >"$T/airlock.yaml" <<YAML
 listen: {proxy: "127.0.0.1:$AIRLOCK_PORT", transparent: "127.0.0.1:$TPORT",
@@ -48,7 +52,7 @@ listen: {proxy: "127.0.0.1:$AIRLOCK_PORT", transparent: "127.0.0.1:$TPORT",
 state_dir: $T/state
 workers: 2
 audit: {file: $T/audit.jsonl}
-launcher: {dns_pool: $POOL.0/24}
+launcher: {dns_pool: $POOL.0/24, pool: {warm: 0}}
 upstream:
   allow_networks: ["127.0.0.1/32"]
   hosts: {"api.test": "127.0.0.1", "evil.test": "127.0.0.1",
@@ -56,6 +60,10 @@ upstream:
 policies:
   - name: watch
     mode: report
+    rules:
+      - {host: "api.test", ports: [$OPORT], methods: [GET]}
+  - name: asking
+    on_unmatched: ask
     rules:
       - {host: "api.test", ports: [$OPORT], methods: [GET]}
   - name: capped
@@ -66,6 +74,7 @@ policies:
 sandboxes:
   - {id: t1, policy: watch, token: "literal:unused-1", addresses: ["127.0.0.1"]}
   - {id: t2, policy: capped, token: "literal:unused-2", addresses: ["127.0.0.3"]}
+  - {id: t3, policy: asking, token: "literal:unused-3", addresses: ["127.0.0.4"]}
 YAML
 start_airlockd "$T/airlock.yaml"
 wait_admin
@@ -104,37 +113,59 @@ case $EVIL in "$POOL".*) ok "DNS: a name no rule names is answered ($EVIL)" ;;
     *) check_fail "DNS evil.test: $(cat "$T/dns.out")" ;; esac
 case $API$GUARD in "$POOL".*"$POOL".*) ;; *) check_fail "DNS: $(cat "$T/dns.out")" ;; esac
 
-# tunnel SRC DST: raw bytes (not TLS, not HTTP) as uid 65534; prints the
-# first line that came back, or what ended it
-tunnel()
-{
-	printf 'ping, not http\r\n\r\n' | setpriv --reuid=65534 --regid=65534 --clear-groups \
-	    timeout 10 "$PYTHON" -c "
-import socket, sys
-s = socket.socket()
-s.bind(('$1', 0))
-s.settimeout(8)
-try:
-    s.connect(('$2', $OPORT))
-    s.sendall(sys.stdin.buffer.read())
-    d = s.recv(200)
-    print(d.decode('latin-1').split('\r\n')[0] if d else 'closed')
-except OSError as e:
-    print('error', e)" 2>&1
-}
-for dst in "$EVIL" 127.0.0.1 "$API"; do
-	out=$(tunnel 127.0.0.1 "$dst")
-	case "$out" in HTTP/1.1\ 4*) ok "raw tunnel to $dst relayed (the origin answered)" ;;
-	    *) check_fail "raw tunnel to $dst: got '$out'" ;; esac
+# raw tunnels (bytes neither TLS nor HTTP) as uid 65534, all from one
+# process: "SRC DST first-line-back" (or "closed", "error ...") each; the
+# last one, from sandbox t3 (on_unmatched: ask), waits for an approval
+cat >"$NB/tun.py" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+for pair in sys.argv[2:]:
+    src, dst = pair.split(",")
+    t0 = time.time()
+    s = socket.socket()
+    s.bind((src, 0))
+    s.settimeout(10)
+    try:
+        s.connect((dst, port))
+        s.sendall(b"ping, not http\r\n\r\n")
+        d = s.recv(200)
+        r = d.decode("latin-1").split("\r\n")[0] if d else "closed"
+    except OSError as e:
+        r = "error %s" % e
+    print(src, dst, r, "(%.1f s)" % (time.time() - t0), flush=True)
+PY
+chmod 0644 "$NB/tun.py"
+setpriv --reuid=65534 --regid=65534 --clear-groups timeout 30 "$PYTHON" "$NB/tun.py" "$OPORT" \
+    127.0.0.1,"$EVIL" 127.0.0.1,127.0.0.1 127.0.0.1,"$API" 127.0.0.1,"$GUARD" \
+    127.0.0.3,127.0.0.1 127.0.0.3,127.0.0.1 127.0.0.4,"$EVIL" >"$T/tun.out" 2>&1 &
+TUN_PID=$!
+track_pid "$TUN_PID"
+# the held tunnel: in the pending list as CONNECT, no path; approved
+i=0
+until "$CTL" -c "$T/airlock.yaml" --json pending >"$T/pending.json" 2>/dev/null &&
+    grep -q '"sandbox": *"t3"' "$T/pending.json"; do
+	i=$((i + 1)); [ $i -le 100 ] || break; sleep 0.1
 done
-out=$(tunnel 127.0.0.1 "$GUARD")
-case "$out" in closed|error*) ok "raw tunnel to a denied network: closed" ;;
-    *) check_fail "raw tunnel to guard.test: got '$out'" ;; esac
-out=$(tunnel 127.0.0.3 127.0.0.1)
-case "$out" in HTTP/1.1\ 4*) ;; *) check_fail "capped sandbox, first tunnel: '$out'" ;; esac
-out=$(tunnel 127.0.0.3 127.0.0.1)
-case "$out" in closed|error*|HTTP/1.1\ 402*) ok "the requests cap still refuses a tunnel ($out)" ;;
-    *) check_fail "capped sandbox, second tunnel: got '$out'" ;; esac
+HID=$("$PYTHON" -c 'import json, sys
+p = [e for e in json.load(open(sys.argv[1]))["pending"] if e["sandbox"] == "t3"]
+print(p[0]["id"] if p and p[0]["host"] == "evil.test" and not p[0].get("path") else "")' "$T/pending.json")
+[ -n "$HID" ] && ok "on_unmatched: ask holds a raw tunnel (pending: evil.test, no path)" ||
+    check_fail "raw tunnel not held: $(cat "$T/pending.json")"
+[ -n "$HID" ] && "$CTL" -c "$T/airlock.yaml" approve "$HID" >/dev/null
+wait_exit "$TUN_PID" 30
+cat "$T/tun.out"
+res() { awk -v s="$1" -v d="$2" -v n="${3:-1}" '$1 == s && $2 == d { if (++k == n) { $1 = $2 = ""; sub(/ \([0-9.]+ s\)$/, ""); print substr($0, 3) } }' "$T/tun.out"; }
+for dst in "$EVIL" 127.0.0.1 "$API"; do
+	case "$(res 127.0.0.1 "$dst")" in HTTP/1.1\ 4*) ok "report: raw tunnel to $dst relayed (the origin answered)" ;;
+	    *) check_fail "raw tunnel to $dst: $(res 127.0.0.1 "$dst")" ;; esac
+done
+case "$(res 127.0.0.1 "$GUARD")" in closed|error*) ok "report: raw tunnel to a denied network closed" ;;
+    *) check_fail "raw tunnel to guard.test: $(res 127.0.0.1 "$GUARD")" ;; esac
+case "$(res 127.0.0.3 127.0.0.1 1)" in HTTP/1.1\ 4*) ;; *) check_fail "capped sandbox, first tunnel: $(res 127.0.0.3 127.0.0.1 1)" ;; esac
+case "$(res 127.0.0.3 127.0.0.1 2)" in closed|error*|HTTP/1.1\ 402*) ok "report: the requests cap still refuses a tunnel ($(res 127.0.0.3 127.0.0.1 2))" ;;
+    *) check_fail "capped sandbox, second tunnel: $(res 127.0.0.3 127.0.0.1 2)" ;; esac
+case "$(res 127.0.0.4 "$EVIL")" in HTTP/1.1\ 4*) ok "approved raw tunnel relayed" ;;
+    *) check_fail "approved raw tunnel: $(res 127.0.0.4 "$EVIL")" ;; esac
 
 wd1=$(metric)
 [ -n "$wd1" ] && [ $((wd1 - ${wd0:-0})) -ge 7 ] &&
@@ -173,7 +204,10 @@ r = tun("guard.test")[0]
 assert r["decision"] == "deny" and "denied network" in r.get("reason", ""), r
 c = tun("127.0.0.1", "t2")
 assert len(c) == 2 and c[0]["decision"] == "allow" and c[1]["decision"] == "deny", c
-print("ok - audit: DNS and tunnels allow + would_deny; guard and cap deny")
+r = tun("evil.test", "t3")[0]
+assert r["decision"] == "allow" and "would_deny" not in r and r["bytes_out"] > 0, r
+print("ok - audit: DNS and tunnels allow + would_deny; guard and cap deny; "
+      "the approved tunnel allow")
 PY
 stop_airlockd
 finish
