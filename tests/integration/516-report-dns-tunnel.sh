@@ -2,7 +2,8 @@
 # Report mode (issue 21.2) on the DNS stub and on raw transparent tunnels:
 # a name no rule names is answered (decision allow, would_deny), a raw
 # TCP connection no rule allows is relayed (to that name, to an IP
-# literal, to a host whose rule limits methods), each audited allow with
+# literal, to a host whose rule limits methods), a SOCKS5 CONNECT no rule
+# allows is let in (its HTTP request forwarded), each audited allow with
 # would_deny and counted in airlock_would_deny_total. Still refused: a
 # destination in a denied network (the guard) and a tunnel past the
 # requests cap. Under on_unmatched: ask a raw tunnel is held (issue
@@ -21,6 +22,7 @@ OPORT=$ORIGIN_PORT
 AIRLOCK_PORT=$(free_port)
 TPORT=$(free_port)
 DPORT=$(free_port)
+S5=$(free_port)
 POOL=127.77.$(($$ % 200 + 10))
 TABLE=airlock_it_$$
 export T OPORT DPORT POOL
@@ -48,7 +50,7 @@ mkdir "$NB" && chmod 0777 "$NB" && chmod 0711 "$T" || hard_error "mkdir $NB"
 
 cat >"$T/airlock.yaml" <<YAML
 listen: {proxy: "127.0.0.1:$AIRLOCK_PORT", transparent: "127.0.0.1:$TPORT",
-         dns: "127.0.0.1:$DPORT"}
+         dns: "127.0.0.1:$DPORT", socks5: "127.0.0.1:$S5"}
 state_dir: $T/state
 workers: 2
 audit: {file: $T/audit.jsonl}
@@ -167,8 +169,15 @@ case "$(res 127.0.0.3 127.0.0.1 2)" in closed|error*|HTTP/1.1\ 402*) ok "report:
 case "$(res 127.0.0.4 "$EVIL")" in HTTP/1.1\ 4*) ok "approved raw tunnel relayed" ;;
     *) check_fail "approved raw tunnel: $(res 127.0.0.4 "$EVIL")" ;; esac
 
+# SOCKS5: a CONNECT no rule allows gets the success reply, and the HTTP
+# request in it is forwarded (judged again, in report mode too)
+code=$(curl -sS --socks5-hostname "t1:unused-1@127.0.0.1:$S5" -o /dev/null \
+    -w '%{http_code}' "http://evil.test:$OPORT/s5" 2>"$T/s5.err")
+case $code in 404|200) ok "report: SOCKS5 to a host no rule allows is let in ($code)" ;;
+    *) check_fail "SOCKS5 evil.test: '$code' $(cat "$T/s5.err")" ;; esac
+
 wd1=$(metric)
-[ -n "$wd1" ] && [ $((wd1 - ${wd0:-0})) -ge 7 ] &&
+[ -n "$wd1" ] && [ $((wd1 - ${wd0:-0})) -ge 9 ] &&
     ok "airlock_would_deny_total counts them ($wd0 -> $wd1)" ||
     check_fail "airlock_would_deny_total $wd0 -> $wd1"
 
@@ -204,6 +213,8 @@ r = tun("guard.test")[0]
 assert r["decision"] == "deny" and "denied network" in r.get("reason", ""), r
 c = tun("127.0.0.1", "t2")
 assert len(c) == 2 and c[0]["decision"] == "allow" and c[1]["decision"] == "deny", c
+r = want(lambda r: r.get("mode") == "socks5" and r.get("path") == "/s5", "socks5")[0]
+assert r["decision"] == "allow" and r["would_deny"] == "host evil.test is not allowed", r
 r = tun("evil.test", "t3")[0]
 assert r["decision"] == "allow" and "would_deny" not in r and r["bytes_out"] > 0, r
 print("ok - audit: DNS and tunnels allow + would_deny; guard and cap deny; "
