@@ -2,7 +2,8 @@
 # Report mode (issue 21.2) on the DNS stub and on raw transparent tunnels:
 # a name no rule names is answered (decision allow, would_deny), a raw
 # TCP connection no rule allows is relayed (to that name, to an IP
-# literal, to a host whose rule limits methods), a SOCKS5 CONNECT no rule
+# literal, to a host whose rule limits methods), TLS to such a name is
+# intercepted and its request forwarded, a SOCKS5 CONNECT no rule
 # allows is let in (its HTTP request forwarded), each audited allow with
 # would_deny and counted in airlock_would_deny_total. Still refused: a
 # destination in a denied network (the guard) and a tunnel past the
@@ -17,21 +18,25 @@ command -v nft >/dev/null 2>&1 || fail "nft not installed (scripts/install-deps.
 command -v setpriv >/dev/null 2>&1 || fail "setpriv (util-linux) not found"
 curl --help all 2>/dev/null | grep -q -- --unix-socket ||
     hard_error "curl without --unix-socket"
+sh "$top_srcdir/tests/harness/mkpki.sh" "$T/pki" >"$T/mkpki.log" 2>&1 ||
+    hard_error "mkpki.sh: $(cat "$T/mkpki.log")"
 start_origin origin
 OPORT=$ORIGIN_PORT
+start_origin tls -C "$T/pki/good.crt" -K "$T/pki/good.key"
+TLS_PORT=$ORIGIN_PORT
 AIRLOCK_PORT=$(free_port)
 TPORT=$(free_port)
 DPORT=$(free_port)
 S5=$(free_port)
 POOL=127.77.$(($$ % 200 + 10))
 TABLE=airlock_it_$$
-export T OPORT DPORT POOL
+export T OPORT DPORT POOL TLS_PORT
 
 nft -f - <<NFT || fail "nft rules"
 table ip $TABLE {
 	chain out {
 		type nat hook output priority -100; policy accept;
-		meta skuid 65534 ip daddr 127.0.0.0/8 tcp dport $OPORT redirect to :$TPORT
+		meta skuid 65534 ip daddr 127.0.0.0/8 tcp dport { $OPORT, $TLS_PORT } redirect to :$TPORT
 	}
 }
 NFT
@@ -56,8 +61,9 @@ workers: 2
 audit: {file: $T/audit.jsonl}
 launcher: {dns_pool: $POOL.0/24, pool: {warm: 0}}
 upstream:
+  ca_file: $T/pki/ca.crt
   allow_networks: ["127.0.0.1/32"]
-  hosts: {"api.test": "127.0.0.1", "evil.test": "127.0.0.1",
+  hosts: {"api.test": "127.0.0.1", "evil.test": "127.0.0.1", "localhost": "127.0.0.1",
           "guard.test": "127.0.0.2"}
 policies:
   - name: watch
@@ -169,6 +175,16 @@ case "$(res 127.0.0.3 127.0.0.1 2)" in closed|error*|HTTP/1.1\ 402*) ok "report:
 case "$(res 127.0.0.4 "$EVIL")" in HTTP/1.1\ 4*) ok "approved raw tunnel relayed" ;;
     *) check_fail "approved raw tunnel: $(res 127.0.0.4 "$EVIL")" ;; esac
 
+# TLS on the transparent listener to a host no rule names (localhost: a
+# name the origin's certificate holds): intercepted with the sandbox's
+# CA, the request in it forwarded
+cp "$T/state/ca/t1/ca.crt" "$NB/ca.crt" && chmod 0644 "$NB/ca.crt"
+code=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -sS -o /dev/null -w '%{http_code}' \
+    --cacert "$NB/ca.crt" --resolve "localhost:$TLS_PORT:127.0.0.1" \
+    "https://localhost:$TLS_PORT/tls" 2>"$T/tls.err")
+case $code in 404|200) ok "report: transparent TLS to a host no rule names is intercepted ($code)" ;;
+    *) check_fail "transparent TLS localhost: '$code' $(cat "$T/tls.err")" ;; esac
+
 # SOCKS5: a CONNECT no rule allows gets the success reply, and the HTTP
 # request in it is forwarded (judged again, in report mode too)
 code=$(curl -sS --socks5-hostname "t1:unused-1@127.0.0.1:$S5" -o /dev/null \
@@ -177,7 +193,7 @@ case $code in 404|200) ok "report: SOCKS5 to a host no rule allows is let in ($c
     *) check_fail "SOCKS5 evil.test: '$code' $(cat "$T/s5.err")" ;; esac
 
 wd1=$(metric)
-[ -n "$wd1" ] && [ $((wd1 - ${wd0:-0})) -ge 9 ] &&
+[ -n "$wd1" ] && [ $((wd1 - ${wd0:-0})) -ge 10 ] &&
     ok "airlock_would_deny_total counts them ($wd0 -> $wd1)" ||
     check_fail "airlock_would_deny_total $wd0 -> $wd1"
 
@@ -215,6 +231,9 @@ c = tun("127.0.0.1", "t2")
 assert len(c) == 2 and c[0]["decision"] == "allow" and c[1]["decision"] == "deny", c
 r = want(lambda r: r.get("mode") == "socks5" and r.get("path") == "/s5", "socks5")[0]
 assert r["decision"] == "allow" and r["would_deny"] == "host evil.test is not allowed", r
+r = want(lambda r: r.get("proto") == "https" and r.get("path") == "/tls", "tls")[0]
+assert r["mode"] == "transparent" and r["tls"] == "intercept" and \
+    r["decision"] == "allow" and r["would_deny"] == "host localhost is not allowed", r
 r = tun("evil.test", "t3")[0]
 assert r["decision"] == "allow" and "would_deny" not in r and r["bytes_out"] > 0, r
 print("ok - audit: DNS and tunnels allow + would_deny; guard and cap deny; "
