@@ -7,7 +7,7 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       libssl-dev libevent-dev libyaml-dev libmaxminddb-dev libjson-c-dev
       libyajl-dev libseccomp-dev zlib1g-dev libbrotli-dev libnghttp2-dev
-      check node-llhttp libhiredis-dev openssl ca-certificates nftables
+      check node-llhttp libhiredis-dev libwslay-dev openssl ca-certificates nftables
       busybox-static cpio kmod xz-utils curl"
 # without its recommends (GUI, firmware for other machines: some 170
 # packages): microvm boots the kernel directly with qboot (qemu-system-data)

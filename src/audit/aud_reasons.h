@@ -84,6 +84,8 @@
 	X(UPSTREAM_CLOSED, NULL, 0, AUD_D_KEEP, "upstream closed")	\
 	X(IDLE_TIMEOUT, NULL, 0, AUD_D_KEEP, "idle timeout")		\
 	X(CUT, NULL, 0, AUD_D_KEEP, "response cut short")		\
+	X(WS_SECRET_MISUSE, NULL, 0, AUD_D_DENY,			\
+	    "ws_secret_misuse")						\
 	X(BUDGET_CUT, NULL, 0, AUD_D_KEEP, "budget_cut")		\
 	X(BUDGET_CLAMPED, NULL, 0, AUD_D_KEEP, "budget_clamped")	\
 	X(REFUSED, NULL, 0, AUD_D_DENY, "connection refused")		\

@@ -65,6 +65,7 @@ struct cfg_rule {
 #define CFG_PH_QUERY	0x02
 #define CFG_PH_PATH	0x04
 #define CFG_PH_BODY	0x08
+#define CFG_PH_WS	0x10	/* WebSocket text messages after a 101 */
 #define CFG_PH_DEFAULT	(CFG_PH_HEADER | CFG_PH_QUERY | CFG_PH_PATH)
 
 enum cfg_inject {

@@ -44,6 +44,7 @@
 #include "policy/pol_mcp.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
+#include "secrets/sec_ws.h"
 #include "sbx/sbx.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -105,6 +106,8 @@ xchg_clear(struct conn *c, struct xchg *x)
 	sec_req_free(x->x_sec.s_req);
 	sec_trip_free(x->x_sec.s_trip);
 	sec_body_free(x->x_sec.s_body);
+	sec_ws_free(x->x_sec.s_ws[0]);
+	sec_ws_free(x->x_sec.s_ws[1]);
 	meter_free(x->x_bud.b_meter);
 	sse_filt_free(x->x_bud.b_filt);
 	mcp_filt_free(x->x_mcp.m_filt);

@@ -415,6 +415,7 @@ struct conn *conn_stream_new(struct conn *parent, struct bufferevent *bev,
 void	conn_tunnel_start(struct conn *);
 /* <bev> (client or upstream) reported <what> (EOF or error). */
 void	conn_tunnel_eof(struct conn *, struct bufferevent *, short what);
+void	conn_tunnel_end(struct conn *, enum aud_reason, const char *reason);
 void	conn_tunnel_check(struct conn *);
 /* The timer of a tunnel that is ending. */
 void	conn_tunnel_timer(struct conn *);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "audit/aud.h"
@@ -45,6 +46,7 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_body_out = NULL;
 	xc->xc_body_spare = NULL;
 	xc->xc_rewrote = 0;
+	xc->xc_back = NULL;
 	xc->xc_addrs = NULL;
 	xc->xc_naddrs = 0;
 	xc->xc_intercept = 0;
@@ -395,36 +397,40 @@ conn_pipe_tunnel(struct conn *c, int up, struct evbuffer *in,
 	struct xs_call		 xc;
 	struct evbuffer		*spare = c->c_worker->w_filt[1], *res;
 	struct evbuffer_iovec	 v[8];
-	struct evbuffer_ptr	 at;
 	enum xs_verdict		 r = XS_GO;
-	size_t			 n, ok = 0, pass;
+	size_t			 n, ok = 0, pass, used;
 	int			 i, k;
 
 	pipe_call(c, &xc);
 	xc.xc_tunnel = 1;
 	if (up) {
-		/* towards the upstream: each piece through req_body */
-		evbuffer_ptr_set(in, &at, 0, EVBUFFER_PTR_SET);
-		while (r == XS_GO && (k = evbuffer_peek(in, -1, &at, v,
+		/* towards the upstream: each piece through req_body, which
+		   may change it (WebSocket frames, sec_ws_stage.c) */
+		xc.xc_back = bufferevent_get_output(c->c_bev);
+		while (r == XS_GO && (k = evbuffer_peek(in, -1, NULL, v,
 		    8)) > 0) {
+			used = 0;
 			for (i = 0; i < k && i < 8 && r == XS_GO; i++) {
+				xc.xc_body_out = c->c_worker->w_filt[0];
+				xc.xc_body_spare = spare;
 				r = xs_run_req_body(xs_table, &xc,
 				    v[i].iov_base, v[i].iov_len);
-				pass = r == XS_GO ? v[i].iov_len :
-				    xc.xc_pass < v[i].iov_len ? xc.xc_pass :
-				    v[i].iov_len;
+				n = xc.xc_rewrote ? evbuffer_get_length(
+				    xc.xc_body_out) : v[i].iov_len;
+				pass = r == XS_GO || xc.xc_pass > n ? n :
+				    xc.xc_pass;
+				if (xc.xc_rewrote)
+					evbuffer_remove_buffer(xc.xc_body_out,
+					    out, pass);
+				else
+					evbuffer_add(out, v[i].iov_base, pass);
 				ok += pass;
-				evbuffer_ptr_set(in, &at, pass,
-				    EVBUFFER_PTR_ADD);
+				used += v[i].iov_len;
+				conn_pipe_req_body_end(c);
 			}
-			if (k <= 8)
-				break;
+			evbuffer_drain(in, used);
 		}
 		*count += ok;
-		if (r == XS_GO)
-			evbuffer_add_buffer(out, in);
-		else
-			evbuffer_remove_buffer(in, out, ok);
 	} else {
 		r = xs_run_filter(xs_table, XS_F_RESP_BODY, &xc, in, spare,
 		    &res);
@@ -435,6 +441,12 @@ conn_pipe_tunnel(struct conn *c, int up, struct evbuffer *in,
 		return 0;
 	n = evbuffer_get_length(in);
 	evbuffer_drain(in, n);
+	if (up && xc.xc_cut_whole) {
+		/* the stage ended it (a WebSocket close, both ways): what
+		   went out is written, then the tunnel closes */
+		conn_tunnel_end(c, xc.xc_why, pipe_reason(&xc));
+		return -1;
+	}
 	pipe_end(c, xc.xc_why, pipe_reason(&xc), xc.xc_cut);
 	return -1;
 }

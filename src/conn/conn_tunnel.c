@@ -196,6 +196,18 @@ conn_tunnel_eof(struct conn *c, struct bufferevent *bev, short what)
 	event_active(c->c_timer, EV_TIMEOUT, 1);
 }
 
+/* A stage ended the tunnel itself (a WebSocket close it sent both ways):
+ * audited with <why>, closed once what it wrote is written. */
+void
+conn_tunnel_end(struct conn *c, enum aud_reason why, const char *reason)
+{
+	c->c_x->x_why = why;
+	if (aud_reason(why)->ri_decision == AUD_D_DENY)
+		c->c_x->x_allowed = 0;
+	snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s", reason);
+	conn_tunnel_eof(c, c->c_bev, BEV_EVENT_EOF);
+}
+
 /* The grace timer; conn_tunnel_eof() and upstream_drained() through it. */
 void
 conn_tunnel_timer(struct conn *c)

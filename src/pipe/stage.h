@@ -113,6 +113,9 @@ struct xs_call {
 						   second buffer (both NULL:
 						   the bytes cannot change) */
 	int			 xc_rewrote;	/* req_body: it did */
+	struct evbuffer		*xc_back;	/* req_body in a tunnel: bytes
+						   for the client (a close
+						   frame), or NULL */
 	const struct net_addr	*xc_addrs;	/* dest: the addresses */
 	size_t			 xc_naddrs;
 	struct aud_rec		*xc_rec;	/* done: the record to fill */

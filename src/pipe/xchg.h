@@ -22,6 +22,7 @@ struct cfg_rule;
 struct sec_body;
 struct sec_req;
 struct sec_trip;
+struct sec_ws;
 struct event;
 struct meter;
 struct bud_sb;
@@ -49,6 +50,11 @@ struct xchg_secrets {
 	size_t		 s_wait;	/* 1 + the token broker secret whose
 					   mint the request waits for */
 	struct event	*s_wait_ev;	/* the event it is watched with */
+	struct sec_ws	*s_ws[2];	/* frames after a 101 (sec_ws.c):
+					   [0] to the client, [1] upstream */
+	int		 s_ws_on;	/* 0 not yet, 1 parsed, 2 raw (no
+					   placeholder to watch for), 3 closed
+					   (1008): nothing more goes */
 };
 
 /* The budget stage's slot. */

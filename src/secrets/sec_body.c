@@ -291,6 +291,7 @@ sec_req_names_at(struct sec_req *sr, size_t *n)
 	static const struct { int bit; const char *n; } where[] = {
 		{ CFG_PH_HEADER, "header" }, { CFG_PH_QUERY, "query" },
 		{ CFG_PH_PATH, "path" }, { CFG_PH_BODY, "body" },
+		{ CFG_PH_WS, "ws" },
 	};
 	size_t	i, j, len;
 	char	*p;

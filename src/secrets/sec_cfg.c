@@ -483,6 +483,7 @@ cfg_k_sec_placeholder_in(struct cfg_parse *cp, const struct cfg_key *k,
 	static const struct { const char *n; int bit; } where[] = {
 		{ "header", CFG_PH_HEADER }, { "query", CFG_PH_QUERY },
 		{ "path", CFG_PH_PATH }, { "body", CFG_PH_BODY },
+		{ "ws", CFG_PH_WS },
 	};
 	struct cfg_secret	*sc = ((struct cfg_xctx *)arg)->xc_sec;
 	yaml_node_t		*item;
@@ -494,19 +495,19 @@ cfg_k_sec_placeholder_in(struct cfg_parse *cp, const struct cfg_key *k,
 	if (cfg_seq_len(v) == 0) {
 		cfg_err(cp, v, "\"placeholder_in\" is an empty list: name "
 		    "where the placeholder may be replaced (header, query, "
-		    "path, body)");
+		    "path, body, ws)");
 		return;
 	}
 	for (i = 0; (item = cfg_seq_at(cp, v, i)) != NULL; i++) {
 		if ((s = cfg_scalar(cp, item, "a \"placeholder_in\" entry",
-		    "header, query, path or body")) == NULL)
+		    "header, query, path, body or ws")) == NULL)
 			continue;
 		for (j = 0; j < sizeof(where) / sizeof(where[0]); j++)
 			if (strcmp(s, where[j].n) == 0)
 				break;
 		if (j == sizeof(where) / sizeof(where[0])) {
 			cfg_err(cp, item, "bad \"placeholder_in\" entry \"%s\": "
-			    "use header, query, path or body", s);
+			    "use header, query, path, body or ws", s);
 			continue;
 		}
 		if (mask & where[j].bit) {

@@ -24,6 +24,7 @@
 #include "pipe/xchg.h"
 #include "secrets/sec.h"
 #include "secrets/sec_req.h"
+#include "secrets/sec_ws.h"
 #include "util/util.h"
 
 /* Does any field <name> of <m> hold <token> (case-insensitive)? */
@@ -125,11 +126,7 @@ sec_prepare(struct xs_call *xc)
 		xc->xc_why = AUD_R_SECRET_UNAVAILABLE;
 		return XS_DENY;
 	}
-	if (xc->xc_upgrade && x->x_sec.s_req != NULL)
-		/* frames after a 101 cannot be scanned for the secret */
-		return xs_deny(xc, AUD_R_DENIED, "WebSocket upgrade towards "
-		    "a secret's host is not relayed (its frames could not be "
-		    "scanned for the secret)");
+	/* frames after a 101: sec_ws_stage.c */
 	return XS_GO;
 }
 
@@ -258,6 +255,8 @@ sec_req_body(struct xs_call *xc, const char *p, size_t len)
 	struct evbuffer	*held;
 	size_t		 n;
 
+	if (xc->xc_tunnel)
+		return sec_ws_req_body(xc, p, len);
 	if (x->x_sec.s_body == NULL && x->x_sec.s_body_want && len > 0)
 		x->x_sec.s_body_late = 1;	/* held: replaced at req_ready */
 	if (x->x_sec.s_trip == NULL ||
@@ -363,6 +362,8 @@ sec_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	size_t			 taken;
 	int			 i, n;
 
+	if (xc->xc_tunnel)
+		return sec_ws_resp_body(xc, in, out);
 	if ((reflect = sec_req_reflector(xc->xc_x->x_sec.s_req)) == NULL)
 		return XS_GO;
 	while (evbuffer_get_length(in) > 0 &&
@@ -397,6 +398,7 @@ const struct xstage sec_stage = {
 	.xs_name = "secrets",
 	.xs_req_head = sec_req_head,
 	.xs_req_ready = sec_req_ready,
+	.xs_req_drop = sec_ws_req_drop,
 	.xs_req_body = sec_req_body,
 	.xs_resp_head = sec_resp_head,
 	.xs_done = sec_done,

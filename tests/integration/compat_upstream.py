@@ -106,9 +106,10 @@ def frame(op, payload):
     return hdr + payload
 
 
-def read_frame(st):
+def read_frame(st, log=None, cid=None):
     b0, b1 = st.need(2)
     op, masked, n = b0 & 0x0F, bool(b1 & 0x80), b1 & 0x7F
+    fin, rsv = bool(b0 & 0x80), (b0 >> 4) & 7
     if n == 126:
         n = struct.unpack("!H", st.need(2))[0]
     elif n == 127:
@@ -117,6 +118,18 @@ def read_frame(st):
     data = st.need(n)
     if masked:
         data = bytes(c ^ key[i % 4] for i, c in enumerate(data))
+    if log is not None:
+        # every frame as it came (the fragments of a message, 57x tests)
+        log.write(ev="ws_frame", conn=cid, op=op, fin=fin, rsv=rsv,
+                  masked=masked, len=n)
+    if op == 0 or (op in (1, 2) and not fin):
+        # a fragmented message: joined (control frames may come between)
+        st.frag = getattr(st, "frag", None) or [op, b""]
+        st.frag[1] += data
+        if not fin:
+            return None, masked, b""
+        op, data = st.frag
+        st.frag = None
     return op, masked, data
 
 
@@ -124,10 +137,12 @@ def websocket(st, log, cid):
     sent_close = False
     while True:
         try:
-            op, masked, data = read_frame(st)
+            op, masked, data = read_frame(st, log, cid)
         except (EOFError, OSError):
             log.write(ev="ws_eof", conn=cid)
             return
+        if op is None:
+            continue
         if op == 8:
             code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
             log.write(ev="ws_close", conn=cid, code=code,

@@ -26,6 +26,7 @@ main(void)
 	srunner_add_suite(sr, suite_sec_encode());
 	srunner_add_suite(sr, suite_sec_trip());
 	srunner_add_suite(sr, suite_sec_body());
+	srunner_add_suite(sr, suite_sec_ws());
 	srunner_add_suite(sr, suite_meter());
 	srunner_add_suite(sr, suite_sse_filt());
 	srunner_add_suite(sr, suite_mcp());

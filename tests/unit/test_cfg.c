@@ -484,6 +484,16 @@ static const struct err_case err_cases[] = {
 	    "allow_plaintext" },
 	{ "reflect_min_run: 3\n", "t.yaml:1:18: ", "reflect_min_run" },
 	{ "reflect_min_run: twelve\n", "t.yaml:1:18: ", "reflect_min_run" },
+	/* placeholder_in */
+	{ SECK PH "    placeholder_in: [header, bodi]\n", "t.yaml:6:30: ",
+	    "bad \"placeholder_in\" entry \"bodi\": use header, query, path, "
+	    "body or ws" },
+	{ SECK PH "    placeholder_in: []\n", "t.yaml:6:21: ",
+	    "\"placeholder_in\" is an empty list" },
+	{ SECK PH "    placeholder_in: [ws, ws]\n", "t.yaml:6:26: ",
+	    "\"ws\" is listed twice in \"placeholder_in\"" },
+	{ SECK PH "    placeholder_in: [header, [ws]]\n", "t.yaml:6:30: ",
+	    "placeholder_in" },
 	/* placeholder and sandbox_env */
 	{ SECK "    placeholder: short\n", "t.yaml:5:18: ",
 	    "\"placeholder\" \"short\" is too short: at least 8 characters" },
@@ -2917,6 +2927,37 @@ START_TEST(test_cfg_reflect_keys)
 }
 END_TEST
 
+/* placeholder_in: the default leaves bodies and frames out; lists read. */
+START_TEST(test_cfg_placeholder_in)
+{
+	static const struct { const char *in; int mask; } ok[] = {
+		{ "", CFG_PH_DEFAULT },
+		{ "    placeholder_in: [header, body]\n",
+		    CFG_PH_HEADER | CFG_PH_BODY },
+		{ "    placeholder_in: [ws]\n", CFG_PH_WS },
+		{ "    placeholder_in: [path, query, header, body, ws]\n",
+		    CFG_PH_DEFAULT | CFG_PH_BODY | CFG_PH_WS },
+	};
+	struct cfg	*c;
+	char		*out;
+	size_t		 i;
+	int		 nerr = -1;
+	char		 y[512];
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(y, sizeof(y), "%s%s%s", SECK, PH, ok[i].in);
+		c = load(y, &out, &nerr);
+		ck_assert_msg(c != NULL, "errors:\n%s", out);
+		free(out);
+		ck_assert_int_eq(c->c_secrets[0].sc_ph_in, ok[i].mask);
+		ck_assert_int_eq(c->c_secrets[0].sc_ph_given, i > 0);
+		ck_assert(i > 0 || !(c->c_secrets[0].sc_ph_in &
+		    (CFG_PH_BODY | CFG_PH_WS)));
+		cfg_free(c);
+	}
+}
+END_TEST
+
 Suite *
 suite_cfg(void)
 {
@@ -2931,6 +2972,7 @@ suite_cfg(void)
 	    (int)(sizeof(err_cases) / sizeof(err_cases[0])));
 	tcase_add_test(tc, test_cfg_bare_token_not_echoed);
 	tcase_add_test(tc, test_cfg_reflect_keys);
+	tcase_add_test(tc, test_cfg_placeholder_in);
 	tcase_add_test(tc, test_cfg_bare_source_not_echoed);
 	tcase_add_test(tc, test_cfg_all_errors_reported);
 	tcase_add_test(tc, test_cfg_unreadable_file);

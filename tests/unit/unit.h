@@ -35,6 +35,7 @@ Suite	*suite_sec_scan(void);
 Suite	*suite_sec_encode(void);
 Suite	*suite_sec_trip(void);
 Suite	*suite_sec_body(void);
+Suite	*suite_sec_ws(void);
 Suite	*suite_meter(void);
 Suite	*suite_sse_filt(void);
 Suite	*suite_mcp(void);
