@@ -40,6 +40,7 @@
 #include "http/http_write.h"
 #include "budget/bud.h"
 #include "policy/pol.h"
+#include "policy/pol_ask.h"
 #include "policy/pol_mcp.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
@@ -560,8 +561,8 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 	else if (c->c_state == CONN_WAIT && c->c_x->x_ask_id != 0) {
 		/* held for an operator: the hold goes now (conn_free forgets
 		   it), not when it is decided or times out */
-		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason),
-		    "client left while held for approval");
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s",
+		    ASK_LEFT_HELD);
 		conn_close(c, AUD_R_CLIENT_CLOSED);
 	} else if ((what & BEV_EVENT_EOF) && c->c_x->x_active &&
 	    (c->c_state == CONN_WAIT || c->c_state == CONN_FORWARD) &&

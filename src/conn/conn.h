@@ -208,8 +208,9 @@ void	conn_transparent_peek(struct conn *, int timed_out);
  * it names, judged; the rule's intercept (0/1), or -1 after refusing. */
 int	conn_transparent_hello(struct conn *, const struct tls_hello *);
 
-/* The one policy evaluation of the front ends (conn_policy.c): the
- * verdict, the matching rule named in the exchange. */
+/* The one policy judgment of the front ends (conn_policy.c): the
+ * verdict (report mode, on_unmatched: ask allow with pr_rule -1), the
+ * matching rule named in the exchange, x_would_deny and x_ask set. */
 enum pol_verdict conn_policy_eval(struct conn *, const struct pol_request *,
 	    struct pol_result *);
 void	req_begin_transparent(struct conn *);

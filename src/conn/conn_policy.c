@@ -1,8 +1,9 @@
 /*
- * The one policy evaluation of the front ends (pol_xchg_eval): a request
+ * The one policy judgment of the front ends (pol_xchg_judge): a request
  * head or a CONNECT through the policy stage (policy/pol_stage.c), a
- * transparent connection's name here (conn_transparent.c, after its
- * ClientHello or its silence).
+ * transparent or SOCKS5 connection's name here (conn_transparent.c after
+ * its ClientHello or its silence, conn_socks5.c), with report mode and
+ * asks as for a request.
  */
 #include "config.h"
 
@@ -17,5 +18,5 @@ enum pol_verdict
 conn_policy_eval(struct conn *c, const struct pol_request *pr,
     struct pol_result *res)
 {
-	return pol_xchg_eval(c->c_policy, c->c_x, pr, res);
+	return pol_xchg_judge(c->c_policy, c->c_x, pr, res);
 }

@@ -231,8 +231,9 @@ s5_judge(struct conn *c)
 	pr.pr_host = c->c_x->x_host;
 	pr.pr_port = c->c_x->x_port;
 	pr.pr_method = "CONNECT";
+	/* report mode and asks as on the transparent listener */
 	if (c->c_policy == NULL ||
-	    pol_evaluate(c->c_policy, &pr, &res) != POL_ALLOW) {
+	    conn_policy_eval(c, &pr, &res) != POL_ALLOW) {
 		s5_reply(c, S5_REP_RULESET);
 		s5_end(c, AUD_R_DENIED, c->c_policy == NULL ? "the sandbox's "
 		    "policy is not in the running config" : res.pr_reason);

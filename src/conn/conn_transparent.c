@@ -10,6 +10,8 @@
  *   anything else    -> a raw TCP tunnel, only by a rule for that name (a
  *                       DNS stub address maps back to its name) or IP
  *                       literal and port, with no method or path limits
+ *                       (mode: report relays it anyway, on_unmatched: ask
+ *                       and action: ask hold it, as for a request)
  *
  * The name is what policy judges; the gateway resolves it and checks the
  * addresses itself, never connecting blindly to the original destination.
@@ -108,9 +110,11 @@ conn_transparent_begin(struct conn *c, int fd, const struct sockaddr *sa)
 	conn_timer_arm(c, TRANS_PEEK_MS);
 }
 
-/* Policy for (x_host, x_port) as a tunnel; the rule, or -1 after refusing. */
+/* Policy for (x_host, x_port) as a tunnel, report mode and asks as for a
+ * request: 0 with *rule (-1: no rule, in report mode or held for an ask),
+ * or -1 after refusing. */
 static int
-trans_policy(struct conn *c)
+trans_policy(struct conn *c, int *rule)
 {
 	struct pol_request	pr;
 	struct pol_result	res;
@@ -130,7 +134,8 @@ trans_policy(struct conn *c)
 		return -1;
 	}
 	c->c_x->x_allowed = 1;
-	return res.pr_rule;
+	*rule = res.pr_rule;
+	return 0;
 }
 
 int
@@ -152,9 +157,10 @@ conn_transparent_hello(struct conn *c, const struct tls_hello *h)
 		snprintf(c->c_x->x_host, sizeof(c->c_x->x_host), "%s", sni);
 		c->c_trans_named = 1;
 	}
-	if ((rule = trans_policy(c)) == -1)
+	if (trans_policy(c, &rule) == -1)
 		return -1;
-	return c->c_policy->p_rules[rule].r_intercept;
+	/* no rule (report, ask): intercepted, each request judged inside */
+	return rule < 0 || c->c_policy->p_rules[rule].r_intercept;
 }
 
 /* The raw tunnel admitted: what the client sent so far stays buffered
@@ -172,18 +178,27 @@ static void
 trans_raw(struct conn *c)
 {
 	const struct cfg_rule	*r;
+	struct pol_result	 res;
 	int			 rule;
 
-	if ((rule = trans_policy(c)) == -1)
+	if (trans_policy(c, &rule) == -1)
 		return;
-	r = &c->c_policy->p_rules[rule];
-	if (r->r_nmethods > 0 || r->r_npaths > 0) {
+	r = rule < 0 ? NULL : &c->c_policy->p_rules[rule];
+	if (r != NULL && (r->r_nmethods > 0 || r->r_npaths > 0)) {
 		/* bytes that are neither TLS nor HTTP cannot be held to
-		   methods or paths */
-		c->c_x->x_allowed = 0;
-		conn_refuse(c, "not TLS or HTTP, and the rule limits methods "
-		    "or paths");
-		return;
+		   methods or paths: a refusal of the allowlist, which report
+		   mode relays and on_unmatched: ask holds */
+		snprintf(res.pr_reason, sizeof(res.pr_reason), "not TLS or "
+		    "HTTP, and the rule limits methods or paths");
+		res.pr_verdict = POL_DENY;
+		c->c_x->x_ask = 0;	/* the rule did not allow it */
+		if (!pol_unmatched(c->c_policy, &res, c->c_x->x_would_deny,
+		    sizeof(c->c_x->x_would_deny), &c->c_x->x_ask)) {
+			c->c_x->x_allowed = 0;
+			conn_refuse(c, res.pr_reason);
+			return;
+		}
+		c->c_x->x_rule[0] = '\0';	/* no rule allowed it */
 	}
 	c->c_x->x_proto = "tunnel";
 	c->c_x->x_tls = "none";

@@ -34,6 +34,7 @@
 #include "dns/dns_names.h"
 #include "dns/dns_synth.h"
 #include "dns/net_guard.h"
+#include "metrics/metrics.h"
 #include "policy/pol.h"
 #include "sbx/sbx.h"
 #include "util/log.h"
@@ -173,12 +174,15 @@ dns_stub_name_normalize(const char *in, char *out, size_t outsz)
 enum dns_stub_verdict
 dns_stub_decide(const struct cfg_policy *pol, int qtype, int qclass,
     const char *qname, char *name, size_t namesz, int *rule, char *why,
-    size_t whysz)
+    size_t whysz, char *would_deny, size_t wdsz)
 {
-	char	tbuf[16];
+	struct pol_result	res;
+	char			tbuf[16];
+	int			ask = 0;
 
 	*rule = -1;
 	why[0] = '\0';
+	would_deny[0] = '\0';
 	if (dns_stub_name_normalize(qname, name, namesz) == -1) {
 		dns_stub_name_escape(qname, name, namesz);
 		if (qclass == DNS_CLASS_IN &&
@@ -201,8 +205,18 @@ dns_stub_decide(const struct cfg_policy *pol, int qtype, int qclass,
 		return DNS_STUB_NXDOMAIN;
 	}
 	if ((*rule = pol_host_allowed(pol, name)) < 0) {
-		snprintf(why, whysz, "host %s is not allowed", name);
-		return DNS_STUB_NXDOMAIN;
+		snprintf(res.pr_reason, sizeof(res.pr_reason), "host %s is not "
+		    "allowed", name);
+		res.pr_verdict = POL_DENY;
+		/* report mode, on_unmatched: ask: as the policy stage does */
+		if (!pol_unmatched(pol, &res, would_deny, wdsz, &ask)) {
+			snprintf(why, whysz, "%s", res.pr_reason);
+			return DNS_STUB_NXDOMAIN;
+		}
+		if (ask)
+			snprintf(why, whysz, "no rule names host %s: answered "
+			    "for on_unmatched: ask (its connections are held)",
+			    name);
 	}
 	return qtype == EVDNS_TYPE_A ? DNS_STUB_ANSWER : DNS_STUB_NODATA;
 }
@@ -316,6 +330,7 @@ struct stub_rec {
 	const char	*sr_answer;
 	const char	*sr_rule;
 	const char	*sr_reason;
+	const char	*sr_would_deny;	/* report mode: the refusal */
 	int		 sr_allow;
 };
 
@@ -340,6 +355,7 @@ stub_audit(struct dns_stub *st, const struct stub_rec *sr)
 	r.ar_reason = sr->sr_reason != NULL && sr->sr_reason[0] != '\0' ?
 	    sr->sr_reason : NULL;
 	r.ar_rule = sr->sr_rule;
+	r.ar_would_deny = sr->sr_would_deny;
 	r.ar_bytes_in = -1;
 	r.ar_bytes_out = -1;
 	r.ar_duration_ms = -1;
@@ -472,7 +488,7 @@ stub_query(struct evdns_server_request *req, void *arg)
 	char				 client[STUB_CLIENT_BUF];
 	char				 name[STUB_NAME_BUF], why[512];
 	char				 tbuf[16], ans[INET_ADDRSTRLEN];
-	char				 rule[256];
+	char				 rule[256], wd[256];
 	uint64_t			 now = util_now_ms();
 	int				 rix;
 
@@ -548,7 +564,7 @@ stub_query(struct evdns_server_request *req, void *arg)
 	cfg = st->st_hooks.dh_cfg();
 	v = dns_stub_decide(cfg != NULL ? cfg_policy_find(cfg, s->sb_policy) :
 	    NULL, q->type, q->dns_question_class, q->name, name, sizeof(name),
-	    &rix, why, sizeof(why));
+	    &rix, why, sizeof(why), wd, sizeof(wd));
 	if (rix >= 0) {
 		snprintf(rule, sizeof(rule), "%s#%d", s->sb_policy, rix);
 		sr.sr_rule = rule;
@@ -570,6 +586,11 @@ stub_query(struct evdns_server_request *req, void *arg)
 	sr.sr_allow = v == DNS_STUB_ANSWER || v == DNS_STUB_NODATA;
 	sr.sr_rcode = dns_stub_verdict_rcode(v);
 	sr.sr_reason = why;
+	/* report mode: answered, unless a bound of launcher.dns refused */
+	if (sr.sr_allow && wd[0] != '\0') {
+		sr.sr_would_deny = wd;
+		met_would_deny();
+	}
 	stub_audit(st, &sr);
 	stub_respond(req, sr.sr_rcode);
 	if (cfg != NULL && st->st_hooks.dh_cfg_done != NULL)

@@ -8,7 +8,11 @@
  *                                               (dns_synth), TTL 60
  *   AAAA, such a name                        -> NOERROR, no answer
  *   A or AAAA, any other name, or a query
- *   name that is no valid host name          -> NXDOMAIN
+ *   name that is no valid host name          -> NXDOMAIN (another valid
+ *                                               name is answered under
+ *                                               mode: report, audited
+ *                                               would_deny, and under
+ *                                               on_unmatched: ask)
  *   any other type (MX, TXT, ANY, HTTPS...)  -> REFUSED
  *   any other class                          -> REFUSED
  *   2 to DNS_STUB_MAX_QUESTIONS questions    -> FORMERR
@@ -129,11 +133,16 @@ enum dns_stub_verdict {
  * <name> gets what the audit record shows as host: the normalised name,
  * or <qname> escaped by dns_stub_name_escape() when it is none. <rule>
  * gets the index of the rule that allows the name, or -1; <why> a deny
- * reason ("" on allow). Buffers: <namesz> >= 1024 holds any escaped name.
+ * reason ("" on allow). A name no rule names is answered anyway (rule -1)
+ * under mode: report, its refusal then in <would_deny> (else ""), and
+ * under on_unmatched: ask, <why> saying so: its connections are judged,
+ * or held, in their turn (pol_unmatched). Buffers: <namesz> >= 1024
+ * holds any escaped name.
  */
 enum dns_stub_verdict dns_stub_decide(const struct cfg_policy *pol,
 	    int qtype, int qclass, const char *qname, char *name,
-	    size_t namesz, int *rule, char *why, size_t whysz);
+	    size_t namesz, int *rule, char *why, size_t whysz,
+	    char *would_deny, size_t wdsz);
 
 /*
  * A query name as a host name: lowercase, one trailing dot dropped,

@@ -79,6 +79,9 @@ void	h2_srv_kick(struct h2_srv *);
 
 /* h2_stream.c */
 struct h2_stream *h2_stream_new(struct h2_srv *, int32_t id);
+/* Its connection ends now, <why> recorded when its exchange is open
+ * (NULL: it ended well); a stream held for approval says it left. */
+void	h2_stream_conn_end(struct h2_stream *, const char *why);
 /* The stream closed (or the session ends): its conn ends, it is freed. */
 void	h2_stream_free(struct h2_stream *, const char *why);
 /* A request header: 0, or an nghttp2 error for the callback. */

@@ -345,18 +345,8 @@ srv_end_streams(struct h2_srv *h, const char *why)
 {
 	struct h2_stream	*s;
 
-	TAILQ_FOREACH(s, &h->h_streams, s_entry) {
-		struct conn	*sc = s->s_conn;
-
-		if (sc == NULL)
-			continue;
-		s->s_conn = NULL;
-		sc->c_h2s = NULL;
-		if (sc->c_x->x_active && sc->c_x->x_reason[0] == '\0')
-			snprintf(sc->c_x->x_reason, sizeof(sc->c_x->x_reason),
-			    "%s", why);
-		conn_close(sc, AUD_R_CLIENT_CLOSED);
-	}
+	TAILQ_FOREACH(s, &h->h_streams, s_entry)
+		h2_stream_conn_end(s, why);
 }
 
 /*

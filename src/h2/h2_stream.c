@@ -26,6 +26,7 @@
 #include "conn/worker.h"
 #include "h2/h2.h"
 #include "h2/h2_internal.h"
+#include "policy/pol_ask.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -75,9 +76,8 @@ h2_stream_new(struct h2_srv *h, int32_t id)
 	return s;
 }
 
-/* Its connection ends now (<why> recorded when its exchange is open). */
-static void
-stream_conn_end(struct h2_stream *s, const char *why)
+void
+h2_stream_conn_end(struct h2_stream *s, const char *why)
 {
 	struct conn	*c = s->s_conn;
 
@@ -85,7 +85,13 @@ stream_conn_end(struct h2_stream *s, const char *why)
 		return;
 	s->s_conn = NULL;
 	c->c_h2s = NULL;
-	if (why != NULL && c->c_x->x_active && c->c_x->x_reason[0] == '\0')
+	/* held for an operator: said as for an HTTP/1 client (conn.c); the
+	   hold goes with the connection (conn_pipe_fini) */
+	if (why != NULL && c->c_state == CONN_WAIT && c->c_x->x_ask_id != 0)
+		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s",
+		    ASK_LEFT_HELD);
+	else if (why != NULL && c->c_x->x_active &&
+	    c->c_x->x_reason[0] == '\0')
 		snprintf(c->c_x->x_reason, sizeof(c->c_x->x_reason), "%s", why);
 	conn_ref(c);
 	conn_close(c, why != NULL ? AUD_R_CLIENT_CLOSED : AUD_R_DONE);
@@ -97,7 +103,7 @@ h2_stream_free(struct h2_stream *s, const char *why)
 {
 	struct h2_srv	*h = s->s_srv;
 
-	stream_conn_end(s, why != NULL ? why : "HTTP/2 stream closed");
+	h2_stream_conn_end(s, why != NULL ? why : "HTTP/2 stream closed");
 	if (s->s_bev != NULL)
 		bufferevent_free(s->s_bev);
 	evbuffer_free(s->s_method);
@@ -615,7 +621,7 @@ h2_stream_poll(struct h2_stream *s)
 			}
 			/* its exchange is audited: the connection is done */
 			if (s->s_req_done)
-				stream_conn_end(s, NULL);
+				h2_stream_conn_end(s, NULL);
 			break;
 		case HTTP_FEED_UPGRADE:
 		case HTTP_FEED_ERROR:

@@ -136,5 +136,12 @@ void	pol_report_warn(const struct cfg *cfg);
 struct xchg;
 enum pol_verdict pol_xchg_eval(const struct cfg_policy *, struct xchg *x,
 		    const struct pol_request *, struct pol_result *);
+/*
+ * The judgment of the policy stage: pol_xchg_eval(), then what no rule
+ * allowed goes on under report mode (x_would_deny) or on_unmatched: ask
+ * (POL_ALLOW, pr_rule -1), and x_ask says whether the exchange is held.
+ */
+enum pol_verdict pol_xchg_judge(const struct cfg_policy *, struct xchg *x,
+		    const struct pol_request *, struct pol_result *);
 
 #endif

@@ -38,6 +38,10 @@ enum ask_scope {
 	ASK_POLICY,
 };
 
+/* The audit's reason for a client (an HTTP/1 connection, an h2 stream)
+ * that went away while held. */
+#define ASK_LEFT_HELD	"client left while held for approval"
+
 /* What a hold shows the operator (never a header or body value). */
 #define ASK_RULE_PATH	1024	/* a request-kept rule's path, at most */
 

@@ -3,7 +3,9 @@
  * hook judges the identified request head (or CONNECT) against the
  * sandbox's policy. The exchange gets the rule ("policy#N"), the ask flag
  * (action: ask, on_unmatched: ask), report mode's would_deny, and on a
- * refusal the rule that would allow it (rule_hint). The driver answers a
+ * refusal the rule that would allow it (rule_hint); pol_xchg_judge is
+ * that judgment for the front ends that judge a tunnel themselves
+ * (transparent, SOCKS5). The driver answers a
  * refusal: a CONNECT's inside TLS, a POL_BAD one closing (xc_close).
  */
 #include "config.h"
@@ -34,6 +36,22 @@ pol_xchg_eval(const struct cfg_policy *p, struct xchg *x,
 	return v;
 }
 
+enum pol_verdict
+pol_xchg_judge(const struct cfg_policy *p, struct xchg *x,
+    const struct pol_request *pr, struct pol_result *res)
+{
+	enum pol_verdict	v;
+
+	v = pol_xchg_eval(p, x, pr, res);
+	/* report mode or an ask: forwarded, or held by the ask stage */
+	if (v == POL_DENY && p != NULL && pol_unmatched(p, res,
+	    x->x_would_deny, sizeof(x->x_would_deny), &x->x_ask))
+		return POL_ALLOW;	/* report or ask: pr_rule is -1 */
+	if (v == POL_ALLOW)
+		x->x_ask = p->p_rules[res->pr_rule].r_ask;
+	return v;
+}
+
 static enum xs_verdict
 pol_req_policy(struct xs_call *xc)
 {
@@ -61,13 +79,7 @@ pol_req_policy(struct xs_call *xc)
 		}
 		pr.pr_method_override = override;
 	}
-	v = pol_xchg_eval(p, x, &pr, &res);
-	/* report mode or an ask: forwarded, or held by the ask stage */
-	if (v == POL_DENY && p != NULL && pol_unmatched(p, &res,
-	    x->x_would_deny, sizeof(x->x_would_deny), &x->x_ask))
-		v = POL_ALLOW;	/* report or ask: pr_rule is -1 */
-	else if (v == POL_ALLOW)
-		x->x_ask = p->p_rules[res.pr_rule].r_ask;
+	v = pol_xchg_judge(p, x, &pr, &res);
 	if (v == POL_BAD) {
 		/* ambiguous, like a malformed target: the connection ends */
 		(void)xs_deny(xc, AUD_R_BAD_REQUEST, "%s", res.pr_reason);

@@ -42,6 +42,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct cfg_policy	*pol;
 	enum dns_stub_verdict	 v;
 	char			 name[1024], norm[1024], why[512], small[64];
+	char			 wd[256];
 	char			*qname;
 	size_t			 outsz;
 	int			 qtype, qclass, rule;
@@ -57,7 +58,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 
 	v = dns_stub_decide(pol, qtype, qclass, qname, name, sizeof(name),
-	    &rule, why, sizeof(why));
+	    &rule, why, sizeof(why), wd, sizeof(wd));
 	if (memchr(name, '\0', sizeof(name)) == NULL ||
 	    memchr(why, '\0', sizeof(why)) == NULL)
 		abort();

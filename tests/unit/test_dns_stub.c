@@ -275,18 +275,71 @@ static const struct {
 
 START_TEST(test_decide)
 {
-	char			name[1024], why[256];
+	char			name[1024], why[256], wd[256];
 	int			rule = 99;
 	enum dns_stub_verdict	v;
 
 	memset(name, 'x', sizeof(name));
 	v = dns_stub_decide(decide_cases[_i].pol, decide_cases[_i].type,
 	    decide_cases[_i].class, decide_cases[_i].qname, name, sizeof(name),
-	    &rule, why, sizeof(why));
+	    &rule, why, sizeof(why), wd, sizeof(wd));
 	ck_assert_int_eq(v, decide_cases[_i].v);
 	ck_assert_str_eq(name, decide_cases[_i].name);
 	ck_assert_int_eq(rule, decide_cases[_i].rule);
 	ck_assert_str_eq(why, decide_cases[_i].why);
+	ck_assert_str_eq(wd, "");
+}
+END_TEST
+
+/* mode: report answers a name no rule names, the refusal kept for the
+ * audit; on_unmatched: ask answers it too (the connection is held);
+ * neither changes what is not a name or not served */
+static const struct cfg_policy	report_pol = {
+	.p_name = "rep", .p_rules = dns_rules, .p_nrules = NELEM(dns_rules),
+	.p_report = 1,
+};
+static const struct cfg_policy	ask_pol = {
+	.p_name = "ask", .p_rules = dns_rules, .p_nrules = NELEM(dns_rules),
+	.p_unmatched_ask = 1,
+};
+
+START_TEST(test_decide_unmatched)
+{
+	char			name[1024], why[256], wd[256];
+	int			rule;
+	enum dns_stub_verdict	v;
+
+	v = dns_stub_decide(&report_pol, T_A, C_IN, "evil.test", name,
+	    sizeof(name), &rule, why, sizeof(why), wd, sizeof(wd));
+	ck_assert_int_eq(v, DNS_STUB_ANSWER);
+	ck_assert_int_eq(rule, -1);
+	ck_assert_str_eq(why, "");
+	ck_assert_str_eq(wd, "host evil.test is not allowed");
+	v = dns_stub_decide(&report_pol, T_AAAA, C_IN, "evil.test", name,
+	    sizeof(name), &rule, why, sizeof(why), wd, sizeof(wd));
+	ck_assert_int_eq(v, DNS_STUB_NODATA);
+	ck_assert_str_eq(wd, "host evil.test is not allowed");
+	/* allowed by a rule: no would_deny */
+	v = dns_stub_decide(&report_pol, T_A, C_IN, "api.test", name,
+	    sizeof(name), &rule, why, sizeof(why), wd, sizeof(wd));
+	ck_assert_int_eq(v, DNS_STUB_ANSWER);
+	ck_assert_int_eq(rule, 0);
+	ck_assert_str_eq(wd, "");
+	/* not a name, not a type served: as in enforce mode */
+	v = dns_stub_decide(&report_pol, T_A, C_IN, "1.2.3.4", name,
+	    sizeof(name), &rule, why, sizeof(why), wd, sizeof(wd));
+	ck_assert_int_eq(v, DNS_STUB_NXDOMAIN);
+	ck_assert_str_eq(wd, "");
+	v = dns_stub_decide(&report_pol, T_TXT, C_IN, "evil.test", name,
+	    sizeof(name), &rule, why, sizeof(why), wd, sizeof(wd));
+	ck_assert_int_eq(v, DNS_STUB_REFUSED);
+	ck_assert_str_eq(wd, "");
+	v = dns_stub_decide(&ask_pol, T_A, C_IN, "evil.test", name,
+	    sizeof(name), &rule, why, sizeof(why), wd, sizeof(wd));
+	ck_assert_int_eq(v, DNS_STUB_ANSWER);
+	ck_assert_int_eq(rule, -1);
+	ck_assert_str_eq(wd, "");
+	ck_assert_ptr_nonnull(strstr(why, "on_unmatched: ask"));
 }
 END_TEST
 
@@ -380,6 +433,7 @@ suite_dns_stub(void)
 
 	tc = tcase_create("decide");
 	tcase_add_loop_test(tc, test_decide, 0, NELEM(decide_cases));
+	tcase_add_test(tc, test_decide_unmatched);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("limit");
