@@ -41,6 +41,7 @@
 #include "budget/bud.h"
 #include "policy/pol.h"
 #include "policy/pol_mcp.h"
+#include "h2/h2.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
 #include "sbx/sbx.h"
@@ -567,6 +568,7 @@ void
 conn_upstream_failed(struct conn *c, enum aud_reason why,
     const char *reason)
 {
+	h2_pool_forget(c);
 	if (c->c_up != NULL) {
 		upstream_free(c->c_up);
 		c->c_up = NULL;

@@ -400,6 +400,11 @@ on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *arg)
 		h->hc_goaway = 1;
 		return 0;
 	}
+	if (f->hd.type == NGHTTP2_SETTINGS &&
+	    !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+		h2_pool_ready(h);	/* its room is known now */
+		return 0;
+	}
 	if ((s = cs_of(h, f->hd.stream_id)) == NULL || s->cs_bev == NULL)
 		return 0;
 	/* after a 1xx nghttp2 files the final head under HCAT_HEADERS */
@@ -486,6 +491,7 @@ cli_end(struct h2_cli *h, const char *why)
 	if (why != NULL)
 		log_info("HTTP/2 upstream %s: %s", h->hc_addr, why);
 	h->hc_dead = 1;
+	h2_pool_ready(h);
 	TAILQ_FOREACH(s, &h->hc_streams, cs_entry) {
 		s->cs_closed = 1;
 		cs_detach(s);

@@ -148,6 +148,8 @@ void	h2_cli_free(struct h2_cli *);
 void	h2_cli_kick(struct h2_cli *);
 void	h2_cli_goaway(struct h2_cli *);
 int	h2_cli_has_room(struct h2_cli *);
+/* <h>'s SETTINGS came, or it ended: who waits for it looks again. */
+void	h2_pool_ready(struct h2_cli *);
 struct h2_cs *h2_cs_new(struct h2_cli *, struct bufferevent **up);
 void	h2_cs_free(struct h2_cs *);
 /* h2_pool.c: the session has no stream left, or is over */
