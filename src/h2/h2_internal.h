@@ -65,6 +65,9 @@ struct h2_srv {
 	nghttp2_session		*h_sess;
 	struct h2_streams	 h_streams;
 	size_t			 h_nstreams;
+	uint64_t		 h_nopened;	/* streams ever opened */
+	uint64_t		 h_ndata;	/* DATA frames we sent */
+	uint64_t		 h_nwu;		/* WINDOW_UPDATEs received */
 	struct event		*h_kick;	/* streams to look at, then send */
 	struct event		*h_idle;
 	uint64_t		 h_active_ms;
