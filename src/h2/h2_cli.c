@@ -84,6 +84,11 @@ h2_cli_stream_gone(struct h2_cs *s)
 
 	s->cs_up = NULL;
 	if (s->cs_id > 0 && !s->cs_closed && !h->hc_dead) {
+		/* what it held is dropped: the connection's window back */
+		if (s->cs_unacked > 0)
+			(void)nghttp2_session_consume(h->hc_sess, s->cs_id,
+			    s->cs_unacked);
+		s->cs_unacked = 0;
 		(void)nghttp2_submit_rst_stream(h->hc_sess, NGHTTP2_FLAG_NONE,
 		    s->cs_id, NGHTTP2_CANCEL);
 		h2_cli_kick(h);
@@ -467,10 +472,13 @@ on_stream_close(nghttp2_session *sess, int32_t id, uint32_t code, void *arg)
 {
 	struct h2_cs	*s = cs_of(arg, id);
 
-	(void)sess;
 	if (s == NULL)
 		return 0;
 	s->cs_closed = 1;
+	/* what it got is the connection's now (cs_detach hands it over):
+	   the connection's window must not shrink by it for good */
+	if (s->cs_unacked > 0)
+		(void)nghttp2_session_consume_connection(sess, s->cs_unacked);
 	s->cs_unacked = 0;
 	if (!s->cs_resp_done && code != NGHTTP2_NO_ERROR)
 		log_info("HTTP/2 upstream %s: stream %d reset (%s)",
