@@ -407,6 +407,7 @@ on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *arg)
 	}
 	if (f->hd.type == NGHTTP2_SETTINGS &&
 	    !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+		h->hc_settled = 1;
 		h2_pool_ready(h);	/* its room is known now */
 		return 0;
 	}
@@ -616,7 +617,9 @@ h2_cli_has_room(struct h2_cli *h)
 {
 	uint32_t	max;
 
-	if (h->hc_dead || h->hc_goaway ||
+	/* before the origin's SETTINGS its limit is not known: streams
+	   past it would be refused (and retried on new connections) */
+	if (h->hc_dead || h->hc_goaway || !h->hc_settled ||
 	    !nghttp2_session_check_request_allowed(h->hc_sess))
 		return 0;
 	max = nghttp2_session_get_remote_settings(h->hc_sess,

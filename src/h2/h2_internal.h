@@ -139,6 +139,7 @@ struct h2_cli {				/* one upstream h2 connection */
 	uint32_t		 hc_asn;
 	char			 hc_via[96];
 	int			 hc_goaway;	/* no new streams */
+	int			 hc_settled;	/* the origin's SETTINGS came */
 	int			 hc_dead;	/* the connection is over */
 	int			 hc_freeing;
 	int			 hc_in_recv;
