@@ -101,28 +101,18 @@ req_data_cb(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t len,
     uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
 	struct h2_cs	*s = src->ptr;
-	int		 n;
+	ssize_t		 n;
+	int		 resumed;
 
 	(void)sess;
 	(void)id;
 	(void)arg;
-	n = evbuffer_remove(s->cs_out, buf, len);
-	if (n < 0)
-		n = 0;
-	if (evbuffer_get_length(s->cs_out) == 0 && s->cs_req_done) {
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-		return n;
-	}
-	if (evbuffer_get_length(s->cs_out) < H2_STREAM_BUF / 2 &&
-	    s->cs_bev != NULL &&
-	    !(bufferevent_get_enabled(s->cs_bev) & EV_READ)) {
-		bufferevent_enable(s->cs_bev, EV_READ);
+	n = h2_body_read(s->cs_out, buf, len, s->cs_req_done, s->cs_bev,
+	    flags, &resumed);
+	if (resumed)
 		h2_cli_kick(s->cs_cli);
-	}
-	if (n == 0) {
+	if (n == NGHTTP2_ERR_DEFERRED)
 		s->cs_deferred = 1;
-		return NGHTTP2_ERR_DEFERRED;
-	}
 	return n;
 }
 

@@ -81,6 +81,15 @@ struct h2_srv {
 void	h2_srv_kick(struct h2_srv *);
 
 /* h2_stream.c */
+/*
+ * A DATA frame's bytes (at most <len>) from <out>, a body fed by <bev>
+ * (its reading paused above H2_STREAM_BUF, resumed below half of it:
+ * then *resumed, the caller kicks its session). NGHTTP2_DATA_FLAG_EOF in
+ * *flags once <out> is empty and the body <done>; NGHTTP2_ERR_DEFERRED
+ * when there is nothing yet. Both planes' data read callbacks.
+ */
+ssize_t	h2_body_read(struct evbuffer *out, uint8_t *buf, size_t len,
+	    int done, struct bufferevent *bev, uint32_t *flags, int *resumed);
 struct h2_stream *h2_stream_new(struct h2_srv *, int32_t id);
 /* The stream closed (or the session ends): its conn ends, it is freed. */
 void	h2_stream_free(struct h2_stream *, const char *why);
