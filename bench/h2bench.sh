@@ -8,13 +8,16 @@
 # option: socat's PROXY address sends the CONNECT and relays the bytes
 # (one socat per connection, the same for both proxies); h2load names
 # the origin in :authority. The origin is tests/harness/origin over TLS,
-# HTTP/1.1 only (airlockd speaks HTTP/1.1 upstream until upstream h2
-# lands), so "direct" is h2load --h1 to it. airlockd's own HTTP/1.1
-# keep-alive figure comes from h2load --h1 through the same relay in the
-# same run. Prints a Markdown report; BENCH_OUT also writes it there.
+# HTTP/1.1 only ("h2 to h1"; "direct" is h2load --h1 to it), or with
+# BENCH_ORIGIN=h2 nghttpd (Debian nghttp2-server) serving the same 1 KiB
+# as a file, which airlockd and mitmdump speak h2 to ("h2 to h2";
+# "direct" is h2load in h2 to it). airlockd's own HTTP/1.1 keep-alive
+# figure comes from h2load --h1 through the same relay in the same run.
+# Prints a Markdown report; BENCH_OUT also writes it there.
 #
 # Environment: BENCH_DURATION (seconds per test, 10), BENCH_WARMUP (2),
-# BENCH_CONNS (10), BENCH_STREAMS (per connection, 10), BENCH_KEEP=1.
+# BENCH_CONNS (10), BENCH_STREAMS (per connection, 10), BENCH_ORIGIN (h1
+# or h2, h1), BENCH_KEEP=1.
 
 set -u
 
@@ -24,6 +27,7 @@ DURATION=${BENCH_DURATION:-10}
 WARMUP=${BENCH_WARMUP:-2}
 CONNS=${BENCH_CONNS:-10}
 STREAMS=${BENCH_STREAMS:-10}
+OKIND=${BENCH_ORIGIN:-h1}
 ORIGIN=$BUILD/tests/harness/origin
 AIRLOCKD=$BUILD/src/airlockd
 HOST=localhost
@@ -34,9 +38,14 @@ log() { printf '%s\n' "h2bench: $*" >&2; }
 for f in "$ORIGIN" "$AIRLOCKD"; do
 	[ -x "$f" ] || { log "missing $f (make check builds it)"; exit 2; }
 done
-for c in h2load socat; do
+case $OKIND in
+h1) NEED="h2load socat" ;;
+h2) NEED="h2load socat nghttpd" ;;
+*) log "BENCH_ORIGIN is h1 or h2, not $OKIND"; exit 2 ;;
+esac
+for c in $NEED; do
 	command -v "$c" >/dev/null ||
-	    { log "missing $c (apt-get install nghttp2-client socat)"; exit 2; }
+	    { log "missing $c (apt-get install nghttp2-client nghttp2-server socat)"; exit 2; }
 done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/h2bench.XXXXXX") || exit 2
@@ -64,11 +73,22 @@ wait_port() {
 
 sh "$srcdir/tests/harness/mkpki.sh" "$TMP/pki" >"$TMP/mkpki.log" 2>&1 ||
     { log "mkpki.sh failed"; exit 1; }
-"$ORIGIN" -p 0 -P "$TMP/origin.port" -C "$TMP/pki/good.crt" \
-    -K "$TMP/pki/good.key" 2>"$TMP/origin.err" &
-PIDS="$PIDS $!"
-for _ in $(seq 1 50); do [ -s "$TMP/origin.port" ] && break; sleep 0.1; done
-OPORT=$(cat "$TMP/origin.port")
+if [ "$OKIND" = h2 ]; then
+	# the same 1 KiB answer, as a file, from an h2-only origin
+	mkdir -p "$TMP/www/json"
+	head -c 1024 /dev/zero | tr '\0' 'x' >"$TMP/www$PATH_"
+	OPORT=$(free_port)
+	nghttpd -n 2 --address=127.0.0.1 -d "$TMP/www" "$OPORT" \
+	    "$TMP/pki/good.key" "$TMP/pki/good.crt" 2>"$TMP/origin.err" &
+	PIDS="$PIDS $!"
+	wait_port "$OPORT" || { log "nghttpd did not start"; exit 1; }
+else
+	"$ORIGIN" -p 0 -P "$TMP/origin.port" -C "$TMP/pki/good.crt" \
+	    -K "$TMP/pki/good.key" 2>"$TMP/origin.err" &
+	PIDS="$PIDS $!"
+	for _ in $(seq 1 50); do [ -s "$TMP/origin.port" ] && break; sleep 0.1; done
+	OPORT=$(cat "$TMP/origin.port")
+fi
 
 AP=$(free_port)
 mkdir -p "$TMP/airlockd"
@@ -134,11 +154,13 @@ declare -A RPS OK FAIL CPU
 run() {
 	local name=$1 port=$2 pid=$3 out t0 t1
 	shift 3
-	h2load -D "$WARMUP" -c "$CONNS" "$@" \
+	# a proxy that stops answering must not hang the run (h2load waits
+	# for its streams past -D)
+	timeout -k 5 $((WARMUP + 30)) h2load -D "$WARMUP" -c "$CONNS" "$@" \
 	    -H ":authority: $HOST:$OPORT" "https://127.0.0.1:$port$PATH_" \
 	    >/dev/null 2>&1
 	t0=$(cpu_ticks "$pid")
-	out=$(h2load -D "$DURATION" -c "$CONNS" "$@" \
+	out=$(timeout -k 5 $((DURATION + 30)) h2load -D "$DURATION" -c "$CONNS" "$@" \
 	    -H ":authority: $HOST:$OPORT" "https://127.0.0.1:$port$PATH_" 2>&1)
 	t1=$(cpu_ticks "$pid")
 	printf '%s\n' "$out" >"$TMP/$name.h2load"
@@ -155,7 +177,15 @@ run() {
 }
 
 LOAD_BEFORE=$(uptime)
-run direct_h1 "$OPORT" "" --h1
+if [ "$OKIND" = h2 ]; then
+	run direct "$OPORT" "" -m "$STREAMS"
+	DIRECT="h2, $CONNS conns × $STREAMS streams"
+	OTXT="nghttpd $(nghttpd --version 2>/dev/null | awk '{print $2}') (h2 only, a 1 KiB file), spoken to in h2"
+else
+	run direct "$OPORT" "" --h1
+	DIRECT="HTTP/1.1, $CONNS conns"
+	OTXT="tests/harness/origin (HTTP/1.1 over TLS)"
+fi
 run airlockd_h2 "$AR" "$APID" -m "$STREAMS"
 run airlockd_h1 "$AR" "$APID" --h1
 if [ -n "$MR" ]; then
@@ -170,11 +200,11 @@ yes_no() { awk -v a="$1" -v b="$2" 'BEGIN {
 	if (a == "" || b == "") print "n/a"; else print (a + 0 >= b + 0 ? "met" : "missed") }'; }
 
 report() {
-	echo "### HTTP/2 (h2load), $(date -u +%FT%RZ)"
+	echo "### HTTP/2 (h2load), h2 to $OKIND, $(date -u +%FT%RZ)"
 	echo
 	echo "\`bench/h2bench.sh\`: h2load -D $DURATION -c $CONNS -m $STREAMS" \
 	    "(after a ${WARMUP} s warm-up), GET $PATH_ over TLS, socat doing" \
-	    "the CONNECT; origin tests/harness/origin (HTTP/1.1 over TLS);" \
+	    "the CONNECT; origin $OTXT;" \
 	    "airlockd 2 workers, an audit record per request; mitmdump" \
 	    "$(mitmdump --version 2>/dev/null | head -1 | sed 's/Mitmproxy: //')," \
 	    "defaults. $(nproc) cores; load before: \`${LOAD_BEFORE# }\`," \
@@ -182,7 +212,7 @@ report() {
 	echo
 	echo "| row | protocol to the proxy | req/s | 2xx | failed+errored | proxy CPU µs/req |"
 	echo "|---|---|---|---|---|---|"
-	echo "| direct (no proxy) | HTTP/1.1, $CONNS conns | ${RPS[direct_h1]:-} | ${OK[direct_h1]:-} | ${FAIL[direct_h1]:-} | ${CPU[direct_h1]:-} |"
+	echo "| direct (no proxy) | $DIRECT | ${RPS[direct]:-} | ${OK[direct]:-} | ${FAIL[direct]:-} | ${CPU[direct]:-} |"
 	echo "| airlockd | h2, $CONNS conns × $STREAMS streams | ${RPS[airlockd_h2]:-} | ${OK[airlockd_h2]:-} | ${FAIL[airlockd_h2]:-} | ${CPU[airlockd_h2]:-} |"
 	echo "| airlockd | HTTP/1.1 keep-alive, $CONNS conns | ${RPS[airlockd_h1]:-} | ${OK[airlockd_h1]:-} | ${FAIL[airlockd_h1]:-} | ${CPU[airlockd_h1]:-} |"
 	if [ -n "$MR" ]; then

@@ -42,6 +42,7 @@
 #include "policy/pol.h"
 #include "policy/pol_ask.h"
 #include "policy/pol_mcp.h"
+#include "h2/h2.h"
 #include "secrets/sec.h"
 #include "secrets/sec_inject.h"
 #include "secrets/sec_ws.h"
@@ -349,6 +350,7 @@ void
 conn_upstream_failed(struct conn *c, enum aud_reason why,
     const char *reason)
 {
+	h2_pool_forget(c);
 	if (c->c_up != NULL) {
 		upstream_free(c->c_up);
 		c->c_up = NULL;

@@ -55,6 +55,7 @@ conn_free(struct conn *c)
 		h2_srv_free(c->c_h2);		/* its streams end first */
 	if (c->c_h2s != NULL)
 		h2_stream_conn_gone(c->c_h2s);
+	h2_pool_forget(c);
 	if (c->c_sbx != NULL) {
 		__atomic_sub_fetch(&c->c_sbx->sb_conns, 1, __ATOMIC_RELAXED);
 		sbx_unref(c->c_sbx);

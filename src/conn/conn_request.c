@@ -389,7 +389,8 @@ conn_find_upstream(struct conn *c)
 			}
 			upstream_pool_put(c->c_worker, c->c_up);
 			c->c_up = NULL;
-		}
+		} else if (h2_pool_wait(c, key))
+			return;		/* an h2 connection is on its way */
 	}
 	conn_resolve(c);
 }

@@ -61,10 +61,12 @@ conn_response_body_end(struct conn *c)
 {
 	if (conn_pipe_resp_body(c, NULL, 0, 1) == -1)
 		return -1;
-	if (c->c_r.r_rechunk && c->c_http2 && c->c_resp.hm_trailers) {
-		/* an HTTP/2 stream relays them (gRPC's grpc-status); they go
-		   through the stages as a head does: a grpc-message can echo
-		   a secret as well as any field */
+	if (c->c_r.r_rechunk && c->c_resp.hm_trailers && (c->c_http2 ||
+	    http_msg_list_has(&c->c_req, "te", "trailers"))) {
+		/* an HTTP/2 stream, or an HTTP/1.1 client that said "TE:
+		   trailers" (RFC 9112 7.1.2), gets them (gRPC's grpc-status);
+		   they go through the stages as a head does: a grpc-message
+		   can echo a secret as well as any field */
 		size_t		 before = evbuffer_get_length(c->c_pend);
 		struct evbuffer	*up = c->c_worker->w_filt[0];
 		struct hw_sink	 sink;

@@ -44,6 +44,15 @@ struct upstream;
 struct worker;
 /* A stream on a pooled h2 connection to <key> with room, or NULL. */
 struct upstream *h2_pool_take(struct worker *, const char *key);
+/*
+ * No stream with room nor pooled upstream for <key>: 1 when <c> now waits
+ * for a TLS connection to <key> under way (conn_find_upstream runs again
+ * once the origin's SETTINGS came, or it is HTTP/1.1 or failed); else 0,
+ * and <c>'s own connection may be the one the next requests wait for.
+ */
+int	h2_pool_wait(struct conn *c, const char *key);
+/* <c> is freed or its upstream failed: it neither waits nor is waited for. */
+void	h2_pool_forget(struct conn *c);
 /* c->c_up just connected: when ALPN chose h2, its TLS bufferevent
    becomes a pooled h2 connection and c_up one stream of it. 0 or -1. */
 int	h2_pool_adopt(struct conn *);

@@ -84,6 +84,11 @@ h2_cli_stream_gone(struct h2_cs *s)
 
 	s->cs_up = NULL;
 	if (s->cs_id > 0 && !s->cs_closed && !h->hc_dead) {
+		/* what it held is dropped: the connection's window back */
+		if (s->cs_unacked > 0)
+			(void)nghttp2_session_consume(h->hc_sess, s->cs_id,
+			    s->cs_unacked);
+		s->cs_unacked = 0;
 		(void)nghttp2_submit_rst_stream(h->hc_sess, NGHTTP2_FLAG_NONE,
 		    s->cs_id, NGHTTP2_CANCEL);
 		h2_cli_kick(h);
@@ -96,28 +101,18 @@ req_data_cb(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t len,
     uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
 	struct h2_cs	*s = src->ptr;
-	int		 n;
+	ssize_t		 n;
+	int		 resumed;
 
 	(void)sess;
 	(void)id;
 	(void)arg;
-	n = evbuffer_remove(s->cs_out, buf, len);
-	if (n < 0)
-		n = 0;
-	if (evbuffer_get_length(s->cs_out) == 0 && s->cs_req_done) {
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-		return n;
-	}
-	if (evbuffer_get_length(s->cs_out) < H2_STREAM_BUF / 2 &&
-	    s->cs_bev != NULL &&
-	    !(bufferevent_get_enabled(s->cs_bev) & EV_READ)) {
-		bufferevent_enable(s->cs_bev, EV_READ);
+	n = h2_body_read(s->cs_out, buf, len, s->cs_req_done, s->cs_bev,
+	    flags, &resumed);
+	if (resumed)
 		h2_cli_kick(s->cs_cli);
-	}
-	if (n == 0) {
+	if (n == NGHTTP2_ERR_DEFERRED)
 		s->cs_deferred = 1;
-		return NGHTTP2_ERR_DEFERRED;
-	}
 	return n;
 }
 
@@ -400,6 +395,12 @@ on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *arg)
 		h->hc_goaway = 1;
 		return 0;
 	}
+	if (f->hd.type == NGHTTP2_SETTINGS &&
+	    !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+		h->hc_settled = 1;
+		h2_pool_ready(h);	/* its room is known now */
+		return 0;
+	}
 	if ((s = cs_of(h, f->hd.stream_id)) == NULL || s->cs_bev == NULL)
 		return 0;
 	/* after a 1xx nghttp2 files the final head under HCAT_HEADERS */
@@ -462,10 +463,13 @@ on_stream_close(nghttp2_session *sess, int32_t id, uint32_t code, void *arg)
 {
 	struct h2_cs	*s = cs_of(arg, id);
 
-	(void)sess;
 	if (s == NULL)
 		return 0;
 	s->cs_closed = 1;
+	/* what it got is the connection's now (cs_detach hands it over):
+	   the connection's window must not shrink by it for good */
+	if (s->cs_unacked > 0)
+		(void)nghttp2_session_consume_connection(sess, s->cs_unacked);
 	s->cs_unacked = 0;
 	if (!s->cs_resp_done && code != NGHTTP2_NO_ERROR)
 		log_info("HTTP/2 upstream %s: stream %d reset (%s)",
@@ -486,6 +490,7 @@ cli_end(struct h2_cli *h, const char *why)
 	if (why != NULL)
 		log_info("HTTP/2 upstream %s: %s", h->hc_addr, why);
 	h->hc_dead = 1;
+	h2_pool_ready(h);
 	TAILQ_FOREACH(s, &h->hc_streams, cs_entry) {
 		s->cs_closed = 1;
 		cs_detach(s);
@@ -602,7 +607,9 @@ h2_cli_has_room(struct h2_cli *h)
 {
 	uint32_t	max;
 
-	if (h->hc_dead || h->hc_goaway ||
+	/* before the origin's SETTINGS its limit is not known: streams
+	   past it would be refused (and retried on new connections) */
+	if (h->hc_dead || h->hc_goaway || !h->hc_settled ||
 	    !nghttp2_session_check_request_allowed(h->hc_sess))
 		return 0;
 	max = nghttp2_session_get_remote_settings(h->hc_sess,

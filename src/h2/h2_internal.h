@@ -65,6 +65,9 @@ struct h2_srv {
 	nghttp2_session		*h_sess;
 	struct h2_streams	 h_streams;
 	size_t			 h_nstreams;
+	uint64_t		 h_nopened;	/* streams ever opened */
+	uint64_t		 h_ndata;	/* DATA frames we sent */
+	uint64_t		 h_nwu;		/* WINDOW_UPDATEs received */
 	struct event		*h_kick;	/* streams to look at, then send */
 	struct event		*h_idle;
 	uint64_t		 h_active_ms;
@@ -78,6 +81,15 @@ struct h2_srv {
 void	h2_srv_kick(struct h2_srv *);
 
 /* h2_stream.c */
+/*
+ * A DATA frame's bytes (at most <len>) from <out>, a body fed by <bev>
+ * (its reading paused above H2_STREAM_BUF, resumed below half of it:
+ * then *resumed, the caller kicks its session). NGHTTP2_DATA_FLAG_EOF in
+ * *flags once <out> is empty and the body <done>; NGHTTP2_ERR_DEFERRED
+ * when there is nothing yet. Both planes' data read callbacks.
+ */
+ssize_t	h2_body_read(struct evbuffer *out, uint8_t *buf, size_t len,
+	    int done, struct bufferevent *bev, uint32_t *flags, int *resumed);
 struct h2_stream *h2_stream_new(struct h2_srv *, int32_t id);
 /* Its connection ends now, <why> recorded when its exchange is open
  * (NULL: it ended well); a stream held for approval says it left. */
@@ -139,6 +151,7 @@ struct h2_cli {				/* one upstream h2 connection */
 	uint32_t		 hc_asn;
 	char			 hc_via[96];
 	int			 hc_goaway;	/* no new streams */
+	int			 hc_settled;	/* the origin's SETTINGS came */
 	int			 hc_dead;	/* the connection is over */
 	int			 hc_freeing;
 	int			 hc_in_recv;
@@ -151,6 +164,8 @@ void	h2_cli_free(struct h2_cli *);
 void	h2_cli_kick(struct h2_cli *);
 void	h2_cli_goaway(struct h2_cli *);
 int	h2_cli_has_room(struct h2_cli *);
+/* <h>'s SETTINGS came, or it ended: who waits for it looks again. */
+void	h2_pool_ready(struct h2_cli *);
 struct h2_cs *h2_cs_new(struct h2_cli *, struct bufferevent **up);
 void	h2_cs_free(struct h2_cs *);
 /* h2_pool.c: the session has no stream left, or is over */

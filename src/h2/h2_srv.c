@@ -7,8 +7,9 @@
  * behind a peer that does not read), request bodies by the windows we
  * give (credited only once the stream's connection took the bytes), the
  * header list by limits.header_bytes, streams by limits.h2_max_streams,
- * and resets, SETTINGS entries and CONTINUATION frames by nghttp2's
- * options (CVE-2023-44487, CVE-2024-28182).
+ * resets, SETTINGS entries and CONTINUATION frames by nghttp2's options
+ * (CVE-2023-44487, CVE-2024-28182), and WINDOW_UPDATE frames by what we
+ * sent (GOAWAY ENHANCE_YOUR_CALM past that).
  */
 #include "config.h"
 
@@ -34,6 +35,12 @@
 #define H2_RESET_RATE	33
 #define H2_MAX_SETTINGS	32	/* entries in one SETTINGS frame */
 #define H2_MAX_ACKS	1000	/* SETTINGS/PING ACKs queued, at most */
+/* WINDOW_UPDATE frames a client may send: this many, plus a few per
+   stream it opened and per DATA frame we sent (as Envoy counts them);
+   past that it is a flood (it costs us work, it asks for nothing) */
+#define H2_WU_FREE	1000
+#define H2_WU_PER_STREAM 2
+#define H2_WU_PER_DATA	10
 
 static void	srv_send(struct h2_srv *);
 static void	srv_end(struct h2_srv *, const char *why);
@@ -69,6 +76,7 @@ on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void *arg)
 	if (f->hd.type != NGHTTP2_HEADERS ||
 	    f->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
+	h->h_nopened++;
 	if (h->h_nstreams >= l->l_h2_max_streams) {
 		/* past SETTINGS_MAX_CONCURRENT_STREAMS before it was acked */
 		(void)nghttp2_submit_rst_stream(sess, NGHTTP2_FLAG_NONE,
@@ -103,6 +111,15 @@ on_frame_recv(nghttp2_session *sess, const nghttp2_frame *f, void *arg)
 	struct h2_stream	*s;
 
 	h->h_active_ms = util_now_ms();
+	if (f->hd.type == NGHTTP2_WINDOW_UPDATE && ++h->h_nwu == H2_WU_FREE +
+	    H2_WU_PER_STREAM * h->h_nopened + H2_WU_PER_DATA * h->h_ndata + 1) {
+		/* nghttp2 ignores the rest of the input from now on */
+		log_info("HTTP/2 client %s: WINDOW_UPDATE flood",
+		    h->h_conn->c_client);
+		(void)nghttp2_session_terminate_session(sess,
+		    NGHTTP2_ENHANCE_YOUR_CALM);
+		return 0;
+	}
 	if (f->hd.stream_id == 0)
 		return 0;
 	s = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id);
@@ -171,7 +188,8 @@ on_frame_send(nghttp2_session *sess, const nghttp2_frame *f, void *arg)
 {
 	struct h2_stream	*s;
 
-	(void)arg;
+	if (f->hd.type == NGHTTP2_DATA)
+		((struct h2_srv *)arg)->h_ndata++;
 	if ((f->hd.type != NGHTTP2_DATA && f->hd.type != NGHTTP2_HEADERS) ||
 	    !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;

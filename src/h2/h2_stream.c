@@ -367,35 +367,47 @@ resp_trailers(struct h2_stream *s)
 	    0 : -1;
 }
 
+ssize_t
+h2_body_read(struct evbuffer *out, uint8_t *buf, size_t len, int done,
+    struct bufferevent *bev, uint32_t *flags, int *resumed)
+{
+	int	n = evbuffer_remove(out, buf, len);
+
+	*resumed = 0;
+	if (n < 0)
+		n = 0;
+	if (evbuffer_get_length(out) == 0 && done) {
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+		return n;
+	}
+	/* its producer was paused above H2_STREAM_BUF */
+	if (evbuffer_get_length(out) < H2_STREAM_BUF / 2 && bev != NULL &&
+	    !(bufferevent_get_enabled(bev) & EV_READ)) {
+		bufferevent_enable(bev, EV_READ);
+		*resumed = 1;
+	}
+	return n == 0 ? NGHTTP2_ERR_DEFERRED : n;
+}
+
 static ssize_t
 data_read_cb(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t len,
     uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
 	struct h2_stream	*s = src->ptr;
-	int			 n;
+	ssize_t			 n;
+	int			 resumed;
 
 	(void)sess;
 	(void)id;
 	(void)arg;
-	n = evbuffer_remove(s->s_out, buf, len);
-	if (n < 0)
-		n = 0;
-	if (evbuffer_get_length(s->s_out) == 0 && s->s_resp_done) {
-		*flags |= NGHTTP2_DATA_FLAG_EOF;
-		if (resp_trailers(s) == 0)
-			*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-		return n;
-	}
-	if (evbuffer_get_length(s->s_out) < H2_STREAM_BUF / 2 &&
-	    s->s_bev != NULL &&
-	    !(bufferevent_get_enabled(s->s_bev) & EV_READ)) {
-		bufferevent_enable(s->s_bev, EV_READ);
+	n = h2_body_read(s->s_out, buf, len, s->s_resp_done, s->s_bev, flags,
+	    &resumed);
+	if (resumed)
 		h2_srv_kick(s->s_srv);	/* what waits in its input */
-	}
-	if (n == 0) {
+	if (n == NGHTTP2_ERR_DEFERRED)
 		s->s_deferred = 1;
-		return NGHTTP2_ERR_DEFERRED;
-	}
+	else if ((*flags & NGHTTP2_DATA_FLAG_EOF) && resp_trailers(s) == 0)
+		*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 	return n;
 }
 

@@ -745,11 +745,18 @@ http_msg_count(const struct http_msg *m, const char *name)
 int
 http_msg_connection_has(const struct http_msg *m, const char *token)
 {
+	return http_msg_list_has(m, "connection", token);
+}
+
+int
+http_msg_list_has(const struct http_msg *m, const char *field,
+    const char *token)
+{
 	const char	*v, *tok;
 	size_t		 vlen, toklen;
 	int		 i;
 
-	for (i = 0; (i = http_msg_find(m, "connection", i)) != -1; i++) {
+	for (i = 0; (i = http_msg_find(m, field, i)) != -1; i++) {
 		v = m->hm_buf + m->hm_hdrs[i].h_value;
 		vlen = m->hm_hdrs[i].h_value_len;
 		while (vlen > 0) {

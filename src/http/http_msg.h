@@ -138,6 +138,9 @@ int	http_msg_is_hop(const struct http_msg *, const char *name,
 	    size_t len);
 /* Does the Connection header (a token list) contain <token>? */
 int	http_msg_connection_has(const struct http_msg *, const char *token);
+/* Does a <field> header (a comma-separated list) contain <token>? */
+int	http_msg_list_has(const struct http_msg *, const char *field,
+	    const char *token);
 
 /*
  * The method that X-HTTP-Method-Override, X-HTTP-Method or
