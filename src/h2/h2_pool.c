@@ -86,9 +86,9 @@ pend_wake_cb(evutil_socket_t fd, short what, void *arg)
 		c = pe->pe_wait[0];
 		memmove(pe->pe_wait, pe->pe_wait + 1,
 		    --pe->pe_nwait * sizeof(*pe->pe_wait));
-		conn_enter(c);
+		conn_ref(c);
 		conn_find_upstream(c);
-		conn_leave(c);
+		conn_unref(c);
 	}
 	pend_free(p, pe);
 }
