@@ -30,6 +30,7 @@
 #include "admin/admin.h"
 #include "admin/admin_internal.h"
 #include "cfg/cfg.h"
+#include "http/http_write.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -229,26 +230,6 @@ admin_authorized(struct admin_conn *ac)
 	    admin_token_len);
 }
 
-static const char *
-admin_reason_phrase(int status)
-{
-	switch (status) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 413: return "Payload Too Large";
-	case 414: return "URI Too Long";
-	case 500: return "Internal Server Error";
-	case 503: return "Service Unavailable";
-	}
-	return "Unknown";
-}
-
 static void
 admin_send(struct admin_conn *ac, struct admin_resp *r)
 {
@@ -261,7 +242,7 @@ admin_send(struct admin_conn *ac, struct admin_resp *r)
 	    "Cache-Control: no-store\r\n"
 	    "X-Airlock-Request-Id: %s\r\n"
 	    "%s%s\r\n",
-	    r->ar_status, admin_reason_phrase(r->ar_status),
+	    r->ar_status, http_reason_phrase(r->ar_status),
 	    r->ar_ctype ? r->ar_ctype : "application/json", blen, r->ar_id,
 	    r->ar_status == 401 ?
 	    "WWW-Authenticate: Bearer realm=\"airlock-admin\"\r\n" : "",

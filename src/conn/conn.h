@@ -258,7 +258,6 @@ int	conn_header_stripped(const struct conn *, const char *name,
  */
 void	conn_reply_error(struct conn *, enum aud_reason why,
 	    const char *reason, int close);
-const char *conn_status_text(int status);
 void	conn_audit(struct conn *);
 /* Refuse before anything was relayed or answered: audit, hang up. */
 void	conn_refuse(struct conn *, const char *reason);

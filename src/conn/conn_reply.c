@@ -14,6 +14,7 @@
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "h2/h2.h"
+#include "http/http_write.h"
 #include "conn/worker.h"
 #include "dns/dns.h"
 #include "metrics/metrics.h"
@@ -21,31 +22,6 @@
 #include "secrets/sec_inject.h"
 #include "util/log.h"
 #include "util/util.h"
-
-const char *
-conn_status_text(int status)
-{
-	switch (status) {
-	case 200: return "OK";
-	case 202: return "Accepted";
-	case 400: return "Bad Request";
-	case 402: return "Payment Required";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 407: return "Proxy Authentication Required";
-	case 408: return "Request Timeout";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 429: return "Too Many Requests";
-	case 431: return "Request Header Fields Too Large";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	default: return "Error";
-	}
-}
 
 void
 conn_reply_error(struct conn *c, enum aud_reason why, const char *reason,
@@ -135,7 +111,7 @@ head:
 	    "X-Airlock-Request-Id: %s\r\n"
 	    "Cache-Control: no-store\r\n"
 	    "%s%s%s\r\n",
-	    status, conn_status_text(status), ctype, blen + nl, c->c_x->x_id,
+	    status, http_reason_phrase(status), ctype, blen + nl, c->c_x->x_id,
 	    extra,
 	    close ? "Connection: close\r\n" : "",
 	    /* the stream's side reshapes it for gRPC (h2/h2_stream.c) */

@@ -26,6 +26,7 @@
 #include "cfg/cfg.h"
 #include "conn/conn.h"
 #include "conn/worker.h"
+#include "http/http_write.h"
 #include "h2/h2.h"
 #include "h2/h2_internal.h"
 #include "util/log.h"
@@ -350,9 +351,11 @@ on_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_t *name,
 		return 0;
 	out = bufferevent_get_output(s->cs_bev);
 	if (nlen == 7 && memcmp(name, ":status", 7) == 0) {
-		evbuffer_add_printf(out, "HTTP/1.1 %.*s \r\n", (int)vlen,
-		    (const char *)value);
+		/* HTTP/2 has no reason phrase; an HTTP/1.1 client may
+		   want one (http_reason_phrase) */
 		s->cs_status = atoi((const char *)value);
+		evbuffer_add_printf(out, "HTTP/1.1 %.*s %s\r\n", (int)vlen,
+		    (const char *)value, http_reason_phrase(s->cs_status));
 		return 0;
 	}
 	if (nlen > 0 && name[0] == ':')

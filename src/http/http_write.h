@@ -119,4 +119,10 @@ struct hw_resp {
 int	http_write_response_end(const struct hw_resp *,
 	    const struct hw_sink *);
 
+/* RFC 9110's reason phrase for <status>, else one for its class: never
+ * empty, for the status lines the gateway writes itself (its answers, an
+ * HTTP/2 answer relayed to an HTTP/1.1 client: some parsers, nghttp2's
+ * h2load among them, refuse "HTTP/1.1 200 " without one). */
+const char *http_reason_phrase(int status);
+
 #endif

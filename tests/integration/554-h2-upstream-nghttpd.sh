@@ -54,6 +54,14 @@ out=$(curl -sS --http1.1 -x "$PROXY" --cacert "$CA" -o "$T/c1" \
 grep -q ':path: /hello.txt' "$T/nghttpd.log" ||
     fail "nghttpd saw no h2 request: $(tail -5 "$T/nghttpd.log")"
 ok "curl --http1.1 client, h2 origin: 200, the body; nghttpd saw the stream"
+# HTTP/2 has no reason phrase; the status line written for an HTTP/1.1
+# client still carries one (h2load --h1 counted "HTTP/1.1 200 " as failed)
+curl -sS --http1.1 -x "$PROXY" --cacert "$CA" -o /dev/null -D "$T/h1head" \
+    "$U/hello.txt" || fail "curl --http1.1 -D"
+# (-D holds the CONNECT's answer first, then the origin's)
+grep '^HTTP/' "$T/h1head" | tail -1 | grep -q '^HTTP/1.1 200 OK' ||
+    fail "status line without its reason phrase: $(grep '^HTTP/' "$T/h1head" | tail -1 | od -c | head -2)"
+ok "status line to an HTTP/1.1 client: $(grep '^HTTP/' "$T/h1head" | tail -1 | tr -d '\r')"
 out=$(curl -sS --http2 -x "$PROXY" --cacert "$CA" -o "$T/c2" \
     -w '%{http_code} %{http_version}' "$U/big.bin")
 [ "$out" = "200 2" ] && cmp -s "$T/c2" "$T/www/big.bin" ||
