@@ -245,7 +245,13 @@ sec_body_free(struct sec_body *sb)
 int
 sec_body_allowed(const struct cfg_secret *s, int tls)
 {
-	return s->sc_placeholder != NULL && (s->sc_ph_in & CFG_PH_BODY) &&
+	return sec_ph_allowed(s, tls, CFG_PH_BODY);
+}
+
+int
+sec_ph_allowed(const struct cfg_secret *s, int tls, int where)
+{
+	return s->sc_placeholder != NULL && (s->sc_ph_in & where) &&
 	    (tls || s->sc_allow_plaintext);
 }
 
@@ -265,6 +271,13 @@ struct sec_body *
 sec_req_body_new(struct sec_req **srp, const struct cfg *cfg,
     const char *host, int tls, int kind)
 {
+	return sec_subst_new(srp, cfg, host, tls, CFG_PH_BODY, kind);
+}
+
+struct sec_body *
+sec_subst_new(struct sec_req **srp, const struct cfg *cfg, const char *host,
+    int tls, int where, int kind)
+{
 	const struct cfg_secret	*s;
 	struct sec_body		*sb = NULL;
 	struct sec_val		*v;
@@ -272,7 +285,7 @@ sec_req_body_new(struct sec_req **srp, const struct cfg *cfg,
 
 	for (i = 0; i < cfg->c_nsecrets; i++) {
 		s = &cfg->c_secrets[i];
-		if (!sec_body_allowed(s, tls) || !sec_bound(s, host))
+		if (!sec_ph_allowed(s, tls, where) || !sec_bound(s, host))
 			continue;
 		if ((v = sec_req_hold(sec_req_get(srp, cfg), cfg, i)) == NULL)
 			continue;

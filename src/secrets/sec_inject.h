@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 struct cfg;
+struct cfg_secret;
 struct cfg_rule;
 struct http_msg;
 struct hw_rewrite;
@@ -177,5 +178,11 @@ int	 sec_body_wanted(const struct cfg *, const char *host, int tls);
  * when none, or a value is missing (it is then not replaced). */
 struct sec_body	*sec_req_body_new(struct sec_req **srp, const struct cfg *,
 	    const char *host, int tls, int kind);
+/* The same for where a placeholder lands (<where> a CFG_PH_* bit: body,
+ * WebSocket frames), of SEC_BODY_* <kind>; sec_ph_allowed: may secret <s>
+ * be replaced there, over TLS or (allow_plaintext) not. */
+struct sec_body	*sec_subst_new(struct sec_req **srp, const struct cfg *,
+	    const char *host, int tls, int where, int kind);
+int	 sec_ph_allowed(const struct cfg_secret *, int tls, int where);
 
 #endif

@@ -379,8 +379,7 @@ sec_ws_close_frame(int masked, uint16_t code, const char *reason,
 int
 sec_ws_allowed(const struct cfg_secret *s, int tls)
 {
-	return s->sc_placeholder != NULL && (s->sc_ph_in & CFG_PH_WS) &&
-	    (tls || s->sc_allow_plaintext);
+	return sec_ph_allowed(s, tls, CFG_PH_WS);
 }
 
 int
@@ -398,24 +397,7 @@ struct sec_body *
 sec_ws_subst_new(struct sec_req **srp, const struct cfg *cfg,
     const char *host, int tls)
 {
-	const struct cfg_secret	*s;
-	struct sec_body		*sb = NULL;
-	struct sec_val		*v;
-	size_t			 i;
-
-	for (i = 0; i < cfg->c_nsecrets; i++) {
-		s = &cfg->c_secrets[i];
-		if (!sec_ws_allowed(s, tls) || !sec_bound(s, host))
-			continue;
-		if ((v = sec_req_hold(sec_req_get(srp, cfg), cfg, i)) == NULL)
-			continue;
-		if (sb == NULL)
-			sb = sec_body_new(SEC_BODY_RAW);
-		if (sec_body_add(sb, s->sc_name, s->sc_placeholder,
-		    v->sv_data, v->sv_len) == -1)
-			break;
-	}
-	return sb;
+	return sec_subst_new(srp, cfg, host, tls, CFG_PH_WS, SEC_BODY_RAW);
 }
 
 /* Unlike bodies, frames have no "as before" to keep: before placeholder_in
