@@ -68,7 +68,7 @@ policies:
       - {host: "api.test", ports: [$WS_PORT, $WSS_PORT, $ORIGIN_PORT]}
       - {host: "api.test", ports: [$SPL_PORT], intercept: false}
 sandboxes:
-  - {id: local, policy: p, addresses: ["127.0.0.1"]}
+  - {id: local, policy: p, addresses: ["127.0.0.1", "127.0.0.2"]}
 YAML
 } >"$T/airlock.yaml"
 start_airlockd "$T/airlock.yaml"
@@ -169,6 +169,10 @@ tun = [r for r in recs if r.get("status") == 101 or
 # 5 modes x 11 ends + 6 websocket-client sessions (3 of them spliced:
 # one tunnel record; 3 intercepted: the 101 inside)
 assert len(tun) >= 5 * 11 + 6, len(tun)
+# the transparent sessions came from wsmodes' own source address
+tr = [r for r in tun if r.get("mode") == "transparent"]
+assert len(tr) >= 2 * 11 and all(r["client"].startswith("127.0.0.2:")
+                                 for r in tr), tr[:3]
 assert all(isinstance(r.get("bytes_in"), int) and r["bytes_in"] > 0
            for r in tun), [r for r in tun if not r.get("bytes_in")]
 ends = []

@@ -63,7 +63,7 @@ policies:
       - {host: "api.test", ports: [$WS_PORT, $WSS_PORT, $ORIGIN_PORT]}
       - {host: "api.test", ports: [$SPL_PORT], intercept: false}
 sandboxes:
-  - {id: local, policy: p, addresses: ["127.0.0.1"]}
+  - {id: local, policy: p, addresses: ["127.0.0.1", "127.0.0.2"]}
   - {id: other, policy: p, token: "literal:other-token"}
 YAML
 } >"$T/airlock.yaml"

@@ -43,6 +43,21 @@ def _ctx(cafile):
     return ctx
 
 
+# The transparent modes connect from their own source address. From
+# 127.0.0.1 a client's 4-tuple could be one that airlockd's own upstream
+# connection to the same port used a moment before; if conntrack still
+# holds that entry (an RST it judged out of window leaves it ESTABLISHED),
+# the client's SYN matches it, skips the nat rule and reaches the upstream
+# directly (seen once in 1,000 sessions: the upstream's certificate, not
+# the sandbox CA's). The sandbox lists this address too.
+T_SRC = os.environ.get("T_SRC", "127.0.0.2")
+
+
+def _connect_transparent(port, timeout):
+    return socket.create_connection(("127.0.0.1", port), timeout,
+                                    source_address=(T_SRC, 0))
+
+
 def _connect_proxy(port, timeout):
     s = socket.create_connection(("127.0.0.1", env("AIRLOCK_PORT")), timeout)
     target = HOST + b":%d" % port
@@ -70,10 +85,10 @@ def open_ws(mode, timeout=10.0):
         s = _ctx(ca).wrap_socket(raw, server_hostname="api.test")
     elif mode == "t-ws":
         port = env("WS_PORT")
-        s = raw = socket.create_connection(("127.0.0.1", port), timeout)
+        s = raw = _connect_transparent(port, timeout)
     elif mode == "t-wss":
         port = env("WSS_PORT")
-        raw = socket.create_connection(("127.0.0.1", port), timeout)
+        raw = _connect_transparent(port, timeout)
         s = _ctx(sandbox_ca).wrap_socket(raw, server_hostname="api.test")
     else:
         raise ValueError(mode)
