@@ -48,6 +48,7 @@
 #include "launcher/lnc_internal.h"
 #include "launcher/lnc_snap.h"
 #include "util/log.h"
+#include "util/util.h"
 
 /* Generated per sandbox (lnc_root.c gen_files): never in a snapshot. */
 static const char *snap_skip[] = {
@@ -80,37 +81,6 @@ tree_line(struct snap_copy *sc, const char *rel, const struct stat *sb,
 	EVP_DigestUpdate(sc->tree, buf, n > 0 ? (size_t)n : 0);
 }
 
-static void
-hex(const unsigned char *d, unsigned n, char *out)
-{
-	unsigned	i;
-
-	for (i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", d[i]);
-}
-
-/* All of <len>, or -1 with errno (a short write: the next one's). */
-static int
-write_all(int fd, const unsigned char *p, size_t len)
-{
-	ssize_t	w;
-
-	while (len > 0) {
-		if ((w = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (w == 0) {
-			errno = ENOSPC;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* A regular file: its content into objects/ (once), linked as <name>. */
 static int
 copy_file(struct snap_copy *sc, int sfd, const char *name, int dfd,
@@ -137,13 +107,13 @@ copy_file(struct snap_copy *sc, int sfd, const char *name, int dfd,
 	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		EVP_DigestUpdate(ctx, buf, n);
-		if (write_all(out, buf, (size_t)n) == -1)
+		if (util_write_all(out, buf, (size_t)n) == -1)
 			goto done;
 	}
 	if (n == -1)
 		goto done;
 	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	hex(md, mdlen, h);
+	util_hex_encode(md, mdlen, h);
 	snprintf(obj, sizeof(obj), "%s.%o.%u.%u", h,
 	    (unsigned)(sb->st_mode & 07777), (unsigned)sb->st_uid,
 	    (unsigned)sb->st_gid);
@@ -379,7 +349,7 @@ capture(struct lnc *l, int sfd, int ufd, const char *parent_layer,
 		close(tfd);
 		return err ? err : EIO;
 	}
-	hex(md, mdlen, id);
+	util_hex_encode(md, mdlen, id);
 	snprintf(dst, sizeof(dst), "layers/%s", id);
 	if (faccessat(sfd, dst, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		(void)snap_rm_tree_at(tfd, tmp, mnt);	/* the same tree */
