@@ -153,7 +153,6 @@ verify_line(const char *line, size_t len, int cut, int first,
 	const char	*prev, *hash, *tail, *pm;
 	json_object	*o;
 	EVP_MD_CTX	*ctx;
-	unsigned int	 i;
 	int		 ok;
 
 	if ((o = parse_line(line, len, cut, v)) == NULL)
@@ -192,8 +191,7 @@ verify_line(const char *line, size_t len, int cut, int first,
 		json_object_put(o);
 		return 1;
 	}
-	for (i = 0; i < mdlen; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	util_hex_encode(md, mdlen, hex);
 	if (memcmp(hex, hash, HEXLEN) != 0) {
 		why(v, "hash does not match its content (line altered)");
 		json_object_put(o);

@@ -861,13 +861,11 @@ sha1_hex(const char *s, char out[41])
 {
 	unsigned char	md[20];
 	unsigned int	len = 0;
-	int		i;
 
 	if (EVP_Digest(s, strlen(s), md, &len, EVP_sha1(), NULL) != 1 ||
 	    len != 20)
 		fatalx("bud: SHA-1");
-	for (i = 0; i < 20; i++)
-		snprintf(out + i * 2, 3, "%02x", md[i]);
+	util_hex_encode(md, sizeof(md), out);
 }
 
 int

@@ -351,13 +351,7 @@ ctl_cmd_reload(struct ctl *c, struct ctl_args *a)
 static int
 is_hash(const char *s)
 {
-	size_t	i;
-
-	for (i = 0; i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return s[64] == '\0';
+	return strlen(s) == 64 && util_is_lower_hex(s, 64);
 }
 
 /*

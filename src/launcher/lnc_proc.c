@@ -96,6 +96,23 @@ create_valid(const struct lnc_m_create *m, char *why, size_t whysz)
 	return 0;
 }
 
+/* The sandbox a message names in <id> (<idsz> bytes, NUL within), or
+ * NULL once the request is answered (a bad id, no such sandbox). */
+static struct lnc_sbx *
+sbx_named(struct lnc *l, const struct lnc_hdr *h, const char *id,
+    size_t idsz)
+{
+	struct lnc_sbx	*s;
+
+	if (memchr(id, '\0', idsz) == NULL || !lnc_id_valid(id)) {
+		reply(l, h, EINVAL, "bad sandbox id", NULL);
+		return NULL;
+	}
+	if ((s = lnc_sbx_find(l, id)) == NULL)
+		reply(l, h, ENOENT, "no such sandbox", NULL);
+	return s;
+}
+
 static void
 dispatch(struct lnc *l, const void *buf, size_t len)
 {
@@ -166,15 +183,8 @@ dispatch(struct lnc *l, const void *buf, size_t len)
 
 		if (len != sizeof(*m))
 			break;
-		if (memchr(m->mv_id, '\0', sizeof(m->mv_id)) == NULL ||
-		    !lnc_id_valid(m->mv_id)) {
-			reply(l, h, EINVAL, "bad sandbox id", NULL);
+		if ((s = sbx_named(l, h, m->mv_id, sizeof(m->mv_id))) == NULL)
 			return;
-		}
-		if ((s = lnc_sbx_find(l, m->mv_id)) == NULL) {
-			reply(l, h, ENOENT, "no such sandbox", NULL);
-			return;
-		}
 		if (!s->s_vm) {
 			reply(l, h, ENOTSUP, "not a VM", NULL);
 			return;
@@ -193,15 +203,8 @@ dispatch(struct lnc *l, const void *buf, size_t len)
 
 		if (len != sizeof(*m))
 			break;
-		if (memchr(m->mv_id, '\0', sizeof(m->mv_id)) == NULL ||
-		    !lnc_id_valid(m->mv_id)) {
-			reply(l, h, EINVAL, "bad sandbox id", NULL);
+		if ((s = sbx_named(l, h, m->mv_id, sizeof(m->mv_id))) == NULL)
 			return;
-		}
-		if ((s = lnc_sbx_find(l, m->mv_id)) == NULL) {
-			reply(l, h, ENOENT, "no such sandbox", NULL);
-			return;
-		}
 		err = lnc_probe(l, s, res, sizeof(res));
 		reply(l, h, err, res, NULL);
 		return;
@@ -231,15 +234,8 @@ dispatch(struct lnc *l, const void *buf, size_t len)
 
 		if (len != sizeof(*m))
 			break;
-		if (memchr(m->md_id, '\0', sizeof(m->md_id)) == NULL ||
-		    !lnc_id_valid(m->md_id)) {
-			reply(l, h, EINVAL, "bad sandbox id", NULL);
+		if ((s = sbx_named(l, h, m->md_id, sizeof(m->md_id))) == NULL)
 			return;
-		}
-		if ((s = lnc_sbx_find(l, m->md_id)) == NULL) {
-			reply(l, h, ENOENT, "no such sandbox", NULL);
-			return;
-		}
 		if (lnc_sbx_destroy(l, s) == -1)
 			reply(l, h, EIO, "destroy incomplete (logged)", NULL);
 		else

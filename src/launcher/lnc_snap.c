@@ -20,6 +20,9 @@
  * The sandbox's generated files (resolv.conf, hostname, hosts, CA bundle)
  * are never copied: a restored sandbox gets its own.
  *
+ * The store itself (its refs, collection, size and pruning) is
+ * lnc_snap_store.c, behind lnc_snap.h; capture and the operations are here.
+ *
  * Removal never follows a symlink or crosses a mount: every step is
  * openat/unlinkat relative to a directory fd opened O_NOFOLLOW, and a
  * directory on another mount than the store is refused (left in place).
@@ -43,24 +46,15 @@
 #include <openssl/evp.h>
 
 #include "launcher/lnc_internal.h"
+#include "launcher/lnc_snap.h"
 #include "util/log.h"
-
-#define SNAP_DEFAULT_MAX (1ULL << 30)
+#include "util/util.h"
 
 /* Generated per sandbox (lnc_root.c gen_files): never in a snapshot. */
 static const char *snap_skip[] = {
 	"etc/resolv.conf", "etc/hostname", "etc/hosts",
 	"etc/airlock/ca-bundle.pem", "etc/ssl/certs/ca-certificates.crt",
 	NULL,
-};
-
-struct snap_ref {
-	char		name[LNC_ID_MAX];
-	char		layer[65];
-	char		parent[LNC_ID_MAX];	/* "" = on the base */
-	uint64_t	bytes;
-	int64_t		created;
-	char		sandbox[LNC_ID_MAX];
 };
 
 struct snap_copy {
@@ -71,370 +65,6 @@ struct snap_copy {
 	char		*why;
 	size_t		 whysz;
 };
-
-/* ---- the store ------------------------------------------------------ */
-
-static int
-store_open(struct lnc *l, char *why, size_t whysz)
-{
-	static const char *subs[] = { "objects", "layers", "refs", "tmp",
-	    "vm", NULL };
-	int	fd, i;
-
-	if (l->l_o.lo_snapdir == NULL) {
-		snprintf(why, whysz, "snapshots need state_dir");
-		errno = ENOTSUP;
-		return -1;
-	}
-	if (mkdir(l->l_o.lo_snapdir, 0700) == -1 && errno != EEXIST)
-		goto fail;
-	fd = open(l->l_o.lo_snapdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (fd == -1)
-		goto fail;
-	if (fchown(fd, 0, 0) == -1 || fchmod(fd, 0700) == -1) {
-		close(fd);
-		goto fail;
-	}
-	for (i = 0; subs[i] != NULL; i++)
-		if (mkdirat(fd, subs[i], 0700) == -1 && errno != EEXIST) {
-			close(fd);
-			goto fail;
-		}
-	return fd;
- fail:
-	snprintf(why, whysz, "snapshot store %s: %s", l->l_o.lo_snapdir,
-	    strerror(errno));
-	return -1;
-}
-
-static int
-subdir(int dfd, const char *name)
-{
-	return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-}
-
-static int
-mnt_id(int fd, uint64_t *id)
-{
-	struct statx	stx;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID,
-	    &stx) == -1)
-		return -1;
-	*id = stx.stx_mnt_id;
-	return 0;
-}
-
-/*
- * Remove <name> under <dfd> and everything below it, on the mount <mnt>
- * only: a symlink is removed, never followed; a directory on another
- * mount is left in place (-1, EXDEV). 0 when all of it went.
- */
-static int
-rm_tree_at(int dfd, const char *name, uint64_t mnt)
-{
-	struct dirent	*de;
-	struct stat	 sb;
-	uint64_t	 m;
-	DIR		*d;
-	int		 fd, rc = 0, saved = 0;
-
-	if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == -1)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(sb.st_mode))
-		return unlinkat(dfd, name, 0);
-	if ((fd = subdir(dfd, name)) == -1)
-		return -1;
-	if (mnt_id(fd, &m) == -1 || m != mnt) {
-		log_warnx("launcher: snapshot store: %s is a mount point, "
-		    "left in place", name);
-		close(fd);
-		errno = EXDEV;
-		return -1;
-	}
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -1;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		if (rm_tree_at(dirfd(d), de->d_name, mnt) == -1) {
-			rc = -1;
-			saved = errno;
-		}
-	}
-	closedir(d);
-	if (rc == -1) {
-		errno = saved;
-		return -1;
-	}
-	return unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
-static int
-ref_read(int sfd, const char *name, struct snap_ref *r)
-{
-	char	buf[512], path[LNC_ID_MAX + 8];
-	ssize_t	n;
-	int	fd;
-
-	snprintf(path, sizeof(path), "refs/%s", name);
-	if ((fd = openat(sfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		goto bad;
-	buf[n] = '\0';
-	memset(r, 0, sizeof(*r));
-	snprintf(r->name, sizeof(r->name), "%s", name);
-	if (sscanf(buf, "%64s %63s %" SCNu64 " %" SCNd64 " %63s", r->layer,
-	    r->parent, &r->bytes, &r->created, r->sandbox) != 5)
-		goto bad;
-	if (strcmp(r->parent, "-") == 0)
-		r->parent[0] = '\0';
-	return 0;
- bad:
-	errno = EINVAL;
-	return -1;
-}
-
-static int
-ref_write(int sfd, const struct snap_ref *r)
-{
-	char	buf[512], tmp[LNC_ID_MAX + 16], path[LNC_ID_MAX + 8];
-	int	fd, n;
-
-	n = snprintf(buf, sizeof(buf), "%s %s %" PRIu64 " %" PRId64 " %s\n",
-	    r->layer, r->parent[0] ? r->parent : "-", r->bytes, r->created,
-	    r->sandbox);
-	snprintf(tmp, sizeof(tmp), "tmp/ref.%s", r->name);
-	snprintf(path, sizeof(path), "refs/%s", r->name);
-	fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
-	if (fd == -1)
-		return -1;
-	if (write(fd, buf, n) != n || fsync(fd) == -1) {
-		close(fd);
-		unlinkat(sfd, tmp, 0);
-		return -1;
-	}
-	close(fd);
-	return renameat(sfd, tmp, sfd, path);
-}
-
-/* Every ref, oldest first; *n of them. Caller frees. */
-static int
-ref_cmp(const void *a, const void *b)
-{
-	const struct snap_ref *x = a, *y = b;
-
-	if (x->created != y->created)
-		return x->created < y->created ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
-static struct snap_ref *
-refs_all(int sfd, size_t *n)
-{
-	struct snap_ref	*v = NULL, *nv;
-	struct dirent	*de;
-	size_t		 cap = 0;
-	DIR		*d;
-	int		 fd;
-
-	*n = 0;
-	if ((fd = subdir(sfd, "refs")) == -1 || (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			close(fd);
-		return NULL;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			if ((nv = realloc(v, cap * sizeof(*v))) == NULL)
-				break;
-			v = nv;
-		}
-		if (ref_read(sfd, de->d_name, &v[*n]) == 0)
-			(*n)++;
-	}
-	closedir(d);
-	if (v != NULL)
-		qsort(v, *n, sizeof(*v), ref_cmp);
-	return v;
-}
-
-/* A parent of another snapshot, or the source of a pool: kept. */
-static int
-ref_in_use(struct lnc *l, const struct snap_ref *v, size_t n,
-    const char *name)
-{
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		if (strcmp(v[i].parent, name) == 0)
-			return 1;
-	for (i = 0; i < l->l_npins; i++)
-		if (strcmp(l->l_pins[i], name) == 0)
-			return 1;
-	return l->l_o.lo_pool_from != NULL &&
-	    strcmp(l->l_o.lo_pool_from, name) == 0;
-}
-
-/* Remove layers no ref names and objects no layer links. */
-static void
-store_gc(int sfd)
-{
-	struct snap_ref	*v;
-	struct dirent	*de;
-	struct stat	 sb;
-	uint64_t	 mnt;
-	size_t		 n, i;
-	DIR		*d;
-	int		 fd, used;
-
-	if (mnt_id(sfd, &mnt) == -1)
-		return;
-	v = refs_all(sfd, &n);
-	if ((fd = subdir(sfd, "layers")) != -1 &&
-	    (d = fdopendir(fd)) != NULL) {
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			for (used = 0, i = 0; i < n && !used; i++)
-				used = strcmp(v[i].layer, de->d_name) == 0;
-			if (!used)
-				(void)rm_tree_at(dirfd(d), de->d_name, mnt);
-		}
-		closedir(d);
-	}
-	free(v);
-	if ((fd = subdir(sfd, "objects")) != -1 &&
-	    (d = fdopendir(fd)) != NULL) {
-		while ((de = readdir(d)) != NULL)
-			if (de->d_name[0] != '.' &&
-			    fstatat(dirfd(d), de->d_name, &sb,
-			    AT_SYMLINK_NOFOLLOW) == 0 && sb.st_nlink == 1)
-				(void)unlinkat(dirfd(d), de->d_name, 0);
-		closedir(d);
-	}
-}
-
-/* Bytes the store takes: objects once each, plus layer metadata. */
-static uint64_t
-du_at(int dfd, int objects)
-{
-	struct dirent	*de;
-	struct stat	 sb;
-	uint64_t	 sum = 0;
-	DIR		*d;
-	int		 fd;
-
-	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			close(fd);
-		return 0;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0 ||
-		    fstatat(dirfd(d), de->d_name, &sb,
-		    AT_SYMLINK_NOFOLLOW) == -1)
-			continue;
-		if (S_ISREG(sb.st_mode) && !objects)
-			continue;	/* a link to an object */
-		sum += (uint64_t)sb.st_blocks * 512;
-		if (S_ISDIR(sb.st_mode) && (fd = subdir(dirfd(d),
-		    de->d_name)) != -1) {
-			sum += du_at(fd, objects);
-			close(fd);
-		}
-	}
-	closedir(d);
-	return sum;
-}
-
-static uint64_t
-store_bytes(int sfd)
-{
-	uint64_t	sum = 0;
-	int		fd;
-
-	if ((fd = subdir(sfd, "objects")) != -1) {
-		sum += du_at(fd, 1);
-		close(fd);
-	}
-	if ((fd = subdir(sfd, "layers")) != -1) {
-		sum += du_at(fd, 0);
-		close(fd);
-	}
-	if ((fd = subdir(sfd, "vm")) != -1) {
-		sum += du_at(fd, 1);
-		close(fd);
-	}
-	return sum;
-}
-
-static uint64_t
-store_max(struct lnc *l)
-{
-	return l->l_o.lo_snap_max ? l->l_o.lo_snap_max : SNAP_DEFAULT_MAX;
-}
-
-/* Prune the oldest unreferenced snapshots (never <keep>) until the store
- * fits its bound. 0 when it does. */
-static int
-store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra)
-{
-	struct snap_ref	*v;
-	char		 path[LNC_ID_MAX + 8];
-	uint64_t	 total, prunable = 0;
-	size_t		 n, i;
-	int		 pruned;
-
-	store_gc(sfd);
-	if ((total = store_bytes(sfd) + extra) <= store_max(l))
-		return 0;
-	/* would it fit with every prunable one gone? If not, prune none
-	   (each ref's bytes: what it added; shared objects make this an
-	   estimate) */
-	v = refs_all(sfd, &n);
-	for (i = 0; i < n; i++)
-		if (strcmp(v[i].name, keep) != 0 &&
-		    !ref_in_use(l, v, n, v[i].name))
-			prunable += v[i].bytes;
-	free(v);
-	if (total - (prunable < total ? prunable : total) > store_max(l))
-		return -1;
-	for (;;) {
-		store_gc(sfd);
-		if (store_bytes(sfd) + extra <= store_max(l))
-			return 0;
-		v = refs_all(sfd, &n);
-		for (pruned = 0, i = 0; i < n && !pruned; i++) {
-			if (strcmp(v[i].name, keep) == 0 ||
-			    ref_in_use(l, v, n, v[i].name))
-				continue;
-			snprintf(path, sizeof(path), "refs/%s", v[i].name);
-			if (unlinkat(sfd, path, 0) == 0) {
-				log_info("launcher: snapshot %s pruned "
-				    "(launcher.snapshots.max_bytes)",
-				    v[i].name);
-				pruned = 1;
-			}
-		}
-		free(v);
-		if (!pruned)
-			return -1;
-	}
-}
 
 /* ---- capture -------------------------------------------------------- */
 
@@ -449,37 +79,6 @@ tree_line(struct snap_copy *sc, const char *rel, const struct stat *sb,
 	    (unsigned)sb->st_mode, (unsigned)sb->st_uid, (unsigned)sb->st_gid,
 	    (uintmax_t)sb->st_rdev, rel, extra);
 	EVP_DigestUpdate(sc->tree, buf, n > 0 ? (size_t)n : 0);
-}
-
-static void
-hex(const unsigned char *d, unsigned n, char *out)
-{
-	unsigned	i;
-
-	for (i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", d[i]);
-}
-
-/* All of <len>, or -1 with errno (a short write: the next one's). */
-static int
-write_all(int fd, const unsigned char *p, size_t len)
-{
-	ssize_t	w;
-
-	while (len > 0) {
-		if ((w = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (w == 0) {
-			errno = ENOSPC;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
 }
 
 /* A regular file: its content into objects/ (once), linked as <name>. */
@@ -508,13 +107,13 @@ copy_file(struct snap_copy *sc, int sfd, const char *name, int dfd,
 	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		EVP_DigestUpdate(ctx, buf, n);
-		if (write_all(out, buf, (size_t)n) == -1)
+		if (util_write_all(out, buf, (size_t)n) == -1)
 			goto done;
 	}
 	if (n == -1)
 		goto done;
 	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	hex(md, mdlen, h);
+	util_hex_encode(md, mdlen, h);
 	snprintf(obj, sizeof(obj), "%s.%o.%u.%u", h,
 	    (unsigned)(sb->st_mode & 07777), (unsigned)sb->st_uid,
 	    (unsigned)sb->st_gid);
@@ -617,9 +216,9 @@ copy_entry(struct snap_copy *sc, int sfd, int dfd, const char *name,
 	tree_line(sc, rel, &sb, "");
 	if (mkdirat(dfd, name, 0700) == -1)
 		return -1;
-	if ((s2 = subdir(sfd, name)) == -1)
+	if ((s2 = snap_subdir(sfd, name)) == -1)
 		return -1;
-	if ((d2 = subdir(dfd, name)) == -1) {
+	if ((d2 = snap_subdir(dfd, name)) == -1) {
 		close(s2);
 		return -1;
 	}
@@ -722,14 +321,15 @@ capture(struct lnc *l, int sfd, int ufd, const char *parent_layer,
 	memset(&sc, 0, sizeof(sc));
 	sc.why = why;
 	sc.whysz = whysz;
-	if ((sc.objfd = subdir(sfd, "objects")) == -1 ||
-	    (tfd = subdir(sfd, "tmp")) == -1)
+	if ((sc.objfd = snap_subdir(sfd, "objects")) == -1 ||
+	    (tfd = snap_subdir(sfd, "tmp")) == -1)
 		return snap_err(why, whysz, errno, "store: %s",
 		    strerror(errno));
 	snprintf(tmp, sizeof(tmp), "layer.%d", (int)getpid());
-	(void)mnt_id(sfd, &mnt);
-	(void)rm_tree_at(tfd, tmp, mnt);
-	if (mkdirat(tfd, tmp, 0700) == -1 || (dfd = subdir(tfd, tmp)) == -1) {
+	(void)snap_mnt_id(sfd, &mnt);
+	(void)snap_rm_tree_at(tfd, tmp, mnt);
+	if (mkdirat(tfd, tmp, 0700) == -1 ||
+	    (dfd = snap_subdir(tfd, tmp)) == -1) {
 		err = errno;
 		close(tfd);
 		close(sc.objfd);
@@ -745,17 +345,17 @@ capture(struct lnc *l, int sfd, int ufd, const char *parent_layer,
 	close(dfd);
 	close(sc.objfd);
 	if (rc == -1) {
-		(void)rm_tree_at(tfd, tmp, mnt);
+		(void)snap_rm_tree_at(tfd, tmp, mnt);
 		close(tfd);
 		return err ? err : EIO;
 	}
-	hex(md, mdlen, id);
+	util_hex_encode(md, mdlen, id);
 	snprintf(dst, sizeof(dst), "layers/%s", id);
 	if (faccessat(sfd, dst, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		(void)rm_tree_at(tfd, tmp, mnt);	/* the same tree */
+		(void)snap_rm_tree_at(tfd, tmp, mnt);	/* the same tree */
 	else if (renameat(tfd, tmp, sfd, dst) == -1) {
 		err = errno;
-		(void)rm_tree_at(tfd, tmp, mnt);
+		(void)snap_rm_tree_at(tfd, tmp, mnt);
 		close(tfd);
 		return snap_err(why, whysz, err, "store: %s", strerror(err));
 	}
@@ -789,7 +389,7 @@ snap_create(struct lnc *l, int sfd, const struct lnc_m_snap *m,
 	if (s->s_vm || l->l_o.lo_rootfs == NULL)
 		return snap_err(out, outsz, ENOTSUP, "%s",
 		    "snapshots need backend netns with launcher.rootfs");
-	if (ref_read(sfd, m->ms_name, &r) == 0)
+	if (snap_ref_read(sfd, m->ms_name, &r) == 0)
 		return snap_err(out, outsz, EEXIST, "snapshot %s exists",
 		    m->ms_name);
 	memset(&r, 0, sizeof(r));
@@ -797,7 +397,7 @@ snap_create(struct lnc *l, int sfd, const struct lnc_m_snap *m,
 	snprintf(r.name, sizeof(r.name), "%s", m->ms_name);
 	snprintf(r.sandbox, sizeof(r.sandbox), "%s", s->s_id);
 	snprintf(r.parent, sizeof(r.parent), "%s", s->s_from);
-	if (r.parent[0] != '\0' && ref_read(sfd, r.parent, &p) == -1)
+	if (r.parent[0] != '\0' && snap_ref_read(sfd, r.parent, &p) == -1)
 		return snap_err(out, outsz, ENOENT, "parent %s is gone",
 		    r.parent);
 	if ((ufd = upper_open(s)) == -1)
@@ -810,24 +410,24 @@ snap_create(struct lnc *l, int sfd, const struct lnc_m_snap *m,
 	lnc_thaw(s, &f);
 	close(ufd);
 	if (err) {
-		store_gc(sfd);
+		snap_store_gc(sfd);
 		return err;
 	}
 	r.created = (int64_t)time(NULL);
-	if (ref_write(sfd, &r) == -1) {
+	if (snap_ref_write(sfd, &r) == -1) {
 		err = errno;
-		store_gc(sfd);
+		snap_store_gc(sfd);
 		return snap_err(out, outsz, err, "store: %s", strerror(err));
 	}
-	if (store_fit(l, sfd, r.name, 0) == -1) {
+	if (snap_store_fit(l, sfd, r.name, 0) == -1) {
 		char path[LNC_ID_MAX + 8];
 
 		snprintf(path, sizeof(path), "refs/%s", r.name);
 		(void)unlinkat(sfd, path, 0);
-		store_gc(sfd);
+		snap_store_gc(sfd);
 		snprintf(out, outsz, "snapshot %s does not fit in "
 		    "launcher.snapshots.max_bytes (%" PRIu64 " bytes; the "
-		    "others are in use)", r.name, store_max(l));
+		    "others are in use)", r.name, snap_store_max(l));
 		return ENOSPC;
 	}
 	snprintf(out, outsz, "%s %s %s %" PRIu64 " %" PRId64 " %s", r.name,
@@ -854,7 +454,7 @@ snap_pin(struct lnc *l, int sfd, int pin, const char *name, char *out,
 		return snap_err(out, outsz, ENOENT, "snapshot %s is not "
 		    "pinned", name);
 	}
-	if (ref_read(sfd, name, &r) == -1)
+	if (snap_ref_read(sfd, name, &r) == -1)
 		return snap_err(out, outsz, ENOENT, "no snapshot %s", name);
 	if (l->l_npins == LNC_PINS_MAX)
 		return snap_err(out, outsz, ENOSPC, "more than %d pools "
@@ -873,10 +473,10 @@ snap_delete(struct lnc *l, int sfd, const char *name, char *out,
 	size_t		 n;
 	int		 used, fd, rc = 0;
 
-	if (ref_read(sfd, name, &r) == -1)
+	if (snap_ref_read(sfd, name, &r) == -1)
 		return snap_err(out, outsz, ENOENT, "no snapshot %s", name);
-	v = refs_all(sfd, &n);
-	used = ref_in_use(l, v, n, name);
+	v = snap_refs_all(sfd, &n);
+	used = snap_ref_in_use(l, v, n, name);
 	free(v);
 	if (used)
 		return snap_err(out, outsz, EBUSY, "snapshot %s is in use "
@@ -886,21 +486,21 @@ snap_delete(struct lnc *l, int sfd, const char *name, char *out,
 		return snap_err(out, outsz, errno, "store: %s",
 		    strerror(errno));
 	/* its layer, unless another ref shares it */
-	v = refs_all(sfd, &n);
+	v = snap_refs_all(sfd, &n);
 	for (used = 0; n > 0 && !used; n--)
 		used = strcmp(v[n - 1].layer, r.layer) == 0;
 	free(v);
-	if (!used && mnt_id(sfd, &mnt) == 0 &&
-	    (fd = subdir(sfd, "layers")) != -1) {
+	if (!used && snap_mnt_id(sfd, &mnt) == 0 &&
+	    (fd = snap_subdir(sfd, "layers")) != -1) {
 		snprintf(lpath, sizeof(lpath), "%s", r.layer);
-		if (rm_tree_at(fd, lpath, mnt) == -1) {
+		if (snap_rm_tree_at(fd, lpath, mnt) == -1) {
 			rc = errno;
 			snprintf(out, outsz, "snapshot %s deleted; part of its "
 			    "layer left in place: %s", name, strerror(rc));
 		}
 		close(fd);
 	}
-	store_gc(sfd);
+	snap_store_gc(sfd);
 	return rc;
 }
 
@@ -914,7 +514,7 @@ lnc_snap_op(struct lnc *l, const struct lnc_m_snap *m, char *out,
 	int		 sfd, err = 0;
 
 	out[0] = '\0';
-	if ((sfd = store_open(l, out, outsz)) == -1)
+	if ((sfd = snap_store_open(l, out, outsz)) == -1)
 		return errno ? errno : EIO;
 	switch (m->ms_op) {
 	case LNC_SNAP_CREATE:
@@ -931,13 +531,13 @@ lnc_snap_op(struct lnc *l, const struct lnc_m_snap *m, char *out,
 	case LNC_SNAP_SHOW:
 	case LNC_SNAP_LIST:
 		if (m->ms_op == LNC_SNAP_SHOW) {
-			if (ref_read(sfd, m->ms_name, &r) == -1) {
+			if (snap_ref_read(sfd, m->ms_name, &r) == -1) {
 				err = snap_err(out, outsz, ENOENT,
 				    "no snapshot %s", m->ms_name);
 				break;
 			}
 		} else {
-			v = refs_all(sfd, &n);
+			v = snap_refs_all(sfd, &n);
 			if (m->ms_index >= n) {
 				free(v);
 				err = ENOENT;	/* the end of the list */
@@ -971,11 +571,11 @@ lnc_snap_lowers(struct lnc *l, const char *name, char dirs[][PATH_MAX],
 		    "snapshot need backend netns with launcher.rootfs");
 	if (!lnc_id_valid(name))
 		return snap_err(why, whysz, EINVAL, "%s", "bad snapshot name");
-	if ((sfd = store_open(l, why, whysz)) == -1)
+	if ((sfd = snap_store_open(l, why, whysz)) == -1)
 		return errno ? errno : EIO;
 	snprintf(cur, sizeof(cur), "%s", name);
 	while (cur[0] != '\0') {
-		if (ref_read(sfd, cur, &r) == -1) {
+		if (snap_ref_read(sfd, cur, &r) == -1) {
 			close(sfd);
 			return snap_err(why, whysz, ENOENT, "no snapshot %s",
 			    cur);
@@ -1000,9 +600,9 @@ lnc_snap_fit(struct lnc *l, uint64_t extra)
 	char	why[160];
 	int	sfd, rc;
 
-	if ((sfd = store_open(l, why, sizeof(why))) == -1)
+	if ((sfd = snap_store_open(l, why, sizeof(why))) == -1)
 		return -1;
-	rc = store_fit(l, sfd, "", extra);
+	rc = snap_store_fit(l, sfd, "", extra);
 	close(sfd);
 	return rc;
 }

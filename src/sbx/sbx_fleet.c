@@ -222,7 +222,6 @@ sbx_fleet_announce(const char *id, const char *policy,
     const unsigned char sha[32], int64_t created, const char *addr)
 {
 	struct sf_op	*o;
-	int		 i;
 
 	if (!sf.on)
 		return;
@@ -230,8 +229,7 @@ sbx_fleet_announce(const char *id, const char *policy,
 	o->o_kind = '+';
 	o->o_id = xstrdup(id);
 	o->o_policy = xstrdup(policy);
-	for (i = 0; i < 32; i++)
-		snprintf(o->o_tok + i * 2, 3, "%02x", sha[i]);
+	util_hex_encode(sha, 32, o->o_tok);
 	o->o_created = created;
 	snprintf(o->o_addr, sizeof(o->o_addr), "%s", addr);
 	sf_push(o);
@@ -461,13 +459,6 @@ sf_send(const struct sf_op *o)
 	return sf_cmd_ok(3, argv);
 }
 
-static int
-hexval(int c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ?
-	    c - 'a' + 10 : -1;
-}
-
 /* Read <id>'s record and make it known here. 0 (also: no such record),
  * or -1 (connection dropped). */
 static int
@@ -509,8 +500,8 @@ sf_fetch(const char *id)
 	if (policy == NULL || tok == NULL || strlen(tok) != 64)
 		goto out;
 	for (i = 0; i < 32; i++) {
-		if ((hi = hexval(tok[2 * i])) < 0 ||
-		    (lo = hexval(tok[2 * i + 1])) < 0)
+		if ((hi = util_hex_val(tok[2 * i])) < 0 ||
+		    (lo = util_hex_val(tok[2 * i + 1])) < 0)
 			goto out;
 		sha[i] = (unsigned char)(hi << 4 | lo);
 	}

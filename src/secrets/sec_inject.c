@@ -635,8 +635,7 @@ sec_req_sign(struct sec_req *sr, const struct cfg *cfg, const char *method,
 		blen = body ? evbuffer_get_length(body) : 0;
 		SHA256(blen ? evbuffer_pullup(body, (ssize_t)blen) :
 		    (const unsigned char *)"", blen, d);
-		for (i = 0; i < sizeof(d); i++)
-			snprintf(hash + 2 * i, 3, "%02x", d[i]);
+		util_hex_encode(d, sizeof(d), hash);
 	}
 	hdrs[nh].name = "host";
 	hdrs[nh].name_len = 4;

@@ -198,19 +198,13 @@ util_base64_decode(const char *in, size_t inlen, char *out, size_t outsz)
 void
 util_random_hex(char *out, size_t len)
 {
-	static const char	 hex[] = "0123456789abcdef";
-	unsigned char		 b[64];
-	size_t			 i;
+	unsigned char	b[64];
 
 	if (len > sizeof(b))
 		len = sizeof(b);
 	if (RAND_bytes(b, (int)len) != 1)
 		fatalx("RAND_bytes failed");
-	for (i = 0; i < len; i++) {
-		out[2 * i] = hex[b[i] >> 4];
-		out[2 * i + 1] = hex[b[i] & 15];
-	}
-	out[2 * len] = '\0';
+	util_hex_encode(b, len, out);
 }
 
 void
