@@ -115,6 +115,10 @@ admin_usage_by(const struct admin_req *q, struct admin_resp *r,
 	json_object_object_add(o, "by", json_object_new_string(
 	    by == BUD_BY_MODEL ? "model" : "day"));
 	json_object_object_add(o, "breakdown", a);
+	/* the rows are this gateway's ledger's, even in fleet mode: said
+	   so, next to counters that may be the fleet's */
+	json_object_object_add(o, "breakdown_scope",
+	    json_object_new_string("gateway"));
 	return 0;
 }
 
