@@ -71,7 +71,8 @@ adm_fleet_answer(struct admin_resp *r, uint64_t seq, adm_fleet_fill_fn *fill,
 		fill(r, arg, 1);
 		return;
 	}
-	if (seq == 0) {			/* never queued: queue full */
+	/* never queued (queue full), or Redis known away: no wait */
+	if (seq == 0 || !sbx_fleet_ready()) {
 		fill(r, arg, 0);
 		return;
 	}

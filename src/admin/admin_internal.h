@@ -49,7 +49,8 @@ struct event_base *admin_base(void);
  * Fleet mode (adm_fleet.c): answer <r> once change <seq> of the shared
  * registry (sbx_fleet_last_seq) is in Redis, or limits.store_timeout
  * passed: <fill>(resp, arg, acked) on the main loop (deferred), or at
- * once when not fleet mode (acked 1) or nothing was queued (acked 0).
+ * once when not fleet mode (acked 1), or nothing was queued or the
+ * registry is not connected (acked 0).
  */
 typedef void adm_fleet_fill_fn(struct admin_resp *, void *, int acked);
 void	adm_fleet_answer(struct admin_resp *, uint64_t seq,
