@@ -27,6 +27,7 @@
 #include "conn/worker.h"
 #include "metrics/metrics.h"
 #include "sbx/sbx.h"
+#include "sbx/sbx_fleet.h"
 #include "sched/canary.h"
 #include "sched/pool.h"
 #include "util/log.h"
@@ -205,6 +206,35 @@ adm_sandbox_list(const struct admin_req *q, struct admin_resp *r)
 	admin_json(r, 200, o);
 }
 
+struct create_wait {
+	struct sbx	*cw_sbx;
+	uint64_t	 cw_seq;
+};
+
+/*
+ * Redis has the new sandbox: its answer. Not in time: it goes here too
+ * (and from Redis, unless its announcement is dropped before being
+ * sent), so that a 503 leaves nothing half-created behind.
+ */
+static void
+create_fill(struct admin_resp *r, void *arg, int acked)
+{
+	struct create_wait	*cw = arg;
+	struct sbx		*s = cw->cw_sbx;
+
+	if (acked)
+		admin_json(r, 201, sandbox_full(admin_hooks.ah_cfg(), s));
+	else {
+		if (sbx_fleet_cancel(cw->cw_seq))
+			(void)sbx_delete_quiet(s->sb_id);
+		else
+			(void)sbx_delete(s->sb_id);
+		adm_fleet_unconfirmed(r, "the sandbox was not created");
+	}
+	sbx_unref(s);
+	free(cw);
+}
+
 void
 adm_sandbox_create(const struct admin_req *q, struct admin_resp *r)
 {
@@ -213,6 +243,7 @@ adm_sandbox_create(const struct admin_req *q, struct admin_resp *r)
 	json_object	*body;
 	const char	*policy, *id, *from;
 	struct sbx	*s;
+	struct create_wait *cw;
 	enum sbx_err	 e;
 	char		 why[256];
 	int		 warm;
@@ -264,12 +295,16 @@ adm_sandbox_create(const struct admin_req *q, struct admin_resp *r)
 		admin_error(r, e == SBX_E_EXISTS ? 409 : e == SBX_E_IO ? 500 :
 		    e == SBX_E_FLEET ? 503 : 400, e == SBX_E_EXISTS ?
 		    "conflict" : e == SBX_E_IO ? "internal_error" :
-		    e == SBX_E_FLEET ? "unavailable" : "bad_request", why);
+		    e == SBX_E_FLEET ? "budget_unavailable" : "bad_request",
+		    why);
 		return;
 	}
 	json_object_put(body);
-	admin_json(r, 201, sandbox_full(cfg, s));
-	sbx_unref(s);
+	/* fleet mode: answered once Redis has it (create-after-write) */
+	cw = xcalloc(1, sizeof(*cw));
+	cw->cw_sbx = s;
+	cw->cw_seq = sbx_fleet_last_seq();
+	adm_fleet_answer(r, cw->cw_seq, create_fill, cw);
 }
 
 void
@@ -320,6 +355,18 @@ adm_sandbox_probe(const struct admin_req *q, struct admin_resp *r,
 	admin_json(r, 200, o);
 }
 
+/* Deleted here at once; answered 204 once Redis has it too. */
+static void
+delete_fill(struct admin_resp *r, void *arg, int acked)
+{
+	(void)arg;
+	if (acked)
+		r->ar_status = 204;
+	else
+		adm_fleet_unconfirmed(r, "deleted on this gateway, not yet in "
+		    "the fleet (sent when Redis answers)");
+}
+
 void
 adm_sandbox_delete(const struct admin_req *q, struct admin_resp *r,
     struct sbx *s)
@@ -335,7 +382,7 @@ adm_sandbox_delete(const struct admin_req *q, struct admin_resp *r,
 	}
 	/* its token is refused from now on; close what it has open */
 	workers_revoke();
-	r->ar_status = 204;
+	adm_fleet_answer(r, sbx_fleet_last_seq(), delete_fill, NULL);
 }
 
 

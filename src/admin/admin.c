@@ -68,6 +68,7 @@ struct admin_defer {
 static TAILQ_HEAD(, admin_conn)	 admin_conns =
     TAILQ_HEAD_INITIALIZER(admin_conns);
 static struct evconnlistener	*admin_listener;
+static struct event_base	*admin_evbase;
 static struct event		*admin_resume_ev;	/* paused: EMFILE */
 static int			 admin_fd_short;	/* said so in the log */
 static char			*admin_sock_path;	/* unlinked at stop */
@@ -366,6 +367,12 @@ admin_event_cb(struct bufferevent *bev, short what, void *arg)
 	admin_conn_free(ac);
 }
 
+struct event_base *
+admin_base(void)
+{
+	return admin_evbase;
+}
+
 struct admin_defer *
 admin_defer(struct admin_resp *r)
 {
@@ -528,6 +535,7 @@ admin_start(struct event_base *base, const struct cfg *cfg,
 	int			 sslen = sizeof(ss);
 
 	admin_hooks = *hooks;
+	admin_evbase = base;
 	admin_started = time(NULL);
 	llhttp_settings_init(&admin_settings);
 	admin_settings.on_url = on_url;

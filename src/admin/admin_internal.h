@@ -42,6 +42,22 @@ struct admin_defer *admin_defer(struct admin_resp *);
 void	admin_defer_answer(struct admin_defer *,
 	    void (*fill)(struct admin_resp *, void *), void *arg);
 
+/* The main loop the admin API runs on (admin.c). */
+struct event_base *admin_base(void);
+
+/*
+ * Fleet mode (adm_fleet.c): answer <r> once change <seq> of the shared
+ * registry (sbx_fleet_last_seq) is in Redis, or limits.store_timeout
+ * passed: <fill>(resp, arg, acked) on the main loop (deferred), or at
+ * once when not fleet mode (acked 1), or nothing was queued or the
+ * registry is not connected (acked 0).
+ */
+typedef void adm_fleet_fill_fn(struct admin_resp *, void *, int acked);
+void	adm_fleet_answer(struct admin_resp *, uint64_t seq,
+	    adm_fleet_fill_fn *, void *arg);
+/* 503 budget_unavailable: <what> was not confirmed by Redis in time. */
+void	adm_fleet_unconfirmed(struct admin_resp *, const char *what);
+
 extern struct admin_hooks admin_hooks;
 extern time_t		  admin_started;	/* for uptime */
 

@@ -115,6 +115,10 @@ admin_usage_by(const struct admin_req *q, struct admin_resp *r,
 	json_object_object_add(o, "by", json_object_new_string(
 	    by == BUD_BY_MODEL ? "model" : "day"));
 	json_object_object_add(o, "breakdown", a);
+	/* the rows are this gateway's ledger's, even in fleet mode: said
+	   so, next to counters that may be the fleet's */
+	json_object_object_add(o, "breakdown_scope",
+	    json_object_new_string("gateway"));
 	return 0;
 }
 
@@ -158,31 +162,27 @@ caps_json(const struct cfg_caps *caps)
 	return o;
 }
 
-void
-adm_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
-    int reset)
+/* The usage object of <s>; NULL after answering 503. */
+static json_object *
+usage_object(struct admin_resp *r, struct sbx *s)
 {
 	const struct cfg	*cfg = admin_hooks.ah_cfg();
 	const struct cfg_policy	*pol = cfg_policy_find(cfg, s->sb_policy);
 	const struct cfg_caps	*caps = pol != NULL ? &pol->p_caps : NULL;
 	struct bud_counters	 bc;
-	json_object		*o = json_object_new_object();
+	json_object		*o;
 	char			 ts[32];
 
-	if (reset) {
-		bud_reset(s->sb_id);
-		sbx_fleet_reset(s->sb_id);	/* fleet mode: Redis too */
-	}
 	if (bud_redis_on()) {
 		/* fleet mode: the whole fleet's figures, from Redis */
 		if (bud_redis_get(s->sb_id, caps, &bc) == -1) {
-			json_object_put(o);
 			admin_error(r, 503, "budget_unavailable", "the budget "
 			    "store (Redis) did not answer");
-			return;
+			return NULL;
 		}
 	} else if (bud_get(s->sb_id, caps, &bc) == -1)
 		memset(&bc, 0, sizeof(bc));	/* no traffic yet */
+	o = json_object_new_object();
 	json_object_object_add(o, "sandbox", json_object_new_string(s->sb_id));
 	json_object_object_add(o, "scope", json_object_new_string(
 	    bud_redis_on() ? "fleet" : "gateway"));
@@ -204,10 +204,42 @@ adm_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
 	    json_object_new_int64((int64_t)bc.bc_reserved));
 	json_object_object_add(o, "spend_usd", usd_json(bc.bc_spend));
 	json_object_object_add(o, "caps", caps_json(caps));
-	if (!reset && admin_usage_by(q, r, s->sb_id, o) == -1) {
+	return o;
+}
+
+/* A reset: answered once Redis has cleared the fleet's counters too. */
+static void
+reset_fill(struct admin_resp *r, void *arg, int acked)
+{
+	struct sbx	*s = arg;
+	json_object	*o;
+
+	if (!acked)
+		adm_fleet_unconfirmed(r, "reset on this gateway, not yet in "
+		    "the fleet's counters (done when Redis answers)");
+	else if ((o = usage_object(r, s)) != NULL)
+		admin_json(r, 200, o);
+	sbx_unref(s);
+}
+
+void
+adm_usage(const struct admin_req *q, struct admin_resp *r, struct sbx *s,
+    int reset)
+{
+	json_object	*o;
+
+	if (reset) {
+		bud_reset(s->sb_id);
+		sbx_fleet_reset(s->sb_id);	/* fleet mode: Redis too */
+		adm_fleet_answer(r, sbx_fleet_last_seq(), reset_fill,
+		    sbx_ref(s));
+		return;
+	}
+	if ((o = usage_object(r, s)) == NULL)
+		return;
+	if (admin_usage_by(q, r, s->sb_id, o) == -1) {
 		json_object_put(o);
 		return;
 	}
 	admin_json(r, 200, o);
 }
-

@@ -56,16 +56,23 @@ struct sf_op {
 	char			 o_tok[65];
 	int64_t			 o_created;
 	char			 o_addr[64];
-	int			 o_started;	/* '?': being looked up */
+	int			 o_started;	/* being sent or looked up */
+	uint64_t		 o_seq;		/* '+', '-', 'Z': order */
 };
 TAILQ_HEAD(sf_q, sf_op);
 
-/* A login waiting for a lookup (sbx_fleet_watch): woken once it ends. */
+/* A login waiting for a lookup (sbx_fleet_watch): woken once it ends;
+ * an admin answer waiting for a change (sbx_fleet_ack_watch): w_op NULL,
+ * woken once every change up to w_seq is in Redis. */
 struct sf_watch {
 	struct sf_watch		*w_next;
 	const struct sf_op	*w_op;		/* compared, never followed */
+	uint64_t		 w_seq;
 	struct event		*w_ev;
 };
+
+/* The last change this thread queued (sbx_fleet_last_seq), 0: none. */
+static __thread uint64_t	 sf_tl_seq;
 
 static struct {
 	int		 on;
@@ -79,6 +86,9 @@ static struct {
 	pthread_mutex_t	 mtx;
 	struct sf_q	 q;		/* under mtx */
 	struct sf_watch	*watch;		/* under mtx */
+	struct sf_watch	*acks;		/* under mtx */
+	uint64_t	 seq_pushed;	/* under mtx */
+	uint64_t	 seq_sent;	/* under mtx: in Redis up to this */
 	size_t		 nq, nmiss;
 	redisContext	*cmd, *sub;
 } sf = { .mtx = PTHREAD_MUTEX_INITIALIZER, .wake = { -1, -1 } };
@@ -140,10 +150,94 @@ sf_push(struct sf_op *o)
 	TAILQ_INSERT_TAIL(&sf.q, o, o_entry);
 	if (o->o_kind == '?')
 		sf.nmiss++;
-	else
+	else {
 		sf.nq++;
+		o->o_seq = sf_tl_seq = ++sf.seq_pushed;
+	}
 	pthread_mutex_unlock(&sf.mtx);
 	sf_wake();
+}
+
+/* Wake the admin answers waiting for changes now in Redis (every one
+ * when <all>); under mtx. */
+static void
+sf_wake_acks(int all)
+{
+	struct sf_watch	**wp = &sf.acks, *w;
+
+	while ((w = *wp) != NULL) {
+		if (!all && w->w_seq > sf.seq_sent) {
+			wp = &w->w_next;
+			continue;
+		}
+		*wp = w->w_next;
+		event_active(w->w_ev, EV_TIMEOUT, 1);
+		free(w);
+	}
+}
+
+uint64_t
+sbx_fleet_last_seq(void)
+{
+	return sf_tl_seq;
+}
+
+int
+sbx_fleet_acked(uint64_t seq)
+{
+	int	rv;
+
+	if (!sf.on)
+		return 1;
+	pthread_mutex_lock(&sf.mtx);
+	rv = seq != 0 && sf.seq_sent >= seq;
+	pthread_mutex_unlock(&sf.mtx);
+	return rv;
+}
+
+int
+sbx_fleet_ack_watch(uint64_t seq, struct event *ev)
+{
+	struct sf_watch	*w;
+
+	if (!sf.on || seq == 0)
+		return -1;
+	pthread_mutex_lock(&sf.mtx);
+	if (sf.seq_sent >= seq) {
+		pthread_mutex_unlock(&sf.mtx);
+		return 1;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->w_seq = seq;
+	w->w_ev = ev;
+	w->w_next = sf.acks;
+	sf.acks = w;
+	pthread_mutex_unlock(&sf.mtx);
+	return 0;
+}
+
+int
+sbx_fleet_cancel(uint64_t seq)
+{
+	struct sf_op	*o;
+
+	if (!sf.on || seq == 0)
+		return 0;
+	pthread_mutex_lock(&sf.mtx);
+	TAILQ_FOREACH(o, &sf.q, o_entry)
+		if (o->o_kind != '?' && o->o_seq == seq && !o->o_started)
+			break;
+	if (o != NULL) {
+		TAILQ_REMOVE(&sf.q, o, o_entry);
+		sf.nq--;
+	}
+	pthread_mutex_unlock(&sf.mtx);
+	if (o == NULL)
+		return 0;
+	free(o->o_id);
+	free(o->o_policy);
+	free(o);
+	return 1;
 }
 
 /* Wake the logins waiting for <o> (every one when NULL); under mtx. */
@@ -214,6 +308,13 @@ sbx_fleet_unwatch(struct event *ev)
 		} else
 			wp = &w->w_next;
 	}
+	for (wp = &sf.acks; (w = *wp) != NULL; ) {
+		if (w->w_ev == ev) {
+			*wp = w->w_next;
+			free(w);
+		} else
+			wp = &w->w_next;
+	}
 	pthread_mutex_unlock(&sf.mtx);
 }
 
@@ -223,6 +324,7 @@ sbx_fleet_announce(const char *id, const char *policy,
 {
 	struct sf_op	*o;
 
+	sf_tl_seq = 0;
 	if (!sf.on)
 		return;
 	o = xcalloc(1, sizeof(*o));
@@ -240,6 +342,7 @@ sbx_fleet_retract(const char *id)
 {
 	struct sf_op	*o;
 
+	sf_tl_seq = 0;
 	if (!sf.on)
 		return;
 	o = xcalloc(1, sizeof(*o));
@@ -253,6 +356,7 @@ sbx_fleet_reset(const char *id)
 {
 	struct sf_op	*o;
 
+	sf_tl_seq = 0;
 	if (!sf.on || !cfg_name_ok(id))
 		return;
 	o = xcalloc(1, sizeof(*o));
@@ -617,7 +721,7 @@ sf_flush(void)
 
 	for (;;) {
 		pthread_mutex_lock(&sf.mtx);
-		if ((o = TAILQ_FIRST(&sf.q)) != NULL && o->o_kind == '?')
+		if ((o = TAILQ_FIRST(&sf.q)) != NULL)
 			o->o_started = 1;
 		pthread_mutex_unlock(&sf.mtx);
 		if (o == NULL)
@@ -632,15 +736,21 @@ sf_flush(void)
 			rv = sf_reset(o->o_id);
 		else
 			rv = sf_send(o);
-		if (rv == -1)
-			return -1;
 		pthread_mutex_lock(&sf.mtx);
+		if (rv == -1) {
+			o->o_started = 0;	/* sent again once back */
+			pthread_mutex_unlock(&sf.mtx);
+			return -1;
+		}
 		TAILQ_REMOVE(&sf.q, o, o_entry);
 		if (o->o_kind == '?') {
 			sf.nmiss--;
 			sf_wake_watchers(o);	/* known now, or not at all */
-		} else
+		} else {
 			sf.nq--;
+			sf.seq_sent = o->o_seq;	/* in order: all before too */
+			sf_wake_acks(0);
+		}
 		pthread_mutex_unlock(&sf.mtx);
 		free(o->o_id);
 		free(o->o_policy);
@@ -795,6 +905,7 @@ sbx_fleet_stop(void)
 	pthread_join(sf.thr, NULL);
 	pthread_mutex_lock(&sf.mtx);
 	sf_wake_watchers(NULL);
+	sf_wake_acks(1);
 	pthread_mutex_unlock(&sf.mtx);
 	while ((o = TAILQ_FIRST(&sf.q)) != NULL) {
 		TAILQ_REMOVE(&sf.q, o, o_entry);

@@ -50,5 +50,22 @@ void	sbx_fleet_miss(const char *id);
  */
 int	sbx_fleet_watch(const char *id, struct event *ev);
 void	sbx_fleet_unwatch(struct event *ev);
+/*
+ * Create-after-write (an admin answer waits for Redis): the order number
+ * of the last change (announce, retract, reset) this thread queued, 0 if
+ * it queued none (the queue was full). Changes are written in order.
+ */
+uint64_t sbx_fleet_last_seq(void);
+/* Change <seq> (and all before it) is in Redis; 1 when not fleet mode. */
+int	sbx_fleet_acked(uint64_t seq);
+/*
+ * Make <ev> active once change <seq> is in Redis (or at stop): 0; 1 when
+ * it already is; -1 not fleet mode or <seq> 0. The caller bounds the
+ * wait (limits.store_timeout) and calls sbx_fleet_unwatch(ev) before
+ * freeing <ev>. Any thread.
+ */
+int	sbx_fleet_ack_watch(uint64_t seq, struct event *ev);
+/* Drop change <seq> if not yet begun: 1 (Redis never sees it), or 0. */
+int	sbx_fleet_cancel(uint64_t seq);
 
 #endif

@@ -106,14 +106,10 @@ st, _, b = A.call("unix:%s/state2/admin.sock" % T, "POST",
                   "/v1/sandboxes/s/usage/reset", token=A.token(T + "/state2"))
 assert st == 200, (st, b)
 PY
-_n=0
-while trcli --scan --pattern 'airlock:{s}:w:*' | grep -q .; do
-	_n=$((_n + 1)); [ $_n -le 20 ] || break
-	sleep 0.05
-done
+# its 200 is sent once Redis has done it (create-after-write): no wait
 trcli --scan --pattern 'airlock:{s}:w:*' | grep -q . &&
     check_fail "usage reset on gateway 2 left s's shared counters in Redis"
-ok "usage reset through gateway 2 clears the shared counters (within 1 s)"
+ok "usage reset through gateway 2 has cleared the shared counters when it answers"
 
 [ "$(code "$GW_PORT_3" s:tok)" = 503 ] ||
     check_fail "gateway 3 (untrusted server certificate) was not refused 503"

@@ -140,8 +140,8 @@ for n in range(3):
                       "/v1/sandboxes", body={"id": "ru%d" % n, "policy": "p"},
                       token=A.token(T + "/state1"))
     assert st == 201, (st, b)
-    # gateway 1 answers before its registry thread has written the
-    # record: the lookup can only find what Redis has (a known gap)
+    # gateway 1 answers once Redis has the record (create-after-write,
+    # 561): this wait ends at once
     t0 = time.monotonic()
     while rcli("EXISTS", "airlock:sbx:ru%d" % n).strip() != "1" and \
             time.monotonic() - t0 < 1:

@@ -109,5 +109,29 @@ for i in (1, 2, 3):
 PY
 ok "the admin usage view on every gateway shows the fleet's figures"
 
+# ?by=model is each gateway's own share (docs/admin-api.md, "Usage by
+# model and day"): said so in the answer, and the shares add up to the
+# fleet's counters
+"$PYTHON" - <<'PY' || check_fail "the per-gateway breakdown in fleet mode"
+import os, adminlib as A
+T = os.environ["T"]
+req = cost = 0
+for i in (1, 2, 3):
+    st, _, b = A.call("unix:%s/state%d/admin.sock" % (T, i), "GET",
+                      "/v1/sandboxes/sl/usage?by=model",
+                      token=A.token("%s/state%d" % (T, i)))
+    assert st == 200, (i, st, b)
+    assert b.get("scope") == "fleet", (i, b)
+    assert b.get("breakdown_scope") == "gateway", (i, b)
+    rows = b.get("breakdown")
+    assert all(r["model"] == "unit-a" for r in rows), (i, rows)
+    req += sum(r["requests"] for r in rows)
+    cost += sum(r["cost_microusd"] for r in rows)
+    assert b.get("requests") == 3, (i, b)
+    print("# gateway %d: breakdown %r" % (i, rows))
+assert (req, cost) == (3, 270), ("the gateways' shares", req, cost)
+PY
+ok "?by=model on each gateway is its own share (breakdown_scope gateway); the shares add up to the fleet's"
+
 stop_gateways 1 2 3
 finish
