@@ -199,6 +199,14 @@ int	lnc_snap_fit(struct lnc *, uint64_t extra);
 int	lnc_vm_wait_ready(int fd, const char *id, uint32_t timeout_ms,
 	    char *why, size_t);
 
+/* The identity exchange guest/init speaks to a restored copy (lnc_vmsnap.c:
+ * "rng" since 2). */
+#define LNC_VM_ID_PROTO	2
+/* lnc_vm_wait_ready for the template: its init must also have announced
+ * "AIRLOCK-IDENTITY <LNC_VM_ID_PROTO>" (or later) before it was ready; an
+ * older image is refused with a reason saying so. */
+int	lnc_vm_wait_template(int fd, uint32_t timeout_ms, char *why, size_t);
+
 /* What a new init needs to build its sandbox, prepared before clone. */
 struct lnc_child {
 	struct lnc	*c_l;

@@ -58,5 +58,6 @@ Suite	*suite_stage_pol(void);
 Suite	*suite_stage_geo(void);
 Suite	*suite_sbx_ident(void);
 Suite	*suite_stage_mcp(void);
+Suite	*suite_lnc_ready(void);
 
 #endif
