@@ -389,9 +389,10 @@ store_max(struct lnc *l)
 }
 
 /* Prune the oldest unreferenced snapshots (never <keep>) until the store
- * fits its bound. 0 when it does. */
+ * fits its bound. 0 when it does. Unless <all>, none is pruned when even
+ * all of them would not be enough (a new snapshot is refused instead). */
 static int
-store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra)
+store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra, int all)
 {
 	struct snap_ref	*v;
 	char		 path[LNC_ID_MAX + 8];
@@ -411,7 +412,8 @@ store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra)
 		    !ref_in_use(l, v, n, v[i].name))
 			prunable += v[i].bytes;
 	free(v);
-	if (total - (prunable < total ? prunable : total) > store_max(l))
+	if (!all && total - (prunable < total ? prunable : total) >
+	    store_max(l))
 		return -1;
 	for (;;) {
 		store_gc(sfd);
@@ -819,7 +821,7 @@ snap_create(struct lnc *l, int sfd, const struct lnc_m_snap *m,
 		store_gc(sfd);
 		return snap_err(out, outsz, err, "store: %s", strerror(err));
 	}
-	if (store_fit(l, sfd, r.name, 0) == -1) {
+	if (store_fit(l, sfd, r.name, 0, 0) == -1) {
 		char path[LNC_ID_MAX + 8];
 
 		snprintf(path, sizeof(path), "refs/%s", r.name);
@@ -923,6 +925,9 @@ lnc_snap_op(struct lnc *l, const struct lnc_m_snap *m, char *out,
 	case LNC_SNAP_DELETE:
 		err = snap_delete(l, sfd, m->ms_name, out, outsz);
 		break;
+	case LNC_SNAP_LIMIT:
+		err = lnc_snap_limit(l, m->ms_bytes, out, outsz);
+		break;
 	case LNC_SNAP_PIN:
 	case LNC_SNAP_UNPIN:
 		err = snap_pin(l, sfd, m->ms_op == LNC_SNAP_PIN, m->ms_name,
@@ -1002,7 +1007,22 @@ lnc_snap_fit(struct lnc *l, uint64_t extra)
 
 	if ((sfd = store_open(l, why, sizeof(why))) == -1)
 		return -1;
-	rc = store_fit(l, sfd, "", extra);
+	rc = store_fit(l, sfd, "", extra, 0);
+	close(sfd);
+	return rc;
+}
+
+int
+lnc_snap_prune(struct lnc *l, uint64_t *bytes)
+{
+	char	why[160];
+	int	sfd, rc;
+
+	if ((sfd = store_open(l, why, sizeof(why))) == -1)
+		return -1;
+	rc = store_fit(l, sfd, "", 0, 1);
+	store_gc(sfd);
+	*bytes = store_bytes(sfd);
 	close(sfd);
 	return rc;
 }
