@@ -12,6 +12,7 @@
  * a signalfd.
  */
 #define _GNU_SOURCE
+#include <sys/ioctl.h>
 #include <sys/reboot.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -32,6 +33,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/random.h>
 
 #define FRAME_MAX	65536		/* payload bound, both directions */
 #define HDR_LEN		5
@@ -830,8 +833,54 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: airlock-guest [-p PORT_NAME] [-r ID] "
-	    "[-u UID:GID]\n");
+	    "[-u UID:GID] | -s\n");
 	exit(2);
+}
+
+/*
+ * -s: a VM restored from a template (launcher.qemu.snapshot) shares the
+ * template's kernel RNG state. Credit the host's fresh bytes (hex on
+ * stdin, never on the command line) to the input pool and reseed the
+ * CRNG from it, so /dev/urandom and getrandom() differ from the other
+ * copies from the next read on.
+ */
+static int
+seed_rng(void)
+{
+	struct {
+		struct rand_pool_info	i;
+		unsigned char		b[256];
+	}		 rp;
+	char		 hex[2 * sizeof(rp.b) + 2];
+	size_t		 len, n;
+	unsigned int	 v;
+	int		 fd, rc = 1;
+
+	memset(&rp, 0, sizeof(rp));
+	len = fread(hex, 1, sizeof(hex) - 1, stdin);
+	hex[len] = '\0';
+	len = strcspn(hex, "\r\n");
+	if (len < 64 || len % 2 != 0 || len / 2 > sizeof(rp.b))
+		goto out;	/* fewer than 32 bytes: not a seed */
+	for (n = 0; n < len / 2; n++) {
+		if (sscanf(hex + 2 * n, "%2x", &v) != 1)
+			goto out;
+		rp.b[n] = (unsigned char)v;
+	}
+	rp.i.entropy_count = (int)(n * 8);
+	rp.i.buf_size = (int)n;
+	if ((fd = open("/dev/urandom", O_RDWR | O_CLOEXEC)) == -1)
+		goto out;
+	if (ioctl(fd, RNDADDENTROPY, &rp.i) == 0 &&
+	    ioctl(fd, RNDRESEEDCRNG) == 0)
+		rc = 0;
+	close(fd);
+ out:
+	explicit_bzero(&rp, sizeof(rp));
+	explicit_bzero(hex, sizeof(hex));
+	if (rc)
+		fprintf(stderr, "airlock-guest: cannot seed the RNG\n");
+	return rc;
 }
 
 int
@@ -843,8 +892,10 @@ main(int argc, char **argv)
 	char		*e;
 	int		 ch;
 
-	while ((ch = getopt(argc, argv, "p:r:u:")) != -1) {
+	while ((ch = getopt(argc, argv, "p:r:su:")) != -1) {
 		switch (ch) {
+		case 's':
+			return seed_rng();
 		case 'p':
 			port_name = optarg;
 			break;

@@ -414,6 +414,18 @@ reload(char **errs)
 	}
 	free(buf);
 	*errs = NULL;
+	if (launcher != NULL &&
+	    next->c_launcher_snap_max != current_cfg->c_launcher_snap_max) {
+		char	msg[512];
+
+		/* applied now: a lower bound prunes (the launcher logs
+		   what stays over) */
+		if (launcher_snap_limit(launcher, next->c_launcher_snap_max,
+		    msg, sizeof(msg)) == -1)
+			log_warnx("launcher.snapshots.max_bytes: %s", msg);
+		else
+			log_info("launcher.snapshots.max_bytes: %s", msg);
+	}
 	sbx_sync_config(next);
 	workers_reload(next);
 	admin_reload(next);

@@ -648,12 +648,28 @@ launcher_probe(struct launcher *lc, const char *id, char *res, size_t ressz)
 	return 0;
 }
 
+static int
+snap_rpc(struct launcher *lc, struct lnc_m_snap *m, char *out, size_t outsz)
+{
+	struct lnc_m_reply	r;
+
+	if (rpc(lc, &m->ms_hdr, sizeof(*m), &r) == -1) {
+		snprintf(out, outsz, "launcher: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(out, outsz, "%s", r.mr_msg);
+	if (r.mr_hdr.lh_type != LNC_R_OK) {
+		errno = r.mr_errno;
+		return -1;
+	}
+	return 0;
+}
+
 int
 launcher_snap(struct launcher *lc, int op, const char *id, const char *name,
     unsigned index, char *out, size_t outsz)
 {
 	struct lnc_m_snap	m;
-	struct lnc_m_reply	r;
 
 	memset(&m, 0, sizeof(m));
 	m.ms_hdr.lh_type = LNC_M_SNAP;
@@ -666,16 +682,20 @@ launcher_snap(struct launcher *lc, int op, const char *id, const char *name,
 		errno = EINVAL;
 		return -1;
 	}
-	if (rpc(lc, &m.ms_hdr, sizeof(m), &r) == -1) {
-		snprintf(out, outsz, "launcher: %s", strerror(errno));
-		return -1;
-	}
-	snprintf(out, outsz, "%s", r.mr_msg);
-	if (r.mr_hdr.lh_type != LNC_R_OK) {
-		errno = r.mr_errno;
-		return -1;
-	}
-	return 0;
+	return snap_rpc(lc, &m, out, outsz);
+}
+
+int
+launcher_snap_limit(struct launcher *lc, uint64_t max, char *out,
+    size_t outsz)
+{
+	struct lnc_m_snap	m;
+
+	memset(&m, 0, sizeof(m));
+	m.ms_hdr.lh_type = LNC_M_SNAP;
+	m.ms_op = LNC_SNAP_LIMIT;
+	m.ms_bytes = max;
+	return snap_rpc(lc, &m, out, outsz);
 }
 
 void

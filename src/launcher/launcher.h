@@ -225,6 +225,10 @@ int		 launcher_probe(struct launcher *, const char *id, char *res,
  * snapshot's line in <out>, or -1 with errno and the reason there. */
 int		 launcher_snap(struct launcher *, int op, const char *id,
 		    const char *name, unsigned index, char *out, size_t);
+/* A reloaded launcher.snapshots.max_bytes: the launcher prunes to it now
+ * and says in <out> whether the store fits (it logs when it does not). */
+int		 launcher_snap_limit(struct launcher *, uint64_t max, char *out,
+		    size_t);
 
 /*
  * Kill it: its processes, mounts and cgroup are gone when this returns,

@@ -208,6 +208,7 @@ gw_link(struct lnc *l, char *why, size_t whysz)
 int
 lnc_host_setup(struct lnc *l, char *why, size_t whysz)
 {
+	char	 msg[512];
 	char	*rules;
 	int	 rc;
 
@@ -239,6 +240,8 @@ lnc_host_setup(struct lnc *l, char *why, size_t whysz)
 	}
 	if (gw_link(l, why, whysz) == -1)
 		return -1;
+	/* a max_bytes lowered since the store was filled applies now */
+	(void)lnc_snap_limit(l, l->l_o.lo_snap_max, msg, sizeof(msg));
 	if (l->l_o.lo_vm)
 		lnc_vm_host_setup(l);
 	l->l_host_up = 1;

@@ -193,11 +193,26 @@ int	lnc_vm_identity(struct lnc *, struct lnc_sbx *, const char *pem,
  * bytes fit launcher.snapshots.max_bytes once the oldest unused
  * snapshots are pruned (0) or not (-1). */
 int	lnc_snap_fit(struct lnc *, uint64_t extra);
+/* Prune every unreferenced snapshot needed, oldest first, to fit the
+ * bound; the store's bytes after in <bytes>. 0 when it fits. */
+int	lnc_snap_prune(struct lnc *, uint64_t *bytes);
+/* lnc_snapmax.c: apply launcher.snapshots.max_bytes <max> (at host setup,
+ * or reloaded) to the store as it is; 0, the outcome in <out> (logged when
+ * the store stays over: new snapshots are refused then). */
+int	lnc_snap_limit(struct lnc *, uint64_t max, char *out, size_t outsz);
 
 /* Read a console until "AIRLOCK-READY <id>" (0), "AIRLOCK-FAIL", EOF or
  * <timeout_ms> (-1, the reason and the console's last line in <why>). */
 int	lnc_vm_wait_ready(int fd, const char *id, uint32_t timeout_ms,
 	    char *why, size_t);
+
+/* The identity exchange guest/init speaks to a restored copy (lnc_vmsnap.c:
+ * "rng" since 2). */
+#define LNC_VM_ID_PROTO	2
+/* lnc_vm_wait_ready for the template: its init must also have announced
+ * "AIRLOCK-IDENTITY <LNC_VM_ID_PROTO>" (or later) before it was ready; an
+ * older image is refused with a reason saying so. */
+int	lnc_vm_wait_template(int fd, uint32_t timeout_ms, char *why, size_t);
 
 /* What a new init needs to build its sandbox, prepared before clone. */
 struct lnc_child {

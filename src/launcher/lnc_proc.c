@@ -218,7 +218,8 @@ dispatch(struct lnc *l, const void *buf, size_t len)
 		if (memchr(m->ms_id, '\0', sizeof(m->ms_id)) == NULL ||
 		    memchr(m->ms_name, '\0', sizeof(m->ms_name)) == NULL ||
 		    (m->ms_id[0] != '\0' && !lnc_id_valid(m->ms_id)) ||
-		    (m->ms_op != LNC_SNAP_LIST && !lnc_id_valid(m->ms_name))) {
+		    (m->ms_op != LNC_SNAP_LIST && m->ms_op != LNC_SNAP_LIMIT &&
+		    !lnc_id_valid(m->ms_name))) {
 			reply(l, h, EINVAL, "bad sandbox or snapshot name",
 			    NULL);
 			return;

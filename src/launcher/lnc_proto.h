@@ -82,7 +82,9 @@ struct lnc_m_vmop {
  * ms_index-th snapshot, oldest first; ENOENT past the end). The OK's
  * mr_msg: "name layer parent bytes created sandbox" ("-": no parent).
  * PIN/UNPIN (name): a warm pool prewarmed from it keeps it from delete
- * and pruning until unpinned (counted: one per pin). */
+ * and pruning until unpinned (counted: one per pin). LIMIT (bytes): a
+ * reloaded launcher.snapshots.max_bytes, applied at once (lnc_snapmax.c);
+ * mr_msg says whether the store fits it. */
 enum lnc_snap_op {
 	LNC_SNAP_CREATE = 1,
 	LNC_SNAP_LIST,
@@ -90,6 +92,7 @@ enum lnc_snap_op {
 	LNC_SNAP_DELETE,
 	LNC_SNAP_PIN,
 	LNC_SNAP_UNPIN,
+	LNC_SNAP_LIMIT,
 };
 
 struct lnc_m_snap {
@@ -98,6 +101,7 @@ struct lnc_m_snap {
 	uint32_t	ms_index;
 	char		ms_id[LNC_ID_MAX];
 	char		ms_name[LNC_ID_MAX];
+	uint64_t	ms_bytes;	/* LIMIT */
 };
 
 struct lnc_m_sandbox {

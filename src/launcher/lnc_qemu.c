@@ -59,6 +59,7 @@
 #define SYS_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"
 #define READY_MARK	"AIRLOCK-READY "
 #define FAIL_MARK	"AIRLOCK-FAIL"
+#define IDPROTO_MARK	"AIRLOCK-IDENTITY "
 
 static const char *qemu_paths[] = {
 	"/usr/bin/qemu-system-x86_64", "/usr/local/bin/qemu-system-x86_64",
@@ -798,9 +799,11 @@ printable(char *dst, size_t dstsz, const char *src)
 	dst[i] = '\0';
 }
 
-int
-lnc_vm_wait_ready(int fd, const char *id, uint32_t timeout_ms, char *why,
-    size_t whysz)
+/* <proto>: -1, or the identity version the template's init announced
+ * (0: none), set as the lines go by */
+static int
+wait_ready(int fd, const char *id, uint32_t timeout_ms, int *proto,
+    char *why, size_t whysz)
 {
 	char		 buf[4096], last[100] = "", *line, *nl;
 	size_t		 len = 0, idlen = strlen(id);
@@ -836,6 +839,9 @@ lnc_vm_wait_ready(int fd, const char *id, uint32_t timeout_ms, char *why,
 			    strncmp(line + strlen(READY_MARK), id, idlen) == 0 &&
 			    line[strlen(READY_MARK) + idlen] == '\0')
 				return 0;
+			if (proto != NULL && strncmp(line, IDPROTO_MARK,
+			    strlen(IDPROTO_MARK)) == 0)
+				*proto = atoi(line + strlen(IDPROTO_MARK));
 			if (strncmp(line, FAIL_MARK, strlen(FAIL_MARK)) == 0) {
 				snprintf(why, whysz, "guest: %.100s", line);
 				return -1;
@@ -849,4 +855,30 @@ lnc_vm_wait_ready(int fd, const char *id, uint32_t timeout_ms, char *why,
 		if (len == sizeof(buf) - 1)
 			len = 0;	/* no newline in 4 KiB: drop it */
 	}
+}
+
+int
+lnc_vm_wait_ready(int fd, const char *id, uint32_t timeout_ms, char *why,
+    size_t whysz)
+{
+	return wait_ready(fd, id, timeout_ms, NULL, why, whysz);
+}
+
+int
+lnc_vm_wait_template(int fd, uint32_t timeout_ms, char *why, size_t whysz)
+{
+	int	proto = 0;
+
+	if (wait_ready(fd, LNC_VM_TEMPLATE_ID, timeout_ms, &proto, why,
+	    whysz) == -1)
+		return -1;
+	if (proto < LNC_VM_ID_PROTO) {
+		/* its copies would keep the template's identity or RNG */
+		snprintf(why, whysz, "the guest image is too old for "
+		    "launcher.qemu.snapshot (its init announced identity "
+		    "protocol %d, %d needed: rebuild it, make guest-image)",
+		    proto, LNC_VM_ID_PROTO);
+		return -1;
+	}
+	return 0;
 }

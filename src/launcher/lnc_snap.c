@@ -419,7 +419,7 @@ snap_create(struct lnc *l, int sfd, const struct lnc_m_snap *m,
 		snap_store_gc(sfd);
 		return snap_err(out, outsz, err, "store: %s", strerror(err));
 	}
-	if (snap_store_fit(l, sfd, r.name, 0) == -1) {
+	if (snap_store_fit(l, sfd, r.name, 0, 0) == -1) {
 		char path[LNC_ID_MAX + 8];
 
 		snprintf(path, sizeof(path), "refs/%s", r.name);
@@ -523,6 +523,9 @@ lnc_snap_op(struct lnc *l, const struct lnc_m_snap *m, char *out,
 	case LNC_SNAP_DELETE:
 		err = snap_delete(l, sfd, m->ms_name, out, outsz);
 		break;
+	case LNC_SNAP_LIMIT:
+		err = lnc_snap_limit(l, m->ms_bytes, out, outsz);
+		break;
 	case LNC_SNAP_PIN:
 	case LNC_SNAP_UNPIN:
 		err = snap_pin(l, sfd, m->ms_op == LNC_SNAP_PIN, m->ms_name,
@@ -602,7 +605,22 @@ lnc_snap_fit(struct lnc *l, uint64_t extra)
 
 	if ((sfd = snap_store_open(l, why, sizeof(why))) == -1)
 		return -1;
-	rc = snap_store_fit(l, sfd, "", extra);
+	rc = snap_store_fit(l, sfd, "", extra, 0);
+	close(sfd);
+	return rc;
+}
+
+int
+lnc_snap_prune(struct lnc *l, uint64_t *bytes)
+{
+	char	why[160];
+	int	sfd, rc;
+
+	if ((sfd = snap_store_open(l, why, sizeof(why))) == -1)
+		return -1;
+	rc = snap_store_fit(l, sfd, "", 0, 1);
+	snap_store_gc(sfd);
+	*bytes = snap_store_bytes(sfd);
 	close(sfd);
 	return rc;
 }

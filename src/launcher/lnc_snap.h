@@ -49,12 +49,15 @@ int	snap_ref_in_use(struct lnc *, const struct snap_ref *v, size_t n,
 void	snap_store_gc(int sfd);
 /* launcher.snapshots.max_bytes, or its default. */
 uint64_t snap_store_max(struct lnc *);
+/* What the store's objects, layers and vm files take on disk. */
+uint64_t snap_store_bytes(int sfd);
 /*
  * Prune the oldest unreferenced snapshots (never <keep>) until the store
- * and <extra> more bytes fit its bound. 0 when they do; -1 (nothing
- * pruned) when they would not even with every prunable one gone.
+ * and <extra> more bytes fit its bound. 0 when they do; -1 when they do
+ * not: unless <all>, nothing is pruned when they would not fit even with
+ * every prunable one gone; with <all>, as many as can go are pruned.
  */
 int	snap_store_fit(struct lnc *, int sfd, const char *keep,
-	    uint64_t extra);
+	    uint64_t extra, int all);
 
 #endif

@@ -311,8 +311,8 @@ du_at(int dfd, int objects)
 	return sum;
 }
 
-static uint64_t
-store_bytes(int sfd)
+uint64_t
+snap_store_bytes(int sfd)
 {
 	uint64_t	sum = 0;
 	int		fd;
@@ -339,9 +339,11 @@ snap_store_max(struct lnc *l)
 }
 
 /* Prune the oldest unreferenced snapshots (never <keep>) until the store
- * fits its bound. 0 when it does. */
+ * fits its bound. 0 when it does. Unless <all>, none is pruned when even
+ * all of them would not be enough (a new snapshot is refused instead). */
 int
-snap_store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra)
+snap_store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra,
+    int all)
 {
 	struct snap_ref	*v;
 	char		 path[LNC_ID_MAX + 8];
@@ -350,7 +352,7 @@ snap_store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra)
 	int		 pruned;
 
 	snap_store_gc(sfd);
-	if ((total = store_bytes(sfd) + extra) <= snap_store_max(l))
+	if ((total = snap_store_bytes(sfd) + extra) <= snap_store_max(l))
 		return 0;
 	/* would it fit with every prunable one gone? If not, prune none
 	   (each ref's bytes: what it added; shared objects make this an
@@ -361,11 +363,12 @@ snap_store_fit(struct lnc *l, int sfd, const char *keep, uint64_t extra)
 		    !snap_ref_in_use(l, v, n, v[i].name))
 			prunable += v[i].bytes;
 	free(v);
-	if (total - (prunable < total ? prunable : total) > snap_store_max(l))
+	if (!all && total - (prunable < total ? prunable : total) >
+	    snap_store_max(l))
 		return -1;
 	for (;;) {
 		snap_store_gc(sfd);
-		if (store_bytes(sfd) + extra <= snap_store_max(l))
+		if (snap_store_bytes(sfd) + extra <= snap_store_max(l))
 			return 0;
 		v = snap_refs_all(sfd, &n);
 		for (pruned = 0, i = 0; i < n && !pruned; i++) {

@@ -15,10 +15,18 @@
  * as soon as it is loaded) with its own tap, and gets its identity after
  * the restore: the launcher writes it to the VM's airlock.id port, where
  * the guest's init waits (guest/init: "id", "addr", "gw", "dns", "mac",
- * "time", "ca" lines, "end"). The guest then sets its hostname, clock,
- * MAC, /32 and routes, adds its own CA to the bundle, and prints
- * "AIRLOCK-READY <id>", as a booted guest does. The template never held a
- * sandbox's address or CA, so the file holds none.
+ * "time", "rng", "ca" lines, "end"). The guest first credits the 64 fresh
+ * bytes of "rng" to its kernel RNG and reseeds it (every copy starts with
+ * the template's RNG state), then sets its hostname, clock, MAC, /32 and
+ * routes, adds its own CA to the bundle, and prints "AIRLOCK-READY <id>",
+ * as a booted guest does. The template never held a sandbox's address or
+ * CA, so the file holds none.
+ *
+ * An image whose init predates this exchange would be restored with the
+ * template's identity or RNG: a template is saved only when its init said
+ * "AIRLOCK-IDENTITY <LNC_VM_ID_PROTO>" before it was ready; the version
+ * is part of <key>, so a state file saved from an older image is not
+ * reused.
  */
 #include "config.h"
 
@@ -33,6 +41,7 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <json-c/json.h>
@@ -43,6 +52,7 @@
 
 #define SAVE_MS		120000	/* the whole migration within */
 #define ID_PORT_MS	5000
+#define ID_RNG_BYTES	64	/* the "rng" line of the identity */
 
 static uint64_t
 fnv(uint64_t h, const void *p, size_t n)
@@ -81,9 +91,10 @@ template_key(struct lnc *l)
 	h = fnv_file(h, "/usr/bin/qemu-system-x86_64");
 	h = fnv_file(h, l->l_o.lo_qemu_kernel);
 	h = fnv_file(h, l->l_o.lo_qemu_initrd);
-	n = snprintf(buf, sizeof(buf), "%u %u %d %lu %u:%u",
+	n = snprintf(buf, sizeof(buf), "%u %u %d %lu %u:%u id%d",
 	    l->l_o.lo_qemu_mem_mb, l->l_o.lo_qemu_vcpus, l->l_accel,
-	    l->l_tsc_khz, (unsigned)l->l_o.lo_uid, (unsigned)l->l_o.lo_gid);
+	    l->l_tsc_khz, (unsigned)l->l_o.lo_uid, (unsigned)l->l_o.lo_gid,
+	    LNC_VM_ID_PROTO);
 	return fnv(h, buf, (size_t)n);
 }
 
@@ -202,8 +213,8 @@ lnc_vm_template(struct lnc *l)
 	con = lnc_vm_start(l, &s, NULL, 0, tapfd, -1, LNC_VM_TEMPLATE,
 	    l->l_accel, why, sizeof(why));
 	close(tapfd);
-	if (con == -1 || lnc_vm_wait_ready(con, LNC_VM_TEMPLATE_ID,
-	    l->l_o.lo_qemu_boot_ms, why, sizeof(why)) == -1)
+	if (con == -1 || lnc_vm_wait_template(con, l->l_o.lo_qemu_boot_ms,
+	    why, sizeof(why)) == -1)
 		goto fail;
 	t1 = util_now_ms();
 	(void)unlink(tmp);
@@ -263,9 +274,17 @@ lnc_vm_identity(struct lnc *l, struct lnc_sbx *s, const char *pem,
 	char		 ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN], path[PATH_MAX];
 	char		*buf;
 	const char	*p, *nl, *end = pem + pemlen;
-	size_t		 cap = pemlen * 2 + 512, len;
+	unsigned char	 rnd[ID_RNG_BYTES];
+	size_t		 cap = pemlen * 2 + 768, len, i;
 	ssize_t		 n;
 	int		 fd;
+
+	/* the restored copy's own RNG seed (never logged) */
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		snprintf(why, whysz, "sandbox %s: getrandom: %s", s->s_id,
+		    strerror(errno));
+		return -1;
+	}
 
 	inet_ntop(AF_INET, &s->s_addr, ip, sizeof(ip));
 	inet_ntop(AF_INET, &l->l_gw, gw, sizeof(gw));
@@ -274,6 +293,11 @@ lnc_vm_identity(struct lnc *l, struct lnc_sbx *s, const char *pem,
 	    "mac 52:54:00:%02x:%02x:%02x\ntime %lld\n", s->s_id, ip, gw, gw,
 	    (s->s_index >> 16) & 0xff, (s->s_index >> 8) & 0xff,
 	    s->s_index & 0xff, (long long)time(NULL));
+	len += (size_t)snprintf(buf + len, cap - len, "rng ");
+	for (i = 0; i < sizeof(rnd); i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%02x", rnd[i]);
+	len += (size_t)snprintf(buf + len, cap - len, "\n");
+	explicit_bzero(rnd, sizeof(rnd));
 	for (p = pem; p < end; p = nl + 1) {
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
@@ -286,6 +310,7 @@ lnc_vm_identity(struct lnc *l, struct lnc_sbx *s, const char *pem,
 	if ((fd = lnc_unix_connect_wait(path, s->s_pid, ID_PORT_MS)) == -1) {
 		snprintf(why, whysz, "sandbox %s: airlock.id port: %s",
 		    s->s_id, strerror(errno));
+		explicit_bzero(buf, len);
 		free(buf);
 		return -1;
 	}
@@ -293,6 +318,7 @@ lnc_vm_identity(struct lnc *l, struct lnc_sbx *s, const char *pem,
 	   stays open for the VM's life: qemu drops what a closed peer
 	   sent before the guest read it */
 	n = write(fd, buf, len);
+	explicit_bzero(buf, len);
 	free(buf);
 	if (n != (ssize_t)len) {
 		snprintf(why, whysz, "sandbox %s: airlock.id port: %s",

@@ -118,6 +118,7 @@ for k in "ab":
                        "/etc/ssl/certs/ca-certificates.crt > /tmp/own.pem; "
                        "curl -sS -m 30 --cacert /tmp/own.pem https://api.test:%s/echo "
                        ">/dev/null && echo own-ca-ok; date +%%s; cat /sys/class/net/eth0/address; "
+                       "head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; "
                        "cat /tmp/own.pem" % port)
     assert rc == 0, (k, rc, out, err)
     lines = out.split("\n")
@@ -126,12 +127,19 @@ for k in "ab":
     assert lines[2] == "own-ca-ok", (k, out, err)
     assert abs(int(lines[3]) - time.time()) < 120, ("guest clock", lines[3])
     sb[k]["mac"] = lines[4]
-    own[k] = "\n".join(lines[5:])
+    sb[k]["rnd"] = lines[5]
+    assert len(lines[5]) == 64, ("urandom", lines[5])
+    own[k] = "\n".join(lines[6:])
     assert "BEGIN CERTIFICATE" in own[k], own[k]
     print("ok - %s: hostname, %s/32 on eth0, MAC %s, clock within 2 min, its own CA verifies the gateway"
           % (sid, ip, sb[k]["mac"]))
 assert own["a"] != own["b"], "the two sandboxes have the same CA"
 assert sb["a"]["mac"] != sb["b"]["mac"], ("same MAC", sb["a"]["mac"])
+# each copy's kernel RNG was reseeded from the host's bytes: without it
+# both read the template's CRNG stream
+assert sb["a"]["rnd"] != sb["b"]["rnd"], ("same /dev/urandom bytes", sb["a"]["rnd"])
+print("ok - 32 bytes of /dev/urandom differ between the two copies (%s... vs %s...)"
+      % (sb["a"]["rnd"][:8], sb["b"]["rnd"][:8]))
 for k, o in (("a", "b"), ("b", "a")):
     rc, out, err = run(sb[k]["id"], "cat > /tmp/other.pem; curl -sS -m 30 --cacert /tmp/other.pem "
                        "https://api.test:%s/echo >/dev/null 2>&1; echo rc=$?" % port, stdin=own[o])
@@ -179,6 +187,12 @@ assert not found, found
 print("ok - %d bytes, none of %d needles (ids, CA cert and key lines, secret, admin token)"
       % (len(data), len(needles)))
 PY
+# the seeds went over the airlock.id port only: in no log (qemu's included)
+if grep -Eqr '[0-9a-f]{128}' "$T/airlockd.log" /run/airlock/airlock_t502 2>/dev/null; then
+	fail "an RNG seed is in a log"
+else
+	ok "no RNG seed in airlockd's log nor the VMs' run directories"
+fi
 kill -TERM "$AIRLOCK_PID"; wait_exit "$AIRLOCK_PID" 60; AIRLOCK_PID=
 sleep 0.5
 [ "$(ip -o link | grep -c 't502-')" = 0 ] || fail "taps left: $(ip -o link | grep -o 't502-[a-z0-9]*')"

@@ -49,6 +49,7 @@ main(void)
 	srunner_add_suite(sr, suite_stage_mcp());
 	srunner_add_suite(sr, suite_stage_ask());
 	srunner_add_suite(sr, suite_stage_aud());
+	srunner_add_suite(sr, suite_lnc_ready());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -60,5 +60,6 @@ Suite	*suite_sbx_ident(void);
 Suite	*suite_stage_mcp(void);
 Suite	*suite_stage_ask(void);
 Suite	*suite_stage_aud(void);
+Suite	*suite_lnc_ready(void);
 
 #endif
