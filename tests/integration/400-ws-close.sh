@@ -80,6 +80,7 @@ fds() { ls "/proc/$AIRLOCK_PID/fd" | wc -l; }
 # settle: the probes of wait_port are closed and audited
 sleep 0.5
 FD0=$(fds)
+fd_report "$AIRLOCK_PID" >"$T/fd0.txt"
 export FD0
 
 # every mode x every end, as uid 65534 (its direct connections to the
@@ -153,7 +154,10 @@ while [ "$(fds)" -gt "$FD0" ] && [ $i -lt 100 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-[ "$(fds)" -le "$FD0" ] || fail "descriptors: $(fds) now, $FD0 before"
+[ "$(fds)" -le "$FD0" ] || {
+	{ echo "--- before:"; cat "$T/fd0.txt"; fd_report "$AIRLOCK_PID"; } >&2
+	fail "descriptors: $(fds) now, $FD0 before"
+}
 code=$(curl -sS -o /dev/null -w '%{http_code}' -x "127.0.0.1:$AIRLOCK_PORT" \
     "http://api.test:$ORIGIN_PORT/echo")
 [ "$code" = 200 ] || fail "a plain request after the closes: $code"

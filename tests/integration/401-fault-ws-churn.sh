@@ -71,7 +71,7 @@ start_airlockd "$T/airlock.yaml"
 wait_port "$TPORT" 10 || fail "transparent listener not up"
 cp "$T/state/ca/local/ca.crt" "$NB/ca.crt" && chmod 0644 "$NB/ca.crt"
 export AIRLOCK_PID
-fds() { ls "/proc/$AIRLOCK_PID/fd" | wc -l; }
+fds() { fd_count_but_pool "$AIRLOCK_PID" "$ORIGIN_PORT"; }
 
 # the other sandbox: plain requests, one after another, until told to stop
 "$PYTHON" - >"$T/latency.out" 2>&1 <<'PY' &
@@ -100,10 +100,11 @@ print("requests %d failures %d median_ms %.1f p99_ms %.1f %s" % (
 PY
 PROBE=$!
 track_pid "$PROBE"
-# the baseline once the probe's pooled upstream connections exist (one per
-# worker; they stay for idle_timeout)
+# the baseline, leaving out the probe's pooled upstream connections (one
+# per worker that took a request; they stay for idle_timeout)
 sleep 1.5
 FD0=$(fds)
+fd_report "$AIRLOCK_PID" >"$T/fd0.txt"
 
 WS_FLOOD=20000 setpriv --reuid=65534 --regid=65534 --clear-groups "$SYSPY" - <<'PY' ||
 import os, sys, threading, time, wsmodes
@@ -151,7 +152,10 @@ while [ "$(fds)" -gt "$FD0" ] && [ $i -lt 100 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-[ "$(fds)" -le "$FD0" ] || fail "descriptors: $(fds) now, $FD0 before"
+[ "$(fds)" -le "$FD0" ] || {
+	{ echo "--- before:"; cat "$T/fd0.txt"; fd_report "$AIRLOCK_PID"; } >&2
+	fail "descriptors: $(fds) now, $FD0 before"
+}
 code=$(curl -sS -o /dev/null -w '%{http_code}' -x "127.0.0.1:$AIRLOCK_PORT" \
     "http://api.test:$ORIGIN_PORT/echo")
 [ "$code" = 200 ] || fail "a plain request after the churn: $code"

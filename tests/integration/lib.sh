@@ -88,6 +88,26 @@ fail()
 	exit 1
 }
 
+# what a process's descriptors are, for a test that finds more than it had
+# (the TCP sockets with their states and peers, and everything else)
+fd_report()
+{
+	echo "--- descriptors of $1"
+	ls -l "/proc/$1/fd" 2>&1 | sed 1d
+	ss -tanpe 2>/dev/null | grep "pid=$1," || true
+}
+
+# how many descriptors a process holds, leaving out its idle pooled
+# connections to upstream port $2 (the pool keeps them for idle_timeout;
+# how many exist depends on which worker took which request)
+fd_count_but_pool()
+{
+	_all=$(ls "/proc/$1/fd" | wc -l)
+	_pool=$(ss -tanp state established "( dport = :$2 )" 2>/dev/null |
+	    grep -c "pid=$1,")
+	echo $((_all - _pool))
+}
+
 skip()
 {
 	echo "SKIP: $TEST_NAME: $*" >&2
