@@ -23,6 +23,8 @@ TEST_PKGS="$TEST_PKGS nghttp2-client nghttp2-server python3-h2 python3-grpcio"
 TEST_PKGS="$TEST_PKGS socat"
 # bench/h2bench.sh: h2load (nghttp2-client, above), socat, mitmdump
 TEST_PKGS="$TEST_PKGS mitmproxy"
+# bench/kaprofile.sh and bench/h2profile.sh cg: callgrind
+TEST_PKGS="$TEST_PKGS valgrind"
 # real clients of 405/406 (run with the system python, /usr/bin/python3)
 TEST_PKGS="$TEST_PKGS python3-requests python3-websocket"
 # 59x (parent proxies, the SOCKS5 listener): a SOCKS5 parent, and ssh

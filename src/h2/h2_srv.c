@@ -24,6 +24,7 @@
 
 #include "cfg/cfg.h"
 #include "conn/conn.h"
+#include "conn/conn_internal.h"
 #include "conn/worker.h"
 #include "h2/h2.h"
 #include "h2/h2_internal.h"
@@ -238,25 +239,36 @@ srv_recv(struct h2_srv *h)
 	srv_send(h);
 }
 
+/*
+ * The frames nghttp2 has ready, gathered in the session's c_pend and
+ * handed to the TLS bufferevent in one go (conn_client_flush): one
+ * SSL_write, one record, for all the frames of a loop turn (a 1 KiB
+ * answer is a HEADERS and a DATA frame; with many streams, several
+ * answers) instead of one per frame.
+ */
 static void
 srv_send(struct h2_srv *h)
 {
-	struct bufferevent	*bev = h->h_conn->c_bev;
+	struct conn		*c = h->h_conn;
+	struct bufferevent	*bev = c->c_bev;
 	const uint8_t		*p;
 	ssize_t			 n;
 
 	if (h->h_in_recv || h->h_ending)
 		return;
-	while (evbuffer_get_length(bufferevent_get_output(bev)) < CONN_HIWAT) {
+	while (evbuffer_get_length(bufferevent_get_output(bev)) +
+	    evbuffer_get_length(c->c_pend) < CONN_HIWAT) {
 		n = nghttp2_session_mem_send(h->h_sess, &p);
 		if (n < 0) {
+			conn_client_flush(c);
 			srv_end(h, "HTTP/2 session failed");
 			return;
 		}
 		if (n == 0)
 			break;
-		bufferevent_write(bev, p, (size_t)n);
+		evbuffer_add(c->c_pend, p, (size_t)n);
 	}
+	conn_client_flush(c);
 	if (!nghttp2_session_want_read(h->h_sess) &&
 	    !nghttp2_session_want_write(h->h_sess))
 		srv_end(h, NULL);

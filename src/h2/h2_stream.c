@@ -424,6 +424,9 @@ resp_field_dropped(const struct http_msg *m, const char *name, size_t len)
 	    util_strncaseeq(name, len, "upgrade");
 }
 
+#define RID_NAME	"x-airlock-request-id"
+#define RID_LEN		(sizeof(RID_NAME) - 1)
+
 /* The answer's head as HEADERS (<final>: with the data source). */
 static int
 resp_head(struct h2_stream *s, int final)
@@ -459,7 +462,12 @@ resp_head(struct h2_stream *s, int final)
 		nv[n].namelen = nlen;
 		nv[n].value = (uint8_t *)v;
 		nv[n].valuelen = vlen;
-		nv[n++].flags = NGHTTP2_NV_FLAG_NONE;
+		/* a value new with every answer: indexed, it would only push
+		   reusable entries out of both HPACK tables, and cost an
+		   insertion and an eviction on each side */
+		nv[n++].flags = nlen == RID_LEN &&
+		    memcmp(lower + at, RID_NAME, RID_LEN) == 0 ?
+		    NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE;
 		at += nlen;
 	}
 	if (final == 2)		/* gRPC Trailers-Only: END_STREAM here */
