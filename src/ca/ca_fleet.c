@@ -60,7 +60,7 @@ ca_fleet_set_key(const char *path)
 		return -1;
 	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    (st.st_mode & 077) != 0) {
+	    !util_file_private(&st)) {
 		log_warnx("tls.fleet_ca_key: %s must be a regular file "
 		    "readable by its owner only (0600)", path);
 		close(fd);
