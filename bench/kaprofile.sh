@@ -14,11 +14,13 @@
 #              profile is copied to $CG_OUT (default $TMPDIR/kaprofile.cg)
 # Each run opens its 32 client connections anew: with https, 32 client
 # handshakes are in the figures (about 2.4M instructions each).
+# AIRLOCKD=path runs another airlockd binary (a baseline).
 
 set -u
 B=$(cd "$1" && pwd) || exit 2
 MODE=$2
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
+AD=${AIRLOCKD:-$B/src/airlockd}
 case $MODE in
 cpu) N=${3:-20000} ;;
 strace) N=${3:-5000} ;;
@@ -58,10 +60,10 @@ audit: {file: "$T/audit.jsonl"}
 EOC
 if [ "$MODE" = cg ]; then
 	(cd "$T" && exec valgrind --tool=callgrind --instr-atstart=no \
-	    --callgrind-out-file="$T/cg.out" "$B/src/airlockd" -c "$T/a.yaml") \
+	    --callgrind-out-file="$T/cg.out" "$AD" -c "$T/a.yaml") \
 	    >"$T/out" 2>"$T/err" &
 else
-	(cd "$T" && exec "$B/src/airlockd" -c "$T/a.yaml") >"$T/out" 2>"$T/err" &
+	(cd "$T" && exec "$AD" -c "$T/a.yaml") >"$T/out" 2>"$T/err" &
 fi
 APID=$!
 PIDS="$APID $PIDS"
