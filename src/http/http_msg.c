@@ -516,12 +516,23 @@ msg_error(struct http_msg *m, llhttp_errno_t err)
 static int
 head_bytes_bad(struct http_msg *m, const char *p, size_t len)
 {
-	size_t	i;
-	char	prev = m->hm_raw_prev, prev2 = m->hm_raw_prev2;
+	const char	*end = p + len, *q, *cr;
+	char		 prev = m->hm_raw_prev, prev2 = m->hm_raw_prev2;
 
-	for (i = 0; i < len; i++) {
-		char ch = p[i];
+	while (p < end) {
+		char ch = *p;
 
+		if (prev != '\r' && prev != '\n' && ch != '\r' && ch != '\n') {
+			/* no rule looks at the bytes before the next CR or LF */
+			if ((q = memchr(p, '\n', (size_t)(end - p))) == NULL)
+				q = end;
+			if ((cr = memchr(p, '\r', (size_t)(q - p))) != NULL)
+				q = cr;
+			prev2 = q - p >= 2 ? q[-2] : prev;
+			prev = q[-1];
+			p = q;
+			continue;
+		}
 		if (prev == '\r' && ch != '\n')
 			return 1;			/* bare CR */
 		if (ch == '\n' && prev != '\r')
@@ -533,6 +544,7 @@ head_bytes_bad(struct http_msg *m, const char *p, size_t len)
 			m->hm_raw_lines++;
 		prev2 = prev;
 		prev = ch;
+		p++;
 	}
 	m->hm_raw_prev = prev;
 	m->hm_raw_prev2 = prev2;

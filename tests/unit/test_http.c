@@ -58,6 +58,12 @@ static const struct http_case reject_cases[] = {
 	{ "empty name", "GET http://a/ HTTP/1.1\r\n: b\r\n\r\n", 400 },
 	{ "obs-fold empty value", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding:"
 	    "\r\n chunked\r\n\r\n0\r\n\r\n", 400 },
+	{ "bare cr in value", "GET http://a/ HTTP/1.1\r\nX-A: b\rc\r\n\r\n",
+	    400 },
+	{ "bare lf mid-head", "GET http://a/ HTTP/1.1\r\nX-A: b\nX-B: c\r\n"
+	    "\r\n", 400 },
+	{ "obs-fold tab", "GET http://a/ HTTP/1.1\r\nX-A: b\r\n\tc\r\n\r\n",
+	    400 },
 	{ "bare lf ends head", "POST http://a/ HTTP/1.1\r\nHost: a\r\n\n"
 	    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400 },
 	{ "te trailing tab", "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: "
@@ -170,6 +176,35 @@ START_TEST(test_http_rejects)
 	ck_assert_msg(st == hc->status, "%s bytewise: got %d want %d",
 	    hc->name, st, hc->status);
 	http_msg_fini(&m);
+}
+END_TEST
+
+/* the head's line checks carry over between feeds: every split agrees */
+START_TEST(test_http_rejects_split)
+{
+	const struct http_case	*hc = &reject_cases[_i];
+	struct http_msg		 m;
+	size_t			 len = strlen(hc->raw), cut, used;
+	enum http_feed		 f;
+	int			 st;
+
+	if (strcmp(hc->name, "nul in value") == 0)
+		len = sizeof("GET http://a/ HTTP/1.1\r\nX-A: b\0c\r\n\r\n") - 1;
+	for (cut = 1; cut < len; cut++) {
+		http_msg_init(&m, HTTP_REQUEST, 65536);
+		f = http_msg_feed(&m, hc->raw, cut, &used);
+		if (f == HTTP_FEED_ERROR)
+			st = m.hm_err_status;
+		else {
+			if (f == HTTP_FEED_HEAD)
+				http_msg_resume(&m);
+			st = f == HTTP_FEED_DONE || f == HTTP_FEED_UPGRADE ? 0 :
+			    feed_all(&m, hc->raw + used, len - used, 0);
+		}
+		ck_assert_msg(st == hc->status, "%s cut at %zu: got %d want %d",
+		    hc->name, cut, st, hc->status);
+		http_msg_fini(&m);
+	}
 }
 END_TEST
 
@@ -550,6 +585,8 @@ suite_http(void)
 	TCase	*tc = tcase_create("msg");
 
 	tcase_add_loop_test(tc, test_http_rejects, 0,
+	    sizeof(reject_cases) / sizeof(reject_cases[0]));
+	tcase_add_loop_test(tc, test_http_rejects_split, 0,
 	    sizeof(reject_cases) / sizeof(reject_cases[0]));
 	tcase_add_test(tc, test_http_chunked_body);
 	tcase_add_test(tc, test_http_header_limit);
