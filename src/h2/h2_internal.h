@@ -23,18 +23,21 @@ struct evbuffer;
 					   limits.header_bytes ends the
 					   connection (HPACK bomb) */
 
+/* the request pseudo-headers a stream keeps (nghttp2 refuses repeats) */
+enum { H2_PS_METHOD, H2_PS_PATH, H2_PS_AUTH, H2_PS_SCHEME, H2_PS_N };
+
 struct h2_stream {
 	TAILQ_ENTRY(h2_stream)	 s_entry;
 	struct h2_srv		*s_srv;
 	int32_t			 s_id;
 	struct conn		*s_conn;	/* its connection, or NULL */
 	struct bufferevent	*s_bev;		/* our end of their pair */
-	struct evbuffer		*s_method;	/* pseudo-headers */
-	struct evbuffer		*s_path;
-	struct evbuffer		*s_auth;
-	struct evbuffer		*s_scheme;
+	struct evbuffer		*s_pseudo;	/* pseudo-header values, */
+	size_t			 s_ps_off[H2_PS_N]; /* where each starts */
+	size_t			 s_ps_len[H2_PS_N]; /* 0: absent */
 	struct evbuffer		*s_fields;	/* the others, HTTP/1 lines */
-	struct evbuffer		*s_cookie;	/* crumbs joined with "; " */
+	struct evbuffer		*s_cookie;	/* crumbs joined with "; ", or
+						   NULL (none yet) */
 	size_t			 s_hdr_bytes;	/* as SETTINGS counts them */
 	int			 s_hdr_over;	/* past limits.header_bytes */
 	int			 s_has_cl;

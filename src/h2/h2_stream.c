@@ -60,12 +60,8 @@ h2_stream_new(struct h2_srv *h, int32_t id)
 
 	s->s_srv = h;
 	s->s_id = id;
-	s->s_method = evbuffer_new();
-	s->s_path = evbuffer_new();
-	s->s_auth = evbuffer_new();
-	s->s_scheme = evbuffer_new();
+	s->s_pseudo = evbuffer_new();
 	s->s_fields = evbuffer_new();
-	s->s_cookie = evbuffer_new();
 	s->s_out = evbuffer_new();
 	http_msg_init(&s->s_resp, HTTP_RESPONSE,
 	    h->h_conn->c_cfg->c_limits.l_header_bytes);
@@ -106,12 +102,10 @@ h2_stream_free(struct h2_stream *s, const char *why)
 	h2_stream_conn_end(s, why != NULL ? why : "HTTP/2 stream closed");
 	if (s->s_bev != NULL)
 		bufferevent_free(s->s_bev);
-	evbuffer_free(s->s_method);
-	evbuffer_free(s->s_path);
-	evbuffer_free(s->s_auth);
-	evbuffer_free(s->s_scheme);
+	evbuffer_free(s->s_pseudo);
 	evbuffer_free(s->s_fields);
-	evbuffer_free(s->s_cookie);
+	if (s->s_cookie != NULL)
+		evbuffer_free(s->s_cookie);
 	evbuffer_free(s->s_out);
 	http_msg_fini(&s->s_resp);
 	TAILQ_REMOVE(&h->h_streams, s, s_entry);
@@ -138,7 +132,7 @@ h2_stream_header(struct h2_stream *s, const uint8_t *name, size_t nlen,
     const uint8_t *value, size_t vlen)
 {
 	size_t		 max = s->s_srv->h_conn->c_cfg->c_limits.l_header_bytes;
-	struct evbuffer	*to = NULL;
+	int		 ps = -1;
 
 	/* the size SETTINGS_MAX_HEADER_LIST_SIZE counts (RFC 9113 6.5.2) */
 	s->s_hdr_bytes += nlen + vlen + 32;
@@ -149,22 +143,29 @@ h2_stream_header(struct h2_stream *s, const uint8_t *name, size_t nlen,
 		return 0;
 	}
 	if (name_is(name, nlen, ":method"))
-		to = s->s_method;
+		ps = H2_PS_METHOD;
 	else if (name_is(name, nlen, ":path"))
-		to = s->s_path;
+		ps = H2_PS_PATH;
 	else if (name_is(name, nlen, ":authority"))
-		to = s->s_auth;
+		ps = H2_PS_AUTH;
 	else if (name_is(name, nlen, ":scheme"))
-		to = s->s_scheme;
+		ps = H2_PS_SCHEME;
 	else if (nlen > 0 && name[0] == ':')
 		return 0;	/* :protocol: extended CONNECT is not enabled */
-	if (to != NULL) {
-		evbuffer_add(to, value, vlen);
+	if (ps >= 0) {
+		/* each once: nghttp2 resets a stream that repeats one */
+		if (s->s_ps_len[ps] > 0)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		s->s_ps_off[ps] = evbuffer_get_length(s->s_pseudo);
+		s->s_ps_len[ps] = vlen;
+		evbuffer_add(s->s_pseudo, value, vlen);
 		return 0;
 	}
 	if (name_is(name, nlen, "cookie")) {
 		/* one field for HTTP/1 (RFC 9113 8.2.3) */
-		if (evbuffer_get_length(s->s_cookie) > 0)
+		if (s->s_cookie == NULL)
+			s->s_cookie = evbuffer_new();
+		else if (evbuffer_get_length(s->s_cookie) > 0)
 			evbuffer_add(s->s_cookie, "; ", 2);
 		evbuffer_add(s->s_cookie, value, vlen);
 		return 0;
@@ -221,7 +222,8 @@ h2_stream_head_done(struct h2_stream *s, int end_stream)
 	struct h2_srv		*h = s->s_srv;
 	struct bufferevent	*pair[2];
 	struct evbuffer		*out;
-	size_t			 i, max;
+	const char		*ps, *method, *path, *auth, *scheme;
+	size_t			 i, max, mlen, plen, alen, slen;
 	int			 https;
 	char			 pad[1024];
 
@@ -242,29 +244,37 @@ h2_stream_head_done(struct h2_stream *s, int end_stream)
 	bufferevent_setcb(s->s_bev, pair_read_cb, pair_write_cb, NULL, s);
 	bufferevent_enable(s->s_bev, EV_READ | EV_WRITE);
 	out = bufferevent_get_output(s->s_bev);
-	https = evbuffer_get_length(s->s_scheme) == 5 &&
-	    memcmp(evbuffer_pullup(s->s_scheme, 5), "https", 5) == 0;
-	s->s_resp.hm_no_body = evbuffer_get_length(s->s_method) == 4 &&
-	    memcmp(evbuffer_pullup(s->s_method, 4), "HEAD", 4) == 0;
-	evbuffer_add_buffer(out, s->s_method);
+	/* none kept when the head went past limits.header_bytes first */
+	if ((ps = (const char *)evbuffer_pullup(s->s_pseudo, -1)) == NULL)
+		ps = "";
+	method = ps + s->s_ps_off[H2_PS_METHOD];
+	mlen = s->s_ps_len[H2_PS_METHOD];
+	path = ps + s->s_ps_off[H2_PS_PATH];
+	plen = s->s_ps_len[H2_PS_PATH];
+	auth = ps + s->s_ps_off[H2_PS_AUTH];
+	alen = s->s_ps_len[H2_PS_AUTH];
+	scheme = ps + s->s_ps_off[H2_PS_SCHEME];
+	slen = s->s_ps_len[H2_PS_SCHEME];
+	https = slen == 5 && memcmp(scheme, "https", 5) == 0;
+	s->s_resp.hm_no_body = mlen == 4 && memcmp(method, "HEAD", 4) == 0;
+	evbuffer_add(out, method, mlen);
 	evbuffer_add(out, " ", 1);
-	if (!https && evbuffer_get_length(s->s_auth) > 0) {
+	if (!https && alen > 0) {
 		/* absolute-form: the connection refuses another scheme */
-		evbuffer_add_buffer(out, s->s_scheme);
+		evbuffer_add(out, scheme, slen);
 		evbuffer_add(out, "://", 3);
-		evbuffer_add(out, evbuffer_pullup(s->s_auth, -1),
-		    evbuffer_get_length(s->s_auth));
+		evbuffer_add(out, auth, alen);
 	}
-	evbuffer_add_buffer(out, s->s_path);
+	evbuffer_add(out, path, plen);
 	evbuffer_add(out, " HTTP/1.1\r\n", 11);
-	if (evbuffer_get_length(s->s_auth) > 0) {
+	if (alen > 0) {
 		/* a host field besides :authority: two Host fields (400) */
 		evbuffer_add(out, "Host: ", 6);
-		evbuffer_add_buffer(out, s->s_auth);
+		evbuffer_add(out, auth, alen);
 		evbuffer_add(out, "\r\n", 2);
 	}
 	evbuffer_add_buffer(out, s->s_fields);
-	if (evbuffer_get_length(s->s_cookie) > 0) {
+	if (s->s_cookie != NULL && evbuffer_get_length(s->s_cookie) > 0) {
 		evbuffer_add(out, "Cookie: ", 8);
 		evbuffer_add_buffer(out, s->s_cookie);
 		evbuffer_add(out, "\r\n", 2);
