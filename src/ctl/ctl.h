@@ -136,6 +136,9 @@ void	ctl_print_kv(struct json_object *o, const char *const *skip);
 int	ctl_get_and_print(struct ctl *, const char *path);
 /* "/v1/sandboxes/<escaped id><rest>"; caller frees. */
 char	*ctl_sandbox_path(const char *id, const char *rest);
+/* ctl_call() on ctl_sandbox_path(id, rest), no body. */
+int	ctl_sandbox_call(const struct ctl *, const char *method, const char *id,
+	    const char *rest, int timeout_ms, struct ctl_resp *r);
 /* ctl_snap.c: snapshot create | list | show | delete */
 int	ctl_cmd_snap_create(struct ctl *, struct ctl_args *);
 int	ctl_cmd_snap_list(struct ctl *, struct ctl_args *);

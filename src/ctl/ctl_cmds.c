@@ -325,6 +325,20 @@ ctl_sandbox_path(const char *id, const char *rest)
 	return path;
 }
 
+/* ctl_call() on /v1/sandboxes/<id><rest>, <id> escaped. */
+int
+ctl_sandbox_call(const struct ctl *c, const char *method, const char *id,
+    const char *rest, int timeout_ms, struct ctl_resp *r)
+{
+	char	*path;
+	int	 rc;
+
+	path = ctl_sandbox_path(id, rest);
+	rc = ctl_call(c, method, path, NULL, timeout_ms, r);
+	free(path);
+	return rc;
+}
+
 int
 ctl_cmd_status(struct ctl *c, struct ctl_args *a)
 {

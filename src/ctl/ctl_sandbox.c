@@ -146,12 +146,9 @@ ctl_cmd_sandbox_show(struct ctl *c, struct ctl_args *a)
 	static const char *const skip[] = { "ca_cert", NULL };
 	struct ctl_resp	 r;
 	const char	*pem;
-	char		*path;
 	int		 rc;
 
-	path = ctl_sandbox_path(a->a_pos[0], "");
-	rc = ctl_call(c, "GET", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
+	rc = ctl_sandbox_call(c, "GET", a->a_pos[0], "", CTL_TIMEOUT_MS, &r);
 	if (rc != CTL_OK)
 		return rc;
 	if (c->c_json)
@@ -178,13 +175,10 @@ ctl_cmd_sandbox_probe(struct ctl *c, struct ctl_args *a)
 	struct json_object	*checks, *ch, *v;
 	struct ctl_resp		 r;
 	const char		*name, *detail;
-	char			*path;
 	size_t			 i, n;
 	int			 rc, failures = 0, pass, skipped;
 
-	path = ctl_sandbox_path(a->a_pos[0], "/probe");
-	rc = ctl_call(c, "POST", path, NULL, CTL_LONG_TIMEOUT_MS, &r);
-	free(path);
+	rc = ctl_sandbox_call(c, "POST", a->a_pos[0], "/probe", CTL_LONG_TIMEOUT_MS, &r);
 	if (rc != CTL_OK)
 		return rc;
 	if (ctl_need_object(c, &r) == -1) {
@@ -222,12 +216,10 @@ ctl_cmd_sandbox_delete(struct ctl *c, struct ctl_args *a)
 {
 	struct json_object	*o;
 	struct ctl_resp		 r;
-	char			*path, *id;
+	char			*id;
 	int			 rc;
 
-	path = ctl_sandbox_path(a->a_pos[0], "");
-	rc = ctl_call(c, "DELETE", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
+	rc = ctl_sandbox_call(c, "DELETE", a->a_pos[0], "", CTL_TIMEOUT_MS, &r);
 	if (rc != CTL_OK)
 		return rc;
 	if (c->c_json) {
@@ -257,12 +249,9 @@ ctl_cmd_sandbox_ca(struct ctl *c, struct ctl_args *a)
 {
 	struct ctl_resp	 r;
 	const char	*pem;
-	char		*path;
 	int		 rc;
 
-	path = ctl_sandbox_path(a->a_pos[0], "");
-	rc = ctl_call(c, "GET", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
+	rc = ctl_sandbox_call(c, "GET", a->a_pos[0], "", CTL_TIMEOUT_MS, &r);
 	if (rc != CTL_OK)
 		return rc;
 	if (c->c_json)
@@ -295,12 +284,9 @@ int
 ctl_cmd_usage_reset(struct ctl *c, struct ctl_args *a)
 {
 	struct ctl_resp	 r;
-	char		*path;
 	int		 rc;
 
-	path = ctl_sandbox_path(a->a_pos[0], "/usage/reset");
-	rc = ctl_call(c, "POST", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
+	rc = ctl_sandbox_call(c, "POST", a->a_pos[0], "/usage/reset", CTL_TIMEOUT_MS, &r);
 	if (rc != CTL_OK)
 		return rc;
 	if (c->c_json)

@@ -60,18 +60,15 @@ ctl_usage_by(struct ctl *c, const char *id, const char *by)
 {
 	struct json_object	*rows;
 	struct ctl_resp		 r;
-	char			*esc, *path;
+	char			*rest;
 	int			 rc;
 
-	esc = ctl_path_escape(id);
-	if (asprintf(&path, "/v1/sandboxes/%s/usage?by=%s", esc, by) == -1) {
-		free(esc);
+	if (asprintf(&rest, "/usage?by=%s", by) == -1) {
 		ctl_err("out of memory");
 		return CTL_FAIL;
 	}
-	free(esc);
-	rc = ctl_call(c, "GET", path, NULL, CTL_TIMEOUT_MS, &r);
-	free(path);
+	rc = ctl_sandbox_call(c, "GET", id, rest, CTL_TIMEOUT_MS, &r);
+	free(rest);
 	if (rc != CTL_OK)
 		return rc;
 	if (c->c_json)

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,14 +271,14 @@ util_siphash(uint64_t k0, uint64_t k1, const unsigned char *in, size_t len)
 	return v0 ^ v1 ^ v2 ^ v3;
 }
 
-int
-util_write_all(int fd, const void *buf, size_t len)
+/* Write (<out>) or read all <len> bytes; a short end is EIO. */
+static int
+fd_all(int fd, char *p, size_t len, int out)
 {
-	const char	*p = buf;
-	ssize_t		 n;
+	ssize_t	n;
 
 	while (len > 0) {
-		n = write(fd, p, len);
+		n = out ? write(fd, p, len) : read(fd, p, len);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -292,24 +293,15 @@ util_write_all(int fd, const void *buf, size_t len)
 }
 
 int
+util_write_all(int fd, const void *buf, size_t len)
+{
+	return fd_all(fd, (char *)(uintptr_t)buf, len, 1);
+}
+
+int
 util_read_all(int fd, void *buf, size_t len)
 {
-	char	*p = buf;
-	ssize_t	 n;
-
-	while (len > 0) {
-		n = read(fd, p, len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return fd_all(fd, buf, len, 0);
 }
 
 int
