@@ -207,8 +207,9 @@ conn_request_body_end(struct conn *c)
  * overrides a rule strips, what the stages drop (req_drop) and add
  * (req_fields). Its sink is the evbuffer being built. */
 struct head_rw {
-	struct conn	*hr_c;
-	struct evbuffer	*hr_out;
+	struct conn		*hr_c;
+	struct evbuffer		*hr_out;
+	struct hw_gather	*hr_gather;	/* in front of hr_out */
 };
 
 static int
@@ -225,7 +226,8 @@ head_rw_fields(void *arg, const struct hw_sink *out)
 {
 	struct head_rw	*h = arg;
 
-	(void)out;		/* the same evbuffer */
+	(void)out;		/* gathered in front of the same evbuffer */
+	hw_gather_flush(h->hr_gather);
 	conn_pipe_req_fields(h->hr_c, h->hr_out);
 }
 
@@ -241,8 +243,9 @@ conn_request_head_write(struct conn *c)
 	struct bufferevent *sock;
 	struct hw_rewrite sec_rw, conn_rw = { head_rw_drop, NULL,
 			    head_rw_fields, NULL };
-	struct head_rw	 h = { c, out };
-	struct hw_sink	 sink;
+	struct hw_gather gather;
+	struct head_rw	 h = { c, out, &gather };
+	struct hw_sink	 evb, sink;
 	struct hw_req	 q;
 	char		 host[300];
 	size_t		 was;
@@ -272,8 +275,10 @@ conn_request_head_write(struct conn *c)
 		q.hq_held_len = evbuffer_get_length(c->c_r.r_body);
 	} else
 		q.hq_chunked = c->c_x->x_req_reframe;
-	conn_evb_sink(out, &sink);
+	conn_evb_sink(out, &evb);
+	hw_gather_sink(&gather, &evb, &sink);
 	c->c_r.r_up_chunked = http_write_request_head(m, &q, &sink);
+	hw_gather_flush(&gather);
 	if (c->c_r.r_body != NULL)
 		evbuffer_add_buffer(out, c->c_r.r_body);	/* moved */
 	c->c_x->x_bytes_out += evbuffer_get_length(out);

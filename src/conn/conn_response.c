@@ -91,7 +91,8 @@ write_response_head(struct conn *c, int interim)
 	struct http_msg	*m = &c->c_resp;
 	struct evbuffer	*out = c->c_pend;	/* the body may join it */
 	struct evbuffer	*up;
-	struct hw_sink	 sink;
+	struct hw_gather gather;
+	struct hw_sink	 evb, sink;
 	struct hw_resp	 p;
 	size_t		 before = evbuffer_get_length(out);
 	int		 flags;
@@ -109,11 +110,15 @@ write_response_head(struct conn *c, int interim)
 
 	/* the upstream's part goes through the stages as one block */
 	up = c->c_worker->w_filt[0];
-	conn_evb_sink(up, &sink);
+	conn_evb_sink(up, &evb);
+	hw_gather_sink(&gather, &evb, &sink);
 	http_write_status_fields(m, &sink);
+	hw_gather_flush(&gather);
 	conn_pipe_resp_head_out(c, up, out);
-	conn_evb_sink(out, &sink);
+	conn_evb_sink(out, &evb);
+	hw_gather_sink(&gather, &evb, &sink);
 	flags = http_write_response_end(&p, &sink);
+	hw_gather_flush(&gather);
 	if (flags & HW_RECHUNK)
 		c->c_r.r_rechunk = 1;
 	if (flags & HW_CLOSE_DELIM) {

@@ -66,6 +66,42 @@ hw_buf_fini(struct hw_buf *b)
 	b->hb_len = 0;
 }
 
+void
+hw_gather_flush(struct hw_gather *g)
+{
+	if (g->hg_len == 0)
+		return;
+	g->hg_to.hs_add(g->hg_to.hs_arg, g->hg_buf, g->hg_len);
+	OPENSSL_cleanse(g->hg_buf, g->hg_len);
+	g->hg_len = 0;
+}
+
+static void
+gather_add(void *arg, const void *p, size_t n)
+{
+	struct hw_gather	*g = arg;
+
+	if (n > sizeof(g->hg_buf) - g->hg_len) {
+		hw_gather_flush(g);
+		if (n >= sizeof(g->hg_buf)) {
+			g->hg_to.hs_add(g->hg_to.hs_arg, p, n);
+			return;
+		}
+	}
+	memcpy(g->hg_buf + g->hg_len, p, n);
+	g->hg_len += n;
+}
+
+void
+hw_gather_sink(struct hw_gather *g, const struct hw_sink *to,
+    struct hw_sink *s)
+{
+	g->hg_to = *to;
+	g->hg_len = 0;
+	s->hs_add = gather_add;
+	s->hs_arg = g;
+}
+
 size_t
 http_write_host(char *buf, size_t sz, const char *host, int port,
     int default_port)

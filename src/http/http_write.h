@@ -30,6 +30,22 @@ void	hw_buf_sink(struct hw_buf *, struct hw_sink *);
 void	hw_buf_fini(struct hw_buf *);	/* wipes and frees */
 
 /*
+ * A sink that gathers a head's small pieces (some 40 a request) in its
+ * own storage and hands them on to another sink in blocks: one append
+ * of the whole head where each piece would cost an evbuffer_add. What
+ * it held is wiped when handed on (a head may carry a secret).
+ * hw_gather_flush before anything writes to the destination directly.
+ */
+struct hw_gather {
+	struct hw_sink	 hg_to;
+	size_t		 hg_len;
+	char		 hg_buf[1024];
+};
+void	hw_gather_sink(struct hw_gather *, const struct hw_sink *to,
+	    struct hw_sink *);
+void	hw_gather_flush(struct hw_gather *);
+
+/*
  * What one rewriter does to a request head's fields on their way out;
  * any member may be NULL.
  *	hr_drop		1: field <name> is not written

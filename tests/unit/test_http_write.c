@@ -290,6 +290,54 @@ START_TEST(test_hw_buf_grow)
 }
 END_TEST
 
+/*
+ * The gathering sink hands bytes on in order whatever the pieces' sizes
+ * (small, one that fills it, one larger than its storage), hands on
+ * nothing before a flush while there is room, and wipes what it held.
+ */
+START_TEST(test_hw_gather)
+{
+	struct hw_buf	 b = { 0 };
+	struct hw_gather g;
+	struct hw_sink	 to, s;
+	char		 big[3000], want[4096];
+	size_t		 i, wlen = 0, small;
+
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (char)('a' + i % 26);
+	hw_buf_sink(&b, &to);
+	hw_gather_sink(&g, &to, &s);
+	for (i = 0; i < 10; i++) {
+		s.hs_add(s.hs_arg, "head: ", 6);
+		memcpy(want + wlen, "head: ", 6);
+		wlen += 6;
+	}
+	ck_assert_uint_eq(b.hb_len, 0);		/* still gathered */
+	small = sizeof(g.hg_buf) - g.hg_len - 1;
+	s.hs_add(s.hs_arg, big, small);		/* fits, one byte to spare */
+	memcpy(want + wlen, big, small);
+	wlen += small;
+	ck_assert_uint_eq(b.hb_len, 0);
+	s.hs_add(s.hs_arg, "XY", 2);		/* does not fit: flushed */
+	memcpy(want + wlen, "XY", 2);
+	wlen += 2;
+	ck_assert_uint_eq(b.hb_len, wlen - 2);
+	s.hs_add(s.hs_arg, big, 2000);		/* larger than the storage */
+	ck_assert_uint_eq(b.hb_len, wlen + 2000);
+	ck_assert_uint_eq(g.hg_len, 0);
+	hw_gather_flush(&g);			/* nothing left: a no-op */
+	ck_assert_uint_eq(b.hb_len, wlen + 2000);
+	ck_assert_mem_eq(b.hb_p, want, wlen);
+	ck_assert_mem_eq(b.hb_p + wlen, big, 2000);
+	s.hs_add(s.hs_arg, "secret", 6);
+	hw_gather_flush(&g);
+	ck_assert_uint_eq(b.hb_len, wlen + 2006);
+	for (i = 0; i < sizeof(g.hg_buf); i++)	/* all of it was used */
+		ck_assert_int_eq(g.hg_buf[i], 0);
+	hw_buf_fini(&b);
+}
+END_TEST
+
 Suite *
 suite_http_write(void)
 {
@@ -303,6 +351,7 @@ suite_http_write(void)
 	tcase_add_test(tc, test_hw_response);
 	tcase_add_test(tc, test_hw_response_upgrade);
 	tcase_add_test(tc, test_hw_buf_grow);
+	tcase_add_test(tc, test_hw_gather);
 	suite_add_tcase(s, tc);
 	return s;
 }
