@@ -4,9 +4,13 @@
  * the change, so a login on another gateway right after it is known
  * there. The wait is an event on the main loop, woken by the registry's
  * thread (sbx_fleet_ack_watch) or by limits.store_timeout; nothing
- * blocks the admin loop or a worker meanwhile.
+ * blocks the admin loop or a worker meanwhile. A client that hangs up
+ * meanwhile changes nothing but that the answer is dropped (admin.c);
+ * at stop (admin_stop) the waits still there end at once.
  */
 #include "config.h"
+
+#include <sys/queue.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 #include "util/util.h"
 
 struct adm_wait {
+	TAILQ_ENTRY(adm_wait)	 w_entry;
 	struct admin_defer	*w_defer;
 	struct event		*w_ev;
 	uint64_t		 w_seq;
@@ -30,6 +35,9 @@ struct adm_wait {
 	adm_fleet_fill_fn	*w_fill;
 	void			*w_arg;
 };
+
+/* The answers waiting: finished by adm_fleet_stop() if still there. */
+static TAILQ_HEAD(, adm_wait)	adm_waits = TAILQ_HEAD_INITIALIZER(adm_waits);
 
 static void
 wait_fill(struct admin_resp *r, void *arg)
@@ -40,22 +48,30 @@ wait_fill(struct admin_resp *r, void *arg)
 	free(w);
 }
 
-/* On the main loop: Redis acknowledged, or the timeout passed. */
+/* The wait ends (on the main loop): its answer, sent or dropped. */
 static void
-wait_cb(evutil_socket_t fd, short what, void *arg)
+wait_end(struct adm_wait *w, int stopping)
 {
-	struct adm_wait	*w = arg;
-
-	(void)fd;
-	(void)what;
+	TAILQ_REMOVE(&adm_waits, w, w_entry);
 	/* no activation from the registry's thread after this */
 	sbx_fleet_unwatch(w->w_ev);
-	w->w_acked = sbx_fleet_acked(w->w_seq);
 	event_free(w->w_ev);
-	if (!w->w_acked)
+	w->w_acked = sbx_fleet_acked(w->w_seq);
+	if (!w->w_acked && stopping)
+		w->w_acked = -1;
+	else if (!w->w_acked)
 		log_warnx("admin: the fleet's registry (Redis) did not "
 		    "acknowledge a change within limits.store_timeout");
 	admin_defer_answer(w->w_defer, wait_fill, w);
+}
+
+/* Redis acknowledged, or the timeout passed. */
+static void
+wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	wait_end(arg, 0);
 }
 
 void
@@ -89,12 +105,20 @@ adm_fleet_answer(struct admin_resp *r, uint64_t seq, adm_fleet_fill_fn *fill,
 	switch (sbx_fleet_ack_watch(seq, w->w_ev)) {
 	case 0:
 		w->w_defer = admin_defer(r);
+		TAILQ_INSERT_TAIL(&adm_waits, w, w_entry);
 		return;
 	default:			/* in Redis already, or stopped */
 		event_free(w->w_ev);
 		fill(r, arg, sbx_fleet_acked(seq));
 		free(w);
 	}
+}
+
+void
+adm_fleet_stop(void)
+{
+	while (!TAILQ_EMPTY(&adm_waits))
+		wait_end(TAILQ_FIRST(&adm_waits), 1);
 }
 
 void

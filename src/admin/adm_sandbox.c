@@ -213,8 +213,9 @@ struct create_wait {
 
 /*
  * Redis has the new sandbox: its answer. Not in time: it goes here too
- * (and from Redis, unless its announcement is dropped before being
- * sent), so that a 503 leaves nothing half-created behind.
+ * (and from Redis, unless its announcement is dropped before ever being
+ * sent), so that a 503 leaves nothing half-created behind. The gateway
+ * stopping meanwhile (acked -1): it stays, announced at the next start.
  */
 static void
 create_fill(struct admin_resp *r, void *arg, int acked)
@@ -222,12 +223,12 @@ create_fill(struct admin_resp *r, void *arg, int acked)
 	struct create_wait	*cw = arg;
 	struct sbx		*s = cw->cw_sbx;
 
-	if (acked)
+	if (acked > 0)
 		admin_json(r, 201, sandbox_full(admin_hooks.ah_cfg(), s));
 	else {
-		if (sbx_fleet_cancel(cw->cw_seq))
+		if (acked == 0 && sbx_fleet_cancel(cw->cw_seq))
 			(void)sbx_delete_quiet(s->sb_id);
-		else
+		else if (acked == 0)
 			(void)sbx_delete(s->sb_id);
 		adm_fleet_unconfirmed(r, "the sandbox was not created");
 	}
@@ -360,7 +361,7 @@ static void
 delete_fill(struct admin_resp *r, void *arg, int acked)
 {
 	(void)arg;
-	if (acked)
+	if (acked > 0)
 		r->ar_status = 204;
 	else
 		adm_fleet_unconfirmed(r, "deleted on this gateway, not yet in "

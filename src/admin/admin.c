@@ -287,9 +287,13 @@ on_message_complete(llhttp_t *p)
 		admin_route(&q, &r);
 	}
 	if (r.ar_deferred) {
-		/* the answer comes later, and closes the connection */
+		/* the answer comes later, and closes the connection; still
+		   read (and ignored) for the client's hang-up, with no idle
+		   limit meanwhile: the wait has its own */
+		struct timeval	idle = { ADMIN_IDLE_SECS, 0 };
+
 		ac->ac_close = 1;
-		bufferevent_disable(ac->ac_bev, EV_READ);
+		bufferevent_set_timeouts(ac->ac_bev, NULL, &idle);
 	} else
 		admin_send(ac, &r);
 	evbuffer_free(r.ar_body);
@@ -343,12 +347,8 @@ admin_read_cb(struct bufferevent *bev, void *arg)
 
 	while (!ac->ac_close && evbuffer_peek(in, -1, NULL, &v, 1) > 0) {
 		err = llhttp_execute(&ac->ac_parser, v.iov_base, v.iov_len);
-		if (err == HPE_PAUSED) {
-			/* Connection: close answered; ignore the rest */
-			bufferevent_disable(bev, EV_READ);
-			evbuffer_drain(in, evbuffer_get_length(in));
-			return;
-		}
+		if (err == HPE_PAUSED)
+			break;
 		if (err != HPE_OK) {
 			admin_bad_request(ac, llhttp_get_error_reason(
 			    &ac->ac_parser));
@@ -356,6 +356,13 @@ admin_read_cb(struct bufferevent *bev, void *arg)
 		}
 		evbuffer_drain(in, v.iov_len);
 	}
+	if (!ac->ac_close)
+		return;
+	/* the last answer is given, or to come: ignore the rest; an answer
+	   to come still reads, for an EOF (admin_event_cb) */
+	evbuffer_drain(in, evbuffer_get_length(in));
+	if (ac->ac_defer == NULL)
+		bufferevent_disable(bev, EV_READ);
 }
 
 static void
@@ -363,7 +370,8 @@ admin_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct admin_conn	*ac = arg;
 
-	/* EOF, error or idle timeout: nothing more to say */
+	/* EOF, error or idle timeout: nothing more to say (an answer to
+	   come is dropped: admin_defer_answer) */
 	admin_conn_free(ac);
 }
 
@@ -603,6 +611,8 @@ admin_stop(void)
 {
 	while (!TAILQ_EMPTY(&admin_conns))
 		admin_conn_free(TAILQ_FIRST(&admin_conns));
+	/* their answers go nowhere now, but release what they hold */
+	adm_fleet_stop();
 	if (admin_listener != NULL)
 		evconnlistener_free(admin_listener);
 	admin_listener = NULL;

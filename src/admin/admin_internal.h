@@ -35,7 +35,10 @@ struct admin_resp {
  * returns; later, on the main loop, admin_defer_answer() calls <fill> with
  * a fresh response and sends it (the connection closes after it). <fill>
  * is called even when the client has gone, so it can release what it
- * holds; the answer is then dropped.
+ * holds; the answer is then dropped. A client that hangs up meanwhile is
+ * noticed (its connection freed at once); one that half-closes its side
+ * loses the answer. Whoever defers must answer at its stop too, without
+ * the loop (see adm_fleet_stop, pool_stop).
  */
 struct admin_defer;
 struct admin_defer *admin_defer(struct admin_resp *);
@@ -50,11 +53,16 @@ struct event_base *admin_base(void);
  * registry (sbx_fleet_last_seq) is in Redis, or limits.store_timeout
  * passed: <fill>(resp, arg, acked) on the main loop (deferred), or at
  * once when not fleet mode (acked 1), or nothing was queued or the
- * registry is not connected (acked 0).
+ * registry is not connected (acked 0). acked -1: the gateway stops
+ * before Redis confirmed (adm_fleet_stop); the answer goes nowhere and
+ * the change stays (the registry resynchronises at the next start).
+ * <fill> is called exactly once, whether the client is still there or not.
  */
 typedef void adm_fleet_fill_fn(struct admin_resp *, void *, int acked);
 void	adm_fleet_answer(struct admin_resp *, uint64_t seq,
 	    adm_fleet_fill_fn *, void *arg);
+/* admin_stop: end the waits still there (acked -1 unless confirmed). */
+void	adm_fleet_stop(void);
 /* 503 budget_unavailable: <what> was not confirmed by Redis in time. */
 void	adm_fleet_unconfirmed(struct admin_resp *, const char *what);
 

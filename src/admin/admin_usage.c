@@ -214,7 +214,7 @@ reset_fill(struct admin_resp *r, void *arg, int acked)
 	struct sbx	*s = arg;
 	json_object	*o;
 
-	if (!acked)
+	if (acked <= 0)
 		adm_fleet_unconfirmed(r, "reset on this gateway, not yet in "
 		    "the fleet's counters (done when Redis answers)");
 	else if ((o = usage_object(r, s)) != NULL)

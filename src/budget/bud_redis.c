@@ -149,7 +149,8 @@ bud_redis_on(void)
  * slot taken), or -1 for anything else (an error, a NULL reply, a shape
  * no script of ours returns).
  */
-static redisReplyObjectFunctions	brs_fn_default, brs_fn_guarded;
+static redisReplyObjectFunctions	brs_fn_default, brs_fn_guarded,
+					brs_fn_list;
 static pthread_once_t			brs_fn_once = PTHREAD_ONCE_INIT;
 
 static void *
@@ -157,6 +158,14 @@ guard_array(const redisReadTask *t, int n)
 {
 	if (n > BUD_REDIS_MAX_ELEMENTS)
 		return NULL;	/* the reader's error: out of memory */
+	return brs_fn_default.createArray(t, n);
+}
+
+static void *
+guard_list(const redisReadTask *t, int n)
+{
+	if (n > BUD_REDIS_MAX_LIST)
+		return NULL;
 	return brs_fn_default.createArray(t, n);
 }
 
@@ -170,8 +179,9 @@ guard_init(void)
 		abort();
 	brs_fn_default = *r->fn;
 	redisReaderFree(r);
-	brs_fn_guarded = brs_fn_default;
+	brs_fn_guarded = brs_fn_list = brs_fn_default;
 	brs_fn_guarded.createArray = guard_array;
+	brs_fn_list.createArray = guard_list;
 }
 
 void
@@ -180,6 +190,14 @@ bud_redis_reader_guard(redisReader *r)
 	pthread_once(&brs_fn_once, guard_init);
 	if (r != NULL && r->fn != NULL)
 		r->fn = &brs_fn_guarded;
+}
+
+void
+bud_redis_reader_guard_list(redisReader *r)
+{
+	pthread_once(&brs_fn_once, guard_init);
+	if (r != NULL && r->fn != NULL)
+		r->fn = &brs_fn_list;
 }
 
 int

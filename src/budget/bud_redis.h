@@ -24,6 +24,13 @@ int	bud_redis_admit_reply(const redisReply *, char *why, size_t whysz,
  */
 #define BUD_REDIS_MAX_ELEMENTS	64
 void	bud_redis_reader_guard(redisReader *r);
+/*
+ * The same bound for a connection that reads listings (the fleet's
+ * registry: SMEMBERS of every sandbox, SCAN pages): BUD_REDIS_MAX_LIST
+ * elements, at most 8 MiB of pointers for a hostile count.
+ */
+#define BUD_REDIS_MAX_LIST	(1 << 20)
+void	bud_redis_reader_guard_list(redisReader *r);
 
 /* budget_store_auth's password (env:NAME | file:PATH), or NULL (logged);
  * the caller wipes and frees it. Also the fleet registry's (sbx_fleet.c). */

@@ -57,6 +57,8 @@ struct sf_op {
 	int64_t			 o_created;
 	char			 o_addr[64];
 	int			 o_started;	/* being sent or looked up */
+	int			 o_tried;	/* sent once: Redis may have
+						   it, even if it timed out */
 	uint64_t		 o_seq;		/* '+', '-', 'Z': order */
 };
 TAILQ_HEAD(sf_q, sf_op);
@@ -137,6 +139,13 @@ static void
 sf_push(struct sf_op *o)
 {
 	pthread_mutex_lock(&sf.mtx);
+	/* a deletion is kept on disk until in Redis (even one the full
+	   queue drops: sent at the next start); a creation supersedes
+	   one of the same id */
+	if (o->o_kind == '-')
+		sbx_fleet_pend_mark(o->o_id);
+	else if (o->o_kind == '+')
+		sbx_fleet_pend_clear(o->o_id);
 	if (o->o_kind == '?' ? sf.nmiss >= SF_MISS_MAX : sf.nq >= SF_QMAX) {
 		pthread_mutex_unlock(&sf.mtx);
 		if (o->o_kind != '?')
@@ -225,7 +234,7 @@ sbx_fleet_cancel(uint64_t seq)
 		return 0;
 	pthread_mutex_lock(&sf.mtx);
 	TAILQ_FOREACH(o, &sf.q, o_entry)
-		if (o->o_kind != '?' && o->o_seq == seq && !o->o_started)
+		if (o->o_kind != '?' && o->o_seq == seq && !o->o_tried)
 			break;
 	if (o != NULL) {
 		TAILQ_REMOVE(&sf.q, o, o_entry);
@@ -489,7 +498,9 @@ sf_connect1(void)
 			redisFree(c);
 		return NULL;
 	}
-	bud_redis_reader_guard(c->reader);
+	/* SMEMBERS answers every sandbox of the fleet: more than the
+	   budget scripts' few elements */
+	bud_redis_reader_guard_list(c->reader);
 	redisSetTimeout(c, sf.tv);
 	if (sf.pass != NULL) {
 		r = redisCommand(c, "AUTH %s", sf.pass);
@@ -712,6 +723,18 @@ sf_connect(void)
 	return 0;
 }
 
+/* A change <kind> of <id> is queued; under mtx. */
+static int
+sf_queued(char kind, const char *id)
+{
+	struct sf_op	*o;
+
+	TAILQ_FOREACH(o, &sf.q, o_entry)
+		if (o->o_kind == kind && strcmp(o->o_id, id) == 0)
+			return 1;
+	return 0;
+}
+
 /* Send the queue, oldest first; an op leaves it once sent. */
 static int
 sf_flush(void)
@@ -722,7 +745,7 @@ sf_flush(void)
 	for (;;) {
 		pthread_mutex_lock(&sf.mtx);
 		if ((o = TAILQ_FIRST(&sf.q)) != NULL)
-			o->o_started = 1;
+			o->o_started = o->o_tried = 1;
 		pthread_mutex_unlock(&sf.mtx);
 		if (o == NULL)
 			return 0;
@@ -750,6 +773,8 @@ sf_flush(void)
 			sf.nq--;
 			sf.seq_sent = o->o_seq;	/* in order: all before too */
 			sf_wake_acks(0);
+			if (o->o_kind == '-' && !sf_queued('-', o->o_id))
+				sbx_fleet_pend_clear(o->o_id);
 		}
 		pthread_mutex_unlock(&sf.mtx);
 		free(o->o_id);
@@ -861,6 +886,23 @@ sf_main(void *arg)
 	return NULL;
 }
 
+/* At start: a deletion kept from before the last stop is sent again,
+ * unless the sandbox was made again here since (then announced). */
+static void
+sf_pend_requeue(const char *id)
+{
+	struct sbx	*s;
+
+	if ((s = sbx_find(id)) != NULL) {
+		sbx_unref(s);
+		sbx_fleet_pend_clear(id);
+		return;
+	}
+	log_info("sandbox %s: its deletion is sent to the fleet again (not "
+	    "in Redis at the last stop)", id);
+	sbx_fleet_retract(id);
+}
+
 int
 sbx_fleet_start(const struct cfg *cfg)
 {
@@ -885,6 +927,7 @@ sbx_fleet_start(const struct cfg *cfg)
 		return -1;
 	}
 	sf.on = 1;
+	sbx_fleet_pend_load(cfg->c_state_dir, sf_pend_requeue);
 	if ((errno = pthread_create(&sf.thr, NULL, sf_main, NULL)) != 0) {
 		log_warn("fleet registry: thread");
 		sf.on = 0;
@@ -922,6 +965,7 @@ sbx_fleet_stop(void)
 		free(sf.pass);
 	}
 	sf.host = sf.unix_path = sf.pass = NULL;
+	sbx_fleet_pend_free();
 	sf.on = 0;
 	sf.stop = 0;
 }

@@ -65,7 +65,21 @@ int	sbx_fleet_acked(uint64_t seq);
  * freeing <ev>. Any thread.
  */
 int	sbx_fleet_ack_watch(uint64_t seq, struct event *ev);
-/* Drop change <seq> if not yet begun: 1 (Redis never sees it), or 0. */
+/*
+ * Drop change <seq> if it was never sent: 1 (Redis never sees it), or 0:
+ * it is in Redis, being sent, or was sent once without an answer (a
+ * timeout: Redis may still run it), so only a later change undoes it.
+ */
 int	sbx_fleet_cancel(uint64_t seq);
+
+/*
+ * The deletions not yet in Redis, kept across a restart (sbx_fleet_pend.c;
+ * for sbx_fleet.c): marked when queued, cleared once in Redis or
+ * superseded by a creation; at start <fn>(id) for each one kept.
+ */
+void	sbx_fleet_pend_mark(const char *id);
+void	sbx_fleet_pend_clear(const char *id);
+void	sbx_fleet_pend_load(const char *state_dir, void (*fn)(const char *));
+void	sbx_fleet_pend_free(void);
 
 #endif

@@ -9,13 +9,16 @@
 #  - Redis stopped (SIGSTOP: connected, silent): a creation answers
 #    503 budget_unavailable within about store_timeout, and the sandbox
 #    is not left on gateway 1 (nor in Redis once it answers again).
+# Its time is mostly processes starting (a python costs seconds on a
+# loaded machine): the gateways start together, one python runs the checks.
 . "$top_srcdir/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/fleetlib.sh"
 
 start_origin
+set -- $(free_port 4)
+REDIS_PORT=$1 GW_PORT_1=$2 GW_PORT_2=$3 GW_PORT_3=$4
 start_redis
 for i in 1 2 3; do
-	eval "GW_PORT_$i=\$(free_port)"
 	eval "_p=\$GW_PORT_$i"
 	cat >"$T/gw$i.yaml" <<YAML
 listen: {proxy: "127.0.0.1:$_p"}
@@ -33,25 +36,19 @@ policies:
     rules:
       - {host: "api.test", ports: [$ORIGIN_PORT]}
 YAML
-	start_gateway $i "$T/gw$i.yaml"
 done
-wait_admin 1
-_w=0
-until [ "$(grep -c 'fleet registry: connected' "$T"/airlockd-*.log |
-    awk -F: '{s += $2} END {print s}')" -ge 3 ]; do
-	_w=$((_w + 1)); [ $_w -le 100 ] || hard_error "registries not connected"
-	sleep 0.05
-done
-export T GW_PORT_1 GW_PORT_2 GW_PORT_3 ORIGIN_PORT REDIS_PORT
+start_gateways 1 2 3
+export T GW_PORT_1 GW_PORT_2 GW_PORT_3 ORIGIN_PORT REDIS_PORT REDIS_PID
 
-cat >"$T/caw.py" <<'PY'
-import base64, os, socket, subprocess, time
+"$PYTHON" - <<'PY'
+import base64, glob, os, signal, socket, subprocess, sys, time
 import adminlib as A
+from itlib import check
 T = os.environ["T"]
 OP = int(os.environ["ORIGIN_PORT"])
 GW = {i: int(os.environ["GW_PORT_%d" % i]) for i in (1, 2, 3)}
+REDIS = int(os.environ["REDIS_PID"])
 ADM = "unix:%s/state1/admin.sock" % T
-TOK = A.token(T + "/state1")
 
 
 def rcli(*a):
@@ -74,91 +71,108 @@ def get(gw, sid, tok):
         data += b
     s.close()
     return int(data.split(b" ", 2)[1]) if data else None
-PY
 
-"$PYTHON" - <<'PY' || check_fail "create on 1, use on 2 and 3 at once"
-import os, sys
-sys.path.insert(0, os.environ["T"]); from caw import *
-for n in range(20):
-    sid = "caw%d" % n
+
+# the three registries connected, gateway 1's admin API up
+t0 = time.monotonic()
+while True:
+    n = sum(open(f).read().count("fleet registry: connected")
+            for f in glob.glob(T + "/airlockd-*.log"))
+    if n >= 3 and os.path.exists(T + "/state1/admin.sock") and \
+            os.path.getsize(T + "/state1/admin.token") > 0:
+        break
+    if time.monotonic() - t0 > 10:
+        print("ERROR: registries not connected (%d) or no admin API" % n)
+        sys.exit(99)
+    time.sleep(0.05)
+print("# the fleet up after %.1f s" % (time.monotonic() - t0), flush=True)
+TOK = A.token(T + "/state1")
+
+
+def create_use():
+    """20 sandboxes created on gateway 1: each served at once on gateways 2 and 3"""
+    for n in range(20):
+        sid = "caw%d" % n
+        st, _, b = A.call(ADM, "POST", "/v1/sandboxes",
+                          body={"id": sid, "policy": "p"}, token=TOK)
+        assert st == 201, (st, b)
+        for gw in (2, 3):
+            st = get(gw, sid, b["token"])
+            assert st == 200, "%s, right after its 201, on gateway %d: " \
+                "%s" % (sid, gw, st)
+
+
+def delete_refused():
+    """deleted on gateway 1: out of Redis when it answers 204, refused on 2 and 3"""
     st, _, b = A.call(ADM, "POST", "/v1/sandboxes",
-                      body={"id": sid, "policy": "p"}, token=TOK)
+                      body={"id": "cawd", "policy": "p"}, token=TOK)
     assert st == 201, (st, b)
     for gw in (2, 3):
-        st = get(gw, sid, b["token"])
-        assert st == 200, "%s, right after its 201, on gateway %d: %s" % (
-            sid, gw, st)
-PY
-ok "20 sandboxes created on gateway 1: each served at once on gateways 2 and 3"
+        assert get(gw, "cawd", b["token"]) == 200, "cawd on %d" % gw
+    st, _, _ = A.call(ADM, "DELETE", "/v1/sandboxes/cawd", token=TOK)
+    assert st == 204, st
+    assert rcli("EXISTS", "airlock:sbx:cawd").strip() == "0", \
+        "still in Redis"
+    for gw in (2, 3):
+        st = get(gw, "cawd", b["token"])
+        assert st == 407, "cawd after its 204, on gateway %d: %s" % (gw, st)
 
-"$PYTHON" - <<'PY' || check_fail "delete on 1, refused on 2 and 3 at once"
-import os, sys
-sys.path.insert(0, os.environ["T"]); from caw import *
-st, _, b = A.call(ADM, "POST", "/v1/sandboxes",
-                  body={"id": "cawd", "policy": "p"}, token=TOK)
-assert st == 201, (st, b)
-for gw in (2, 3):
-    assert get(gw, "cawd", b["token"]) == 200, "cawd on %d" % gw
-st, _, _ = A.call(ADM, "DELETE", "/v1/sandboxes/cawd", token=TOK)
-assert st == 204, st
-assert rcli("EXISTS", "airlock:sbx:cawd").strip() == "0", "still in Redis"
-for gw in (2, 3):
-    st = get(gw, "cawd", b["token"])
-    assert st == 407, "cawd after its 204, on gateway %d: %s" % (gw, st)
-PY
-ok "deleted on gateway 1: out of Redis when it answers 204, refused on 2 and 3"
 
-kill -STOP "$REDIS_PID"
-"$PYTHON" - <<'PY' || check_fail "Redis silent: 503, nothing half-created"
-import os, sys, time
-sys.path.insert(0, os.environ["T"]); from caw import *
-t0 = time.monotonic()
-st, _, b = A.call(ADM, "POST", "/v1/sandboxes",
-                  body={"id": "cawx", "policy": "p"}, token=TOK)
-dt = time.monotonic() - t0
-print("# Redis silent: %s after %.3f s: %s" % (st, dt, b))
-assert st == 503, (st, b)
-assert b.get("error") == "budget_unavailable", b
-assert "request_id" in b and "reason" in b, b
-assert dt < 1.5, "answered after %.3f s (store_timeout 500ms)" % dt
-st, _, b = A.call(ADM, "GET", "/v1/sandboxes/cawx", token=TOK)
-assert st == 404, ("left on gateway 1", st, b)
-assert not os.path.exists(T + "/state1/sandboxes/cawx.json"), "its file"
-PY
-ok "Redis silent: a creation answers 503 budget_unavailable in time, nothing left on gateway 1"
-kill -CONT "$REDIS_PID"
+def redis_silent():
+    """Redis silent: a creation answers 503 budget_unavailable in time, nothing left on gateway 1"""
+    os.kill(REDIS, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        st, _, b = A.call(ADM, "POST", "/v1/sandboxes",
+                          body={"id": "cawx", "policy": "p"}, token=TOK)
+        dt = time.monotonic() - t0
+        print("# Redis silent: %s after %.3f s: %s" % (st, dt, b))
+        assert st == 503, (st, b)
+        assert b.get("error") == "budget_unavailable", b
+        assert "request_id" in b and "reason" in b, b
+        assert dt < 1.5, "answered after %.3f s (store_timeout 500ms)" % dt
+        st, _, b = A.call(ADM, "GET", "/v1/sandboxes/cawx", token=TOK)
+        assert st == 404, ("left on gateway 1", st, b)
+        assert not os.path.exists(T + "/state1/sandboxes/cawx.json"), \
+            "its file"
+    finally:
+        os.kill(REDIS, signal.SIGCONT)
 
-# once Redis answers again: a later creation on gateway 1 is confirmed
-# (changes reach Redis in order, so whatever gateway 1 queued for cawx,
-# its announcement if it had begun and then its retraction, is in Redis
-# by then), and no record of cawx is left
-"$PYTHON" - <<'PY' || check_fail "a creation once Redis is back"
-import os, sys, time
-sys.path.insert(0, os.environ["T"]); from caw import *
-t0 = time.monotonic()
-while True:
-    st, _, b = A.call(ADM, "POST", "/v1/sandboxes",
-                      body={"id": "cawy", "policy": "p"}, token=TOK)
-    if st == 201 or time.monotonic() - t0 > 8:
-        break
-    time.sleep(0.1)
-assert st == 201, (st, b)
+
+def redis_back():
+    """once Redis answers again, the refused sandbox is in neither Redis nor gateway 2"""
+    # a later creation on gateway 1 is confirmed (changes reach Redis in
+    # order, so whatever gateway 1 queued for cawx, its announcement if
+    # it had begun and then its retraction, is in Redis by then)
+    t0 = time.monotonic()
+    while True:
+        st, _, b = A.call(ADM, "POST", "/v1/sandboxes",
+                          body={"id": "cawy", "policy": "p"}, token=TOK)
+        if st == 201 or time.monotonic() - t0 > 8:
+            break
+        time.sleep(0.1)
+    assert st == 201, ("a creation once Redis is back", st, b)
+    assert rcli("EXISTS", "airlock:sbx:cawx").strip() == "0", \
+        "the refused sandbox is in Redis after all"
+    t0 = time.monotonic()
+    while True:
+        st, _, b = A.call("unix:%s/state2/admin.sock" % T, "GET",
+                          "/v1/sandboxes/cawx", token=A.token(T + "/state2"))
+        if st == 404 or time.monotonic() - t0 > 2:
+            break
+        time.sleep(0.05)
+    assert st == 404, ("the refused sandbox on gateway 2", st, b)
+
+
+for fn in (create_use, delete_refused, redis_silent, redis_back):
+    check(fn, T + "/failed")
 PY
-[ "$(rcli EXISTS airlock:sbx:cawx)" = 0 ] ||
-    check_fail "the refused sandbox is in Redis after all"
-"$PYTHON" - <<'PY' || check_fail "the refused sandbox on gateway 2"
-import os, sys, time
-sys.path.insert(0, os.environ["T"]); from caw import *
-t0 = time.monotonic()
-while True:
-    st, _, b = A.call("unix:%s/state2/admin.sock" % T, "GET",
-                      "/v1/sandboxes/cawx", token=A.token(T + "/state2"))
-    if st == 404 or time.monotonic() - t0 > 2:
-        break
-    time.sleep(0.05)
-assert st == 404, (st, b)
-PY
-ok "once Redis answers again, the refused sandbox is in neither Redis nor gateway 2"
+case $? in
+0)	;;
+99)	hard_error "the fleet did not come up" ;;
+*)	check_fail "the checks did not run to their end" ;;
+esac
+py_failed
 
 stop_gateways 1 2 3
 finish

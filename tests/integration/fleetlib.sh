@@ -5,7 +5,8 @@
 
 
 # start_redis: redis-server on $REDIS_PORT (picked if unset), its
-# directory $T/redis; no persistence (the tests need none). Sets REDIS_PID.
+# directory $T/redis; no persistence (the tests need none); more options
+# from $REDIS_EXTRA. Sets REDIS_PID.
 start_redis()
 {
 	command -v redis-server >/dev/null 2>&1 || hard_error \
@@ -16,7 +17,7 @@ start_redis()
 	mkdir -p "$T/redis"
 	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' \
 	    --appendonly no --dir "$T/redis" --maxmemory-policy noeviction \
-	    --logfile "$T/redis/redis.log" &
+	    --logfile "$T/redis/redis.log" ${REDIS_EXTRA:-} &
 	REDIS_PID=$!
 	track_pid "$REDIS_PID"
 	wait_port "$REDIS_PORT" 10 "$REDIS_PID" ||
@@ -47,6 +48,45 @@ start_gateway()
 	track_pid "$!"
 	wait_port "$_gp" 20 "$!" ||
 	    hard_error "gateway $_gi did not start listening on $_gp"
+}
+
+# start_gateways I...: gateways I... with configs $T/gwI.yaml at once,
+# then one wait for all their ports (a start is mostly the wait, and a
+# python per port costs seconds on a loaded machine). Sets GW_PID_I.
+start_gateways()
+{
+	_gw_wait=""
+	for _gi in "$@"; do
+		eval "_gp=\$GW_PORT_$_gi"
+		"$AIRLOCKD" -c "$T/gw$_gi.yaml" >>"$T/airlockd-$_gi.out" \
+		    2>>"$T/airlockd-$_gi.log" &
+		eval "GW_PID_$_gi=\$!"
+		track_pid "$!"
+		_gw_wait="$_gw_wait $_gp:$!"
+	done
+	"$PYTHON" - $_gw_wait <<'PY' || hard_error "gateways $* did not start"
+import socket, sys, time
+want = [tuple(map(int, a.split(":"))) for a in sys.argv[1:]]
+end = time.time() + 20
+while want and time.time() < end:
+    for port, pid in list(want):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().split(")")[-1].split()[0] == "Z":
+                    sys.exit("gateway pid %d exited" % pid)
+        except (OSError, IndexError):
+            sys.exit("gateway pid %d exited" % pid)
+        s = socket.socket()
+        s.settimeout(1)
+        try:
+            s.connect(("127.0.0.1", port))
+            want.remove((port, pid))
+        except OSError:
+            pass
+        s.close()
+    time.sleep(0.05)
+sys.exit("not listening: %s" % want if want else 0)
+PY
 }
 
 # start_haproxy PORT BACKEND_PORT...: TCP mode, round robin, checks.
@@ -85,12 +125,16 @@ redis_spend()
 	echo "${_s:-0} ${_r:-0}"
 }
 
-# stop_gateways I...: SIGTERM, a clean exit, no sanitizer report.
+# stop_gateways I...: SIGTERM (to all, then each waited for), a clean
+# exit, no sanitizer report.
 stop_gateways()
 {
 	for _gi in "$@"; do
 		eval "_pid=\$GW_PID_$_gi"
 		kill -TERM "$_pid"
+	done
+	for _gi in "$@"; do
+		eval "_pid=\$GW_PID_$_gi"
 		wait_exit "$_pid" 30
 		[ "$WAIT_STATUS" -eq 0 ] ||
 		    check_fail "gateway $_gi exited $WAIT_STATUS"

@@ -495,3 +495,22 @@ def _main(argv):
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv))
+
+
+def check(fn, failed=None):
+    """Run one check of a script: "ok - DOC (time)" or "not ok - DOC: why",
+    DOC being fn's docstring; a failure appends "; " and DOC up to its
+    first ":" to the file <failed> (lib.sh's py_failed reads it). True if
+    it passed."""
+    what = fn.__doc__.strip()
+    t0 = time.monotonic()
+    try:
+        fn()
+    except Exception as e:
+        print("not ok - %s: %r" % (what, e), flush=True)
+        if failed is not None:
+            with open(failed, "a") as f:
+                f.write("; " + what.split(":")[0])
+        return False
+    print("ok - %s (%.1f s)" % (what, time.monotonic() - t0), flush=True)
+    return True

@@ -17,6 +17,10 @@ IT_DIR=$top_srcdir/tests/integration
 AIRLOCKD=$top_builddir/src/airlockd
 ORIGIN=$top_builddir/tests/harness/origin
 PYTHON=${PYTHON:-python3}
+# the interpreter itself, not a version manager's shim (pyenv's costs
+# about a second a start, and a script starts python many times)
+_it_py=$("$PYTHON" -c 'import sys; print(sys.executable)' 2>/dev/null) &&
+    [ -x "$_it_py" ] && PYTHON=$_it_py
 PYTHONPATH=$IT_DIR${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH
 TESTDATA=$top_srcdir/../shared/testdata
@@ -122,6 +126,15 @@ check_fail()
 	_it_failed="$_it_failed; $*"
 }
 
+# py_failed: the checks an inline python noted as failed in $T/failed
+# (itlib.check), recorded as check_fail.
+py_failed()
+{
+	[ -s "$T/failed" ] || return 0
+	check_fail "$(sed 's/^; //' "$T/failed")"
+	rm -f "$T/failed"
+}
+
 # finish: exit 1 when a check failed, else 0.
 finish()
 {
@@ -156,7 +169,8 @@ is_asan()
 }
 
 # A free loopback TCP port below the ephemeral range, so that no outgoing
-# connection takes it between the check and the daemon's bind.
+# connection takes it between the check and the daemon's bind; free_port N:
+# N distinct ones, separated by spaces (one python for them all).
 free_port()
 {
 	"$PYTHON" -c '
@@ -167,8 +181,11 @@ try:
 except Exception:
     pass
 lo = max(lo, 12000)
-for _ in range(500):
+n, got = int(sys.argv[1]), []
+for _ in range(500 * n):
     p = random.randint(10000, lo - 1)
+    if p in got:
+        continue
     s = socket.socket()
     try:
         s.bind(("127.0.0.1", p))
@@ -176,10 +193,12 @@ for _ in range(500):
         continue
     finally:
         s.close()
-    print(p)
-    sys.exit(0)
+    got.append(p)
+    if len(got) == n:
+        print(" ".join(map(str, got)))
+        sys.exit(0)
 sys.exit(1)
-' || hard_error "no free port"
+' "${1:-1}" || hard_error "no free port"
 }
 
 # wait_port PORT [SECONDS [PID]]: until PORT accepts a connection.

@@ -118,6 +118,44 @@ START_TEST(test_reader_guard)
 	freeReplyObject(reply);
 	redisReaderFree(rd);
 }
+
+/* the fleet registry's bound: a listing of a fleet's sandboxes (over the
+   scripts' bound) is read; a hostile count still is the reader's error */
+START_TEST(test_reader_guard_list)
+{
+	redisReader	*rd;
+	void		*reply = NULL;
+	char		 big[32], item[16];
+	int		 i, n = BUD_REDIS_MAX_ELEMENTS * 4;
+
+	rd = redisReaderCreate();
+	ck_assert_ptr_nonnull(rd);
+	bud_redis_reader_guard_list(rd);
+	snprintf(big, sizeof(big), "*%d\r\n", n);
+	ck_assert_int_eq(redisReaderFeed(rd, big, strlen(big)), REDIS_OK);
+	for (i = 0; i < n; i++) {
+		snprintf(item, sizeof(item), "$2\r\n%02d\r\n", i % 100);
+		ck_assert_int_eq(redisReaderFeed(rd, item, strlen(item)),
+		    REDIS_OK);
+	}
+	ck_assert_int_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
+	ck_assert_ptr_nonnull(reply);
+	ck_assert_int_eq(((redisReply *)reply)->elements, n);
+	freeReplyObject(reply);
+	redisReaderFree(rd);
+	rd = redisReaderCreate();
+	bud_redis_reader_guard_list(rd);
+	snprintf(big, sizeof(big), "*%d\r\n", BUD_REDIS_MAX_LIST + 1);
+	ck_assert_int_eq(redisReaderFeed(rd, big, strlen(big)), REDIS_OK);
+	ck_assert_int_eq(redisReaderGetReply(rd, &reply), REDIS_ERR);
+	ck_assert_ptr_null(reply);
+	redisReaderFree(rd);
+	rd = redisReaderCreate();
+	bud_redis_reader_guard_list(rd);
+	ck_assert_int_eq(redisReaderFeed(rd, "*2000000000\r\n", 13), REDIS_OK);
+	ck_assert_int_eq(redisReaderGetReply(rd, &reply), REDIS_ERR);
+	redisReaderFree(rd);
+}
 END_TEST
 
 START_TEST(test_fleet_key)
@@ -164,6 +202,7 @@ suite_bud_redis(void)
 	tcase_add_loop_test(tc, test_admit_reply, 0,
 	    (int)(sizeof(replies) / sizeof(replies[0])));
 	tcase_add_test(tc, test_reader_guard);
+	tcase_add_test(tc, test_reader_guard_list);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fleet_ca");
 	tcase_add_test(tc, test_fleet_key);
