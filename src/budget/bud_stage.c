@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,12 @@ bud_xchg_allow(struct xchg *x, const struct cfg_caps *caps, int up,
 		return len;
 	if (x->x_bud.b_over)
 		return 0;
+	/* the fleet's grants first: nothing moves beyond them */
+	if (x->x_bud.b_grant &&
+	    (room = bud_grant_room(x, caps, up)) < len) {
+		x->x_bud.b_over = up ? 2 : 1;
+		return (size_t)room;
+	}
 	room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
 	if (room == UINT64_MAX)
 		return len;
@@ -519,12 +526,14 @@ bud_redis_resume(struct xs_call *xc)
 	struct xchg		*x = xc->xc_x;
 	const struct cfg_caps	*caps = &xc->xc_policy->p_caps;
 	struct bud_rres		*res = NULL;
+	struct bud_grant	 g;
 	enum bud_verdict	 v;
 	char			 why[120];
-	int			 retry = 0;
+	int			 retry = 0, granted;
 
 	if (!bud_rop_done(x->x_bud.b_rop))
 		return XS_WAIT;		/* woken by something else */
+	granted = bud_rop_grant(x->x_bud.b_rop, &g) == 0;
 	v = bud_rop_take(x->x_bud.b_rop, why, sizeof(why), &retry, &res);
 	x->x_bud.b_rop = NULL;
 	if (v != BUD_OK && x->x_bud.b_llm) {
@@ -537,8 +546,12 @@ bud_redis_resume(struct xs_call *xc)
 		x->x_bud.b_admitted = 1;
 		x->x_bud.b_rres = res;
 		x->x_bud.b_room_in = x->x_bud.b_room_out = UINT64_MAX;
-		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out)
+		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out) {
 			(void)bud_xchg_charge(x, bud_caps_of(xc->xc_policy));
+			/* the fleet's bytes: within its grants only */
+			bud_grant_begin(x, caps, granted ? &g : NULL,
+			    xc->xc_resume(xc));
+		}
 		return XS_GO;
 	case BUD_EXCEEDED:
 		x->x_bud.b_reserved = 0;
@@ -598,7 +611,9 @@ bud_req_ready(struct xs_call *xc)
 		x->x_bud.b_reserved = reserve;
 		x->x_bud.b_rop = bud_redis_admit(ev, xc->xc_sandbox,
 		    caps_any(caps) ? caps : NULL, reserve,
-		    metered ? caps->cp_llm_concurrency : 0);
+		    metered ? caps->cp_llm_concurrency : 0,
+		    caps->cp_has_bytes_in ? BUD_GRANT_CHUNK : 0,
+		    caps->cp_has_bytes_out ? BUD_GRANT_CHUNK : 0);
 		return bud_redis_resume(xc);
 	}
 	if (metered) {
@@ -682,9 +697,11 @@ bud_resp_head(struct xs_call *xc)
 	size_t			 vlen;
 	int			 i, sse = 0;
 
-	if (m->hm_framing == HTTP_BODY_LENGTH &&
+	if (m->hm_framing == HTTP_BODY_LENGTH && (x->x_bud.b_grant & 1 ?
+	    bud_grant_fleet_room(x, bud_caps_of(xc->xc_policy), 0) <
+	    m->hm_content_length :
 	    bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0,
-	    m->hm_content_length) < m->hm_content_length) {
+	    m->hm_content_length) < m->hm_content_length)) {
 		/* nothing went back yet: the sandbox gets a clean 402 */
 		xc->xc_close = 1;
 		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes_in cap "
@@ -720,6 +737,15 @@ over_cap(struct xs_call *xc)
 
 	if (x->x_bud.b_over == 0)
 		x->x_bud.b_over = x->x_bud.b_room_out == 0 ? 2 : 1;
+	if (x->x_bud.b_gunav)
+		/* no next grant: fail closed (a 503 while nothing went back,
+		   else a cut with this reason) */
+		return xs_deny(xc, AUD_R_BUDGET_UNAVAILABLE, "%s: the budget "
+		    "store did not answer: no byte grant for the %s cap "
+		    "mid-%s", aud_reason(AUD_R_BUDGET_UNAVAILABLE)->ri_code,
+		    x->x_bud.b_over == 2 ? "bytes_out" : "bytes_in",
+		    xc->xc_tunnel ? "tunnel" : x->x_bud.b_over == 2 ?
+		    "request" : "response");
 	xc->xc_cut = AUD_R_BUDGET_CUT;
 	if (caps != NULL && caps->cp_has_bytes_out && x->x_bud.b_over == 2)
 		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes_out cap %llu "
@@ -732,6 +758,27 @@ over_cap(struct xs_call *xc)
 	return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes cap reached");
 }
 
+/*
+ * Under the fleet's grants a body piece goes out with its chunk framing
+ * (and the last chunk after it), counted after it passed: room is kept
+ * for them, so an HTTP exchange ends within its grant.
+ */
+#define BUD_FRAME_SLACK	24
+
+/* bud_xchg_allow, keeping the framing's room when grants hold. */
+static size_t
+xchg_allow_framed(struct xs_call *xc, int up, size_t len)
+{
+	struct xchg	*x = xc->xc_x;
+	size_t		 slack, ok;
+
+	slack = x->x_bud.b_grant && !xc->xc_tunnel ? BUD_FRAME_SLACK : 0;
+	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), up, len + slack);
+	if (ok == len + slack)
+		return len;
+	return ok > slack ? ok - slack : 0;	/* b_over is set */
+}
+
 /* A request body chunk, or tunnel bytes towards the upstream: what
  * passes the bytes_out cap does not go on. */
 static enum xs_verdict
@@ -740,7 +787,7 @@ bud_req_body(struct xs_call *xc, const char *p, size_t len)
 	size_t	ok;
 
 	(void)p;
-	ok = bud_xchg_allow(xc->xc_x, bud_caps_of(xc->xc_policy), 1, len);
+	ok = xchg_allow_framed(xc, 1, len);
 	if (ok == len && !xc->xc_x->x_bud.b_over)
 		return XS_GO;
 	over_cap(xc);
@@ -761,7 +808,7 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	size_t			 n = evbuffer_get_length(in), ok, left, m;
 	int			 i, k;
 
-	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0, n);
+	ok = xchg_allow_framed(xc, 0, n);
 	/* a filtered stream is read by the meter event by event */
 	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0 &&
 	    !bud_stream_filtered(x)) {
@@ -782,6 +829,36 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	evbuffer_remove_buffer(in, out, ok);
 	evbuffer_drain(in, evbuffer_get_length(in));
 	return over_cap(xc);
+}
+
+/*
+ * Bytes read on may become more bytes written (heads, chunk framing,
+ * the gateway's fields) than the grant's count sees read: an HTTP
+ * exchange waits for its next grant this far from the end of the last.
+ */
+#define BUD_GRANT_MARGIN	BUD_GRANT_MIN
+
+/*
+ * How many bytes may be read on towards the client (or the upstream,
+ * <up>): what the fleet's grants leave; 0 to wait for the next one, asked
+ * already (its answer resumes the driver). Once no more can come, no
+ * bound: bud_xchg_allow cuts at the grant's end.
+ */
+static size_t
+bud_room(struct xs_call *xc, int up)
+{
+	struct xchg	*x = xc->xc_x;
+	uint64_t	 room, margin = xc->xc_tunnel ? 0 : BUD_GRANT_MARGIN;
+
+	if (!x->x_bud.b_admitted || !x->x_bud.b_grant || x->x_bud.b_over)
+		return SIZE_MAX;
+	room = bud_grant_room(x, bud_caps_of(xc->xc_policy), up);
+	if (room == UINT64_MAX)
+		return SIZE_MAX;
+	if (room > margin)
+		return room - margin > SIZE_MAX ? SIZE_MAX :
+		    (size_t)(room - margin);
+	return bud_grant_final(x, up) ? SIZE_MAX : 0;
 }
 
 /*
@@ -825,6 +902,7 @@ bud_done(struct xs_call *xc)
 	int		 unpriced = 0, done = x->x_resp_done;
 
 	bud_stream_free(x);
+	bud_grant_end(x);
 	if (x->x_bud.b_dec_bad)
 		done = 0;	/* its usage cannot be known */
 	if (x->x_bud.b_rop != NULL) {
@@ -903,6 +981,7 @@ const struct xstage bud_stage = {
 	.xs_req_body = bud_req_body,
 	.xs_resp_head = bud_resp_head,
 	.xs_resp_body = bud_resp_body,
+	.xs_room = bud_room,
 	.xs_flow = bud_flow,
 	.xs_done = bud_done,
 };
