@@ -19,6 +19,7 @@
 #include "budget/bud.h"
 #include "budget/bud_internal.h"
 #include "cfg/cfg.h"
+#include "pipe/stage.h"
 #include "pipe/xchg.h"
 
 /* The next grant is asked when less than half of one is left (half a
@@ -152,3 +153,54 @@ bud_grant_end(struct xchg *x)
 	x->x_bud.b_grant = 0;
 	x->x_bud.b_gev = NULL;
 }
+
+/*
+ * Under the fleet's grants a body piece goes out with its chunk framing
+ * (and the last chunk after it), counted after it passed: room is kept
+ * for them, so an HTTP exchange ends within its grant.
+ */
+#define BUD_FRAME_SLACK	24
+
+size_t
+bud_grant_allow(struct xs_call *xc, int up, size_t len)
+{
+	struct xchg	*x = xc->xc_x;
+	size_t		 slack, ok;
+
+	slack = x->x_bud.b_grant && !xc->xc_tunnel ? BUD_FRAME_SLACK : 0;
+	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), up, len + slack);
+	if (ok == len + slack)
+		return len;
+	return ok > slack ? ok - slack : 0;	/* b_over is set */
+}
+
+/*
+ * Bytes read on may become more bytes written (heads, chunk framing,
+ * the gateway's fields) than the grant's count sees read: an HTTP
+ * exchange waits for its next grant this far from the end of the last.
+ */
+#define BUD_GRANT_MARGIN	BUD_GRANT_MIN
+
+/*
+ * How many bytes may be read on towards the client (or the upstream,
+ * <up>): what the fleet's grants leave; 0 to wait for the next one, asked
+ * already (its answer resumes the driver). Once no more can come, no
+ * bound: bud_xchg_allow cuts at the grant's end.
+ */
+size_t
+bud_grant_room_hook(struct xs_call *xc, int up)
+{
+	struct xchg	*x = xc->xc_x;
+	uint64_t	 room, margin = xc->xc_tunnel ? 0 : BUD_GRANT_MARGIN;
+
+	if (!x->x_bud.b_admitted || !x->x_bud.b_grant || x->x_bud.b_over)
+		return SIZE_MAX;
+	room = bud_grant_room(x, bud_caps_of(xc->xc_policy), up);
+	if (room == UINT64_MAX)
+		return SIZE_MAX;
+	if (room > margin)
+		return room - margin > SIZE_MAX ? SIZE_MAX :
+		    (size_t)(room - margin);
+	return bud_grant_final(x, up) ? SIZE_MAX : 0;
+}
+

@@ -106,6 +106,13 @@ uint64_t bud_grant_fleet_room(struct xchg *, const struct cfg_caps *,
 	    int up);
 /* The exchange ends: a grant still asked is abandoned. */
 void	 bud_grant_end(struct xchg *);
+struct xs_call;
+/* bud_xchg_allow for a body piece or tunnel bytes of <xc>, keeping room
+ * for an HTTP body's framing while grants hold. */
+size_t	 bud_grant_allow(struct xs_call *, int up, size_t len);
+/* The stage's room hook (pipe/stage.h): what the grants let be read on;
+ * 0 while the next is on its way. */
+size_t	 bud_grant_room_hook(struct xs_call *, int up);
 
 /* ---- metered event streams (bud_stream.c) ------------------------- */
 

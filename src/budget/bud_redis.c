@@ -1,7 +1,9 @@
 /*
  * The Redis store (budget_store: redis://HOST:PORT/DB or unix:PATH):
  * admission, settlement and lease renewal are server-side scripts
- * (bud_rscript.h), so every gateway sharing the Redis sees one budget.
+ * (bud_rscript.h), so every gateway sharing the Redis sees one budget;
+ * the byte grants that hold the bytes caps in flight are bud_rgrant.c's,
+ * on the same connection.
  *
  * One hiredis connection per worker thread, on that worker's event_base
  * (the libevent adapter), made on first use: the stage hands us the

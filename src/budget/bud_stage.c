@@ -5,7 +5,9 @@
  * caps (reserving its worst case, bounding how many run at once), the
  * response refused when it would pass bytes_in, metered as it streams,
  * and the exchange settled to its metered cost. The bytes moving in
- * flight are charged through bud_xchg_allow() / bud_xchg_charge().
+ * flight are charged through bud_xchg_allow() / bud_xchg_charge(); with
+ * the Redis store they move within the fleet's byte grants (bud_grant.c,
+ * the room hook).
  */
 #include "config.h"
 
@@ -391,30 +393,67 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 	return XS_GO;
 }
 
+/* The request body's length, held or declared; 0: none, or unknown. */
+static uint64_t
+body_len(const struct xs_call *xc)
+{
+	const struct http_msg	*m = xc->xc_req;
+	struct evbuffer		*b = held_body(xc);
+
+	return b != NULL ? evbuffer_get_length(b) :
+	    m->hm_framing == HTTP_BODY_LENGTH ? m->hm_content_length : 0;
+}
+
+static void
+body_over_reason(struct xs_call *xc, uint64_t body, const char *shared)
+{
+	snprintf(xc->xc_reason, sizeof(xc->xc_reason), "bytes_out cap %llu: "
+	    "this request's %llu-byte body would pass it%s",
+	    (unsigned long long)xc->xc_policy->p_caps.cp_bytes_out,
+	    (unsigned long long)body, shared);
+}
+
 /* The request body it declares would pass bytes_out: refuse it now. */
 static int
 declared_over(struct xs_call *xc, struct bud_sb *sb)
 {
 	const struct cfg_caps	*caps = bud_caps_of(xc->xc_policy);
-	const struct http_msg	*m = xc->xc_req;
-	struct evbuffer		*b = held_body(xc);
 	struct bud_room		 room;
 	uint64_t		 body;
 
-	if (caps == NULL || !caps->cp_has_bytes_out)
-		return 0;
-	body = b != NULL ? evbuffer_get_length(b) :
-	    m->hm_framing == HTTP_BODY_LENGTH ? m->hm_content_length : 0;
-	if (body == 0)
+	if (caps == NULL || !caps->cp_has_bytes_out ||
+	    (body = body_len(xc)) == 0)
 		return 0;
 	(void)bud_charge(sb, caps, 0, 0, &room);
 	if (body <= room.br_out)
 		return 0;
-	snprintf(xc->xc_reason, sizeof(xc->xc_reason), "bytes_out cap %llu: "
-	    "this request's %llu-byte body would pass it",
-	    (unsigned long long)caps->cp_bytes_out,
-	    (unsigned long long)body);
+	body_over_reason(xc, body, "");
 	return 1;
+}
+
+/*
+ * Admitted by the fleet, whose window has less room than the body
+ * declared or held (a held one is written whole, past any grant): refused
+ * as one gateway refuses it, the reservation and grants given back.
+ */
+static enum xs_verdict
+fleet_body_over(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+	uint64_t	 body;
+
+	if (!(x->x_bud.b_grant & 2) || (body = body_len(xc)) == 0 ||
+	    body <= bud_grant_fleet_room(x, bud_caps_of(xc->xc_policy), 1))
+		return XS_GO;
+	bud_grant_end(x);
+	bud_redis_settle(x->x_bud.b_rres, 0, 0, 0);
+	x->x_bud.b_rres = NULL;
+	x->x_bud.b_admitted = 0;
+	x->x_bud.b_reserved = 0;
+	x->x_allowed = 0;
+	body_over_reason(xc, body, " (shared)");
+	xc->xc_why = AUD_R_BUDGET_EXCEEDED;
+	return XS_DENY;
 }
 
 /* A metered rule reads the body: hold it (within limits.body_bytes). */
@@ -552,7 +591,7 @@ bud_redis_resume(struct xs_call *xc)
 			bud_grant_begin(x, caps, granted ? &g : NULL,
 			    xc->xc_resume(xc));
 		}
-		return XS_GO;
+		return fleet_body_over(xc);
 	case BUD_EXCEEDED:
 		x->x_bud.b_reserved = 0;
 		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "%s", why);
@@ -758,27 +797,6 @@ over_cap(struct xs_call *xc)
 	return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes cap reached");
 }
 
-/*
- * Under the fleet's grants a body piece goes out with its chunk framing
- * (and the last chunk after it), counted after it passed: room is kept
- * for them, so an HTTP exchange ends within its grant.
- */
-#define BUD_FRAME_SLACK	24
-
-/* bud_xchg_allow, keeping the framing's room when grants hold. */
-static size_t
-xchg_allow_framed(struct xs_call *xc, int up, size_t len)
-{
-	struct xchg	*x = xc->xc_x;
-	size_t		 slack, ok;
-
-	slack = x->x_bud.b_grant && !xc->xc_tunnel ? BUD_FRAME_SLACK : 0;
-	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), up, len + slack);
-	if (ok == len + slack)
-		return len;
-	return ok > slack ? ok - slack : 0;	/* b_over is set */
-}
-
 /* A request body chunk, or tunnel bytes towards the upstream: what
  * passes the bytes_out cap does not go on. */
 static enum xs_verdict
@@ -787,7 +805,7 @@ bud_req_body(struct xs_call *xc, const char *p, size_t len)
 	size_t	ok;
 
 	(void)p;
-	ok = xchg_allow_framed(xc, 1, len);
+	ok = bud_grant_allow(xc, 1, len);
 	if (ok == len && !xc->xc_x->x_bud.b_over)
 		return XS_GO;
 	over_cap(xc);
@@ -808,7 +826,7 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	size_t			 n = evbuffer_get_length(in), ok, left, m;
 	int			 i, k;
 
-	ok = xchg_allow_framed(xc, 0, n);
+	ok = bud_grant_allow(xc, 0, n);
 	/* a filtered stream is read by the meter event by event */
 	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0 &&
 	    !bud_stream_filtered(x)) {
@@ -829,36 +847,6 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	evbuffer_remove_buffer(in, out, ok);
 	evbuffer_drain(in, evbuffer_get_length(in));
 	return over_cap(xc);
-}
-
-/*
- * Bytes read on may become more bytes written (heads, chunk framing,
- * the gateway's fields) than the grant's count sees read: an HTTP
- * exchange waits for its next grant this far from the end of the last.
- */
-#define BUD_GRANT_MARGIN	BUD_GRANT_MIN
-
-/*
- * How many bytes may be read on towards the client (or the upstream,
- * <up>): what the fleet's grants leave; 0 to wait for the next one, asked
- * already (its answer resumes the driver). Once no more can come, no
- * bound: bud_xchg_allow cuts at the grant's end.
- */
-static size_t
-bud_room(struct xs_call *xc, int up)
-{
-	struct xchg	*x = xc->xc_x;
-	uint64_t	 room, margin = xc->xc_tunnel ? 0 : BUD_GRANT_MARGIN;
-
-	if (!x->x_bud.b_admitted || !x->x_bud.b_grant || x->x_bud.b_over)
-		return SIZE_MAX;
-	room = bud_grant_room(x, bud_caps_of(xc->xc_policy), up);
-	if (room == UINT64_MAX)
-		return SIZE_MAX;
-	if (room > margin)
-		return room - margin > SIZE_MAX ? SIZE_MAX :
-		    (size_t)(room - margin);
-	return bud_grant_final(x, up) ? SIZE_MAX : 0;
 }
 
 /*
@@ -981,7 +969,7 @@ const struct xstage bud_stage = {
 	.xs_req_body = bud_req_body,
 	.xs_resp_head = bud_resp_head,
 	.xs_resp_body = bud_resp_body,
-	.xs_room = bud_room,
+	.xs_room = bud_grant_room_hook,
 	.xs_flow = bud_flow,
 	.xs_done = bud_done,
 };

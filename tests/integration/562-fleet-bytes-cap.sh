@@ -10,6 +10,10 @@
 #  - three concurrent spliced CONNECT tunnels (one per gateway), each
 #    downloading 400 kB under bytes_in 512 KiB: the same, audited
 #    budget_cut;
+#  - bytes_out 1 MiB: three chunked uploads of 1 MiB at once (one per
+#    gateway) are cut (402, nothing had come back) with the shared counter
+#    at most the cap and within a chunk of it; an 8 MiB body declared by
+#    Content-Length is refused at once (402, "(shared)");
 #  - Redis killed mid-download (bytes_in 64 MiB): the stream is cut once
 #    its grant is used (fail closed), reason budget_unavailable, far from
 #    its 8 MB.
@@ -50,6 +54,10 @@ policies:
     rules:
       - {host: "api.test", ports: [$TLS_PORT], intercept: false}
     caps: {bytes_in: 512KiB}
+  - name: out1m
+    rules:
+      - {host: "api.test", ports: [$ORIGIN_PORT]}
+    caps: {bytes_out: 1MiB}
   - name: big
     rules:
       - {host: "api.test", ports: [$ORIGIN_PORT]}
@@ -57,6 +65,8 @@ policies:
 sandboxes:
   - {id: dl, policy: in1m, token: "literal:tok"}
   - {id: tu, policy: tun, token: "literal:tok"}
+  - {id: up, policy: out1m, token: "literal:tok"}
+  - {id: up2, policy: out1m, token: "literal:tok"}
   - {id: ra, policy: big, token: "literal:tok"}
 YAML
 	start_gateway $i "$T/gw$i.yaml"
@@ -230,6 +240,80 @@ t.ok(any(x.get("reason") == "budget_cut" for x in a),
 t.done()
 PY
 ok "three concurrent tunnels over three gateways keep bytes_in 512 KiB"
+
+# --- three chunked uploads at once, bytes_out 1 MiB; a declared one
+PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "uploads"
+from common import *
+st = [None] * 3
+go = threading.Barrier(3)
+piece = b"%x\r\n" % 65536 + b"z" * 65536 + b"\r\n"
+
+
+def one(k):
+    s = connect(GWS[k], 20)
+    go.wait()
+    s.sendall(b"POST http://api.test:%d/upload HTTP/1.1\r\nHost: api.test"
+              b"\r\nTransfer-Encoding: chunked\r\n" % op + auth("up") +
+              b"\r\n")
+    def send():
+        try:
+            for _ in range(16):
+                s.sendall(piece)
+            s.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass
+    th = threading.Thread(target=send, daemon=True)
+    th.start()
+    try:
+        st[k] = read_response(Reader(s)).status
+    except (itlib.Closed, OSError, ValueError):
+        st[k] = "closed"
+    s.close()
+
+
+th = [threading.Thread(target=one, args=(k,)) for k in range(3)]
+for x in th:
+    x.start()
+for x in th:
+    x.join()
+t.ok(settled("up", 3) and int(rcli("GET", "airlock:{up}:gto") or 0) == 0,
+     "the three audited, no grant left held")
+out = counter("up", "out")
+t.ok(out <= MiB, "shared bytes out %d <= cap %d" % (out, MiB))
+t.ok(out >= MiB - CHUNK, "shared bytes out %d: not cut well under" % out)
+t.ok(st.count(402) >= 2, "uploads refused mid-way: %r" % st)
+s = connect(GWS[0], 20)
+s.sendall(b"POST http://api.test:%d/upload HTTP/1.1\r\nHost: api.test\r\n"
+          b"Content-Length: %d\r\n" % (op, 8 * MiB) + auth("up") + b"\r\n")
+r = read_response(Reader(s))
+t.error(r, 402, "budget_exceeded", "8 MiB declared → 402 at once")
+s.close()
+# 700 kB through gateway 2, then 500 kB declared on gateway 1 (its own
+# count still 0): the fleet's room decides, before any of it goes
+body = b"y" * 700000
+r = itlib.roundtrip(GWS[1], b"POST http://api.test:%d/upload HTTP/1.1\r\n"
+                    b"Host: api.test\r\nContent-Length: %d\r\n"
+                    b"Connection: close\r\n" % (op, len(body)) +
+                    auth("up2") + b"\r\n" + body)
+t.ok(r is not None and r.status == 200, "700 kB upload served",
+     getattr(r, "status", None))
+s = connect(GWS[0], 20)
+s.sendall(b"POST http://api.test:%d/upload?late HTTP/1.1\r\nHost: api.test"
+          b"\r\nContent-Length: 500000\r\n" % op + auth("up2") + b"\r\n")
+r = read_response(Reader(s))
+t.error(r, 402, "budget_exceeded", "500 kB declared over the fleet's room")
+t.ok(r is not None and "(shared)" in r.json().get("reason", ""),
+     "refused by the shared window", r.json() if r else None)
+s.close()
+time.sleep(0.3)
+t.ok(not any(b"/upload?late" in x for x in itlib.origin_records(
+     T + "/origin.log")), "never forwarded")
+t.ok(int(rcli("GET", "airlock:{up2}:gto") or 0) == 0 and
+     int(rcli("ZCARD", "airlock:{up2}:res") or 0) == 0,
+     "its grant and reservation given back")
+t.done()
+PY
+ok "three concurrent uploads over three gateways keep bytes_out 1 MiB"
 
 # --- Redis killed mid-download: fail closed once the grant is used
 PYTHONPATH=$T:$PYTHONPATH "$PYTHON" - <<'PY' || check_fail "redis away"
