@@ -397,20 +397,46 @@ struct bud_counters;
 int	bud_redis_get(const char *sandbox, const struct cfg_caps *caps,
 	    struct bud_counters *bc);
 
-struct bud_rop;		/* an admission waiting for Redis */
+struct bud_rop;		/* an admission or grant waiting for Redis */
 struct bud_rres;	/* a reservation held in Redis (its lease) */
 struct event;
+
+/* Bytes an answer granted the exchange, and the window's room left
+ * after it (UINT64_MAX: no cap that way). */
+struct bud_grant {
+	uint64_t	bg_in;
+	uint64_t	bg_out;
+	uint64_t	bg_left_in;
+	uint64_t	bg_left_out;
+};
+
 /*
  * Admit a request of <sandbox> under <caps> reserving <reserve> µUSD, in
  * Redis, on the connection of the thread running <ev>'s base: a new
  * operation whose answer makes <ev> active (or is there already, see
  * bud_rop_done: no connection). <llm>: a metered request under an
  * llm_concurrency cap of that many (0 = none), which takes one of the
- * sandbox's shared slots (leased like the reservation). Never blocks.
+ * sandbox's shared slots (leased like the reservation). <want_in> /
+ * <want_out>: bytes asked as the exchange's first grant (0 = none; see
+ * bud_rop_grant); a bytes cap then admits it while BUD_GRANT_MIN of it
+ * is neither settled nor granted (room for a head). Never blocks.
  */
+#define BUD_GRANT_MIN	1024
 struct bud_rop	*bud_redis_admit(struct event *ev, const char *sandbox,
 		    const struct cfg_caps *caps, uint64_t reserve,
-		    uint64_t llm);
+		    uint64_t llm, uint64_t want_in, uint64_t want_out);
+/*
+ * Ask for the next byte grant of the exchange holding <res> (borrowed;
+ * abandon the operation before settling it): a new operation as
+ * bud_redis_admit's, answered BUD_OK (what came: bud_rop_grant, 0 bytes
+ * when the window has no room) or BUD_UNAVAILABLE. Take it with
+ * bud_rop_take (no reservation comes with it).
+ */
+struct bud_rop	*bud_redis_grant(struct event *ev, struct bud_rres *res,
+		    const struct cfg_caps *caps, uint64_t want_in,
+		    uint64_t want_out);
+/* The grant a done operation carries: 0 with *g, or -1 (none). */
+int		 bud_rop_grant(const struct bud_rop *, struct bud_grant *g);
 int		 bud_rop_done(const struct bud_rop *);
 /* The answer of a done operation, which it frees; on BUD_OK *res is the
  * reservation to settle (bud_redis_settle). */

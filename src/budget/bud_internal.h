@@ -86,6 +86,34 @@ void		 bud_use_line(const struct bud_sb *, const struct bud_use_row *,
 /* Wait until line <seq> is durable: 0, or -1 if the ledger failed. */
 int		 bud_led_wait(uint64_t seq);
 
+/* ---- byte grants of the Redis store (bud_grant.c) ----------------- */
+
+/* A byte grant's size (the first comes with the admission). */
+#define BUD_GRANT_CHUNK	(64 * 1024)
+
+struct event;
+/* Admitted with <g> (NULL: none came) under <caps>, answers making <ev>
+ * active: the bytes caps of <caps> are held by grants from here on. */
+void	 bud_grant_begin(struct xchg *, const struct cfg_caps *caps,
+	    const struct bud_grant *g, struct event *ev);
+/* Bytes direction <up> may still move within its grants (the next
+ * chunk asked when low); UINT64_MAX when no grant holds that way. */
+uint64_t bud_grant_room(struct xchg *, const struct cfg_caps *, int up);
+/* No more comes that way: the window is spent, or the store away. */
+int	 bud_grant_final(const struct xchg *, int up);
+/* bud_grant_room plus what the window had left at the last answer. */
+uint64_t bud_grant_fleet_room(struct xchg *, const struct cfg_caps *,
+	    int up);
+/* The exchange ends: a grant still asked is abandoned. */
+void	 bud_grant_end(struct xchg *);
+struct xs_call;
+/* bud_xchg_allow for a body piece or tunnel bytes of <xc>, keeping room
+ * for an HTTP body's framing while grants hold. */
+size_t	 bud_grant_allow(struct xs_call *, int up, size_t len);
+/* The stage's room hook (pipe/stage.h): what the grants let be read on;
+ * 0 while the next is on its way. */
+size_t	 bud_grant_room_hook(struct xs_call *, int up);
+
 /* ---- metered event streams (bud_stream.c) ------------------------- */
 
 struct xs_call;

@@ -1,7 +1,9 @@
 /*
  * The Redis store (budget_store: redis://HOST:PORT/DB or unix:PATH):
  * admission, settlement and lease renewal are server-side scripts
- * (bud_rscript.h), so every gateway sharing the Redis sees one budget.
+ * (bud_rscript.h), so every gateway sharing the Redis sees one budget;
+ * the byte grants that hold the bytes caps in flight are bud_rgrant.c's,
+ * on the same connection.
  *
  * One hiredis connection per worker thread, on that worker's event_base
  * (the libevent adapter), made on first use: the stage hands us the
@@ -42,6 +44,7 @@
 #include "budget/bud.h"
 #include "budget/bud_internal.h"
 #include "budget/bud_redis.h"
+#include "budget/bud_rconn.h"
 #include "budget/bud_rscript.h"
 #include "budget/bud_tls.h"
 #include "cfg/cfg.h"
@@ -53,10 +56,8 @@
 #define BRC_TICK_MS		50
 #define BRC_SETTLE_MAX		10000	/* settlements kept while down */
 
-enum { BRS_ADMIT = 0, BRS_SETTLE, BRS_RENEW, BRS_N };
-
 static const char *const brs_text[BRS_N] = {
-	BUD_RS_ADMIT, BUD_RS_SETTLE, BUD_RS_RENEW,
+	BUD_RS_ADMIT, BUD_RS_SETTLE, BUD_RS_RENEW, BUD_RS_GRANT,
 };
 
 /* Set once by bud_redis_open(), read-only afterwards. */
@@ -75,58 +76,6 @@ static struct {
 
 static uint64_t	 brs_seq;	/* reservation ids: counter (atomic) */
 
-/* An admission waiting for its reply. */
-struct bud_rop {
-	TAILQ_ENTRY(bud_rop)	 o_entry;	/* brc_ops: oldest first */
-	struct brc		*o_brc;
-	struct event		*o_ev;		/* resume; NULL: abandoned */
-	uint64_t		 o_deadline;	/* monotonic ms */
-	int			 o_done;
-	enum bud_verdict	 o_v;
-	int			 o_retry;
-	char			 o_why[96];
-	struct bud_rres		*o_res;		/* the reservation made */
-};
-
-/* A live reservation: renewed until settled. */
-struct bud_rres {
-	TAILQ_ENTRY(bud_rres)	 r_entry;
-	char			*r_key;		/* airlock:{S} */
-	char			 r_id[48];
-	uint64_t		 r_win_ms;
-	int			 r_linked;
-};
-
-/* A settlement waiting for a connection. */
-struct brc_settle {
-	TAILQ_ENTRY(brc_settle)	 s_entry;
-	char			*s_key;
-	char			 s_id[48];
-	uint64_t		 s_win_ms, s_cost, s_in, s_out;
-};
-
-TAILQ_HEAD(bud_rop_q, bud_rop);
-TAILQ_HEAD(bud_rres_q, bud_rres);
-TAILQ_HEAD(brc_settle_q, brc_settle);
-
-/* A worker's connection. */
-struct brc {
-	struct event_base	*c_base;
-	redisAsyncContext	*c_ac;		/* NULL: down */
-	int			 c_up;		/* connected */
-	int			 c_drop;	/* free c_ac from the tick */
-	int			 c_late;	/* dropping it: too slow */
-	uint64_t		 c_backoff;
-	uint64_t		 c_retry_at;	/* monotonic ms */
-	struct event		*c_tick;
-	uint64_t		 c_renew_at;
-	struct bud_rop_q	 c_ops;
-	struct bud_rres_q	 c_res;
-	struct brc_settle_q	 c_settles;
-	size_t			 c_nsettles;
-	size_t			 c_inflight;	/* commands without a reply */
-};
-
 static __thread struct brc	*tl_brc;
 
 /* Every connection, for bud_redis_close(). */
@@ -143,7 +92,8 @@ bud_redis_on(void)
 /* ---- replies (pure; tests/fuzz) ------------------------------------- */
 
 /*
- * Read an admission script's reply: {0, "ok", ws} | {1, CAP, ws} |
+ * Read an admission script's reply: {0, "ok", ws} | {0, "ok", ws, GRANT}
+ * (bud_redis_grant_reply reads it) | {1, CAP, ws} |
  * {2, retry_s, ws} | {3, "llm_concurrency", ws}. BUD_OK, BUD_EXCEEDED
  * (why names the cap), BUD_RATE (*retry set; also every llm_concurrency
  * slot taken), or -1 for anything else (an error, a NULL reply, a shape
@@ -207,13 +157,15 @@ bud_redis_admit_reply(const redisReply *r, char *why, size_t whysz,
 	const redisReply	*e;
 	long long		 code;
 
-	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    r->element == NULL)
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || (r->elements != 3 &&
+	    r->elements != 7) || r->element == NULL)
 		return -1;
 	e = r->element[0];
 	if (e == NULL || e->type != REDIS_REPLY_INTEGER)
 		return -1;
 	code = e->integer;
+	if (r->elements == 7 && code != 0)
+		return -1;	/* only an admission carries a grant */
 	e = r->element[1];
 	if (e == NULL)
 		return -1;
@@ -247,8 +199,8 @@ bud_redis_admit_reply(const redisReply *r, char *why, size_t whysz,
 
 /* ---- the connection ------------------------------------------------- */
 
-static void
-op_finish(struct bud_rop *o, int v)
+void
+bud_rc_op_finish(struct bud_rop *o, int v)
 {
 	struct brc	*c = o->o_brc;
 
@@ -276,24 +228,39 @@ admit_cb(redisAsyncContext *ac, void *reply, void *arg)
 	c->c_inflight--;
 	v = bud_redis_admit_reply(reply, o->o_why, sizeof(o->o_why),
 	    &o->o_retry);
+	if (v == BUD_OK && ((redisReply *)reply)->elements == 7) {
+		/* with the first byte grant */
+		if (bud_redis_grant_reply(reply, 3, &o->o_grant) == -1)
+			v = -1;
+		else
+			o->o_has_grant = 1;
+	}
 	if (v == -1) {
-		if (reply != NULL && ((redisReply *)reply)->type ==
-		    REDIS_REPLY_ERROR) {
-			log_warnx("bud: redis admission: %.200s",
-			    ((redisReply *)reply)->str);
-			c->c_drop = 1;	/* NOSCRIPT after a flush: reload */
-		}
-		snprintf(o->o_why, sizeof(o->o_why), c->c_late ?
-		    "budget store did not answer within store_timeout" :
-		    "budget store unavailable");
+		bud_rc_op_failed(o, c, reply, "admission");
 		v = BUD_UNAVAILABLE;
 	}
+	if (v == BUD_OK && o->o_has_grant && o->o_res != NULL)
+		o->o_res->r_gflags = (o->o_grant.bg_in > 0 ? 1 : 0) |
+		    (o->o_grant.bg_out > 0 ? 2 : 0);
 	if (v != BUD_OK && o->o_res != NULL) {
 		free(o->o_res->r_key);
 		free(o->o_res);
 		o->o_res = NULL;
 	}
-	op_finish(o, v);
+	bud_rc_op_finish(o, v);
+}
+
+void
+bud_rc_op_failed(struct bud_rop *o, struct brc *c, const redisReply *r,
+    const char *what)
+{
+	if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+		log_warnx("bud: redis %s: %.200s", what, r->str);
+		c->c_drop = 1;	/* NOSCRIPT after a flush: reload */
+	}
+	snprintf(o->o_why, sizeof(o->o_why), c->c_late ?
+	    "budget store did not answer within store_timeout" :
+	    "budget store unavailable");
 }
 
 /* Replies nobody waits for (settle, renew, setup): errors logged. */
@@ -313,9 +280,8 @@ quiet_cb(redisAsyncContext *ac, void *reply, void *arg)
 	}
 }
 
-/* Queue a command; its callback runs once (NULL reply on failure). */
-static void
-brc_cmd(struct brc *c, redisCallbackFn *fn, void *arg, int argc,
+void
+bud_rc_cmd(struct brc *c, redisCallbackFn *fn, void *arg, int argc,
     const char **argv)
 {
 	c->c_inflight++;
@@ -326,10 +292,10 @@ brc_cmd(struct brc *c, redisCallbackFn *fn, void *arg, int argc,
 
 static void
 brc_send_settle(struct brc *c, const char *key, const char *id,
-    uint64_t win, uint64_t cost, uint64_t in, uint64_t out)
+    uint64_t win, uint64_t cost, uint64_t in, uint64_t out, int gflags)
 {
 	char		 a[5][24];
-	const char	*argv[9];
+	const char	*argv[10];
 
 	snprintf(a[0], sizeof(a[0]), "%" PRIu64, win);
 	snprintf(a[1], sizeof(a[1]), "%" PRIu64, cost);
@@ -344,7 +310,9 @@ brc_send_settle(struct brc *c, const char *key, const char *id,
 	argv[6] = a[1];
 	argv[7] = a[2];
 	argv[8] = a[3];
-	brc_cmd(c, quiet_cb, "settle", 9, argv);
+	snprintf(a[4], sizeof(a[4]), "%d", gflags);
+	argv[9] = a[4];
+	bud_rc_cmd(c, quiet_cb, "settle", 10, argv);
 }
 
 static void
@@ -368,7 +336,7 @@ connect_cb(const redisAsyncContext *ac, int status)
 		TAILQ_REMOVE(&c->c_settles, s, s_entry);
 		c->c_nsettles--;
 		brc_send_settle(c, s->s_key, s->s_id, s->s_win_ms, s->s_cost,
-		    s->s_in, s->s_out);
+		    s->s_in, s->s_out, s->s_gflags);
 		free(s->s_key);
 		free(s);
 	}
@@ -426,19 +394,19 @@ brc_connect(struct brc *c)
 	if (brs.pass != NULL) {
 		argv[0] = "AUTH";
 		argv[1] = brs.pass;
-		brc_cmd(c, quiet_cb, "AUTH", 2, argv);
+		bud_rc_cmd(c, quiet_cb, "AUTH", 2, argv);
 	}
 	if (brs.db != 0) {
 		snprintf(db, sizeof(db), "%d", brs.db);
 		argv[0] = "SELECT";
 		argv[1] = db;
-		brc_cmd(c, quiet_cb, "SELECT", 2, argv);
+		bud_rc_cmd(c, quiet_cb, "SELECT", 2, argv);
 	}
 	for (i = 0; i < BRS_N; i++) {
 		argv[0] = "SCRIPT";
 		argv[1] = "LOAD";
 		argv[2] = brs_text[i];
-		brc_cmd(c, quiet_cb, "SCRIPT LOAD", 3, argv);
+		bud_rc_cmd(c, quiet_cb, "SCRIPT LOAD", 3, argv);
 	}
 }
 
@@ -456,7 +424,7 @@ brc_fail_ops(struct brc *c)
 			free(o->o_res);
 			o->o_res = NULL;
 		}
-		op_finish(o, BUD_UNAVAILABLE);
+		bud_rc_op_finish(o, BUD_UNAVAILABLE);
 	}
 }
 
@@ -477,7 +445,7 @@ brc_renew(struct brc *c)
 		argv[4] = win;
 		argv[5] = r->r_id;
 		argv[6] = lease;
-		brc_cmd(c, quiet_cb, "renew", 7, argv);
+		bud_rc_cmd(c, quiet_cb, "renew", 7, argv);
 	}
 }
 
@@ -520,9 +488,8 @@ brc_tick(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(c->c_tick, &tv);
 }
 
-/* This worker's connection, made on first use on <base>. */
-static struct brc *
-brc_get(struct event_base *base)
+struct brc *
+bud_rc_get(struct event_base *base)
 {
 	struct brc	*c = tl_brc;
 	struct timeval	 tv = { 0, BRC_TICK_MS * 1000 };
@@ -572,8 +539,8 @@ brs_key(const char *sandbox)
 	return k;
 }
 
-static void
-cap_arg(char *dst, size_t dstsz, int has, uint64_t v)
+void
+bud_rc_cap_arg(char *dst, size_t dstsz, int has, uint64_t v)
 {
 	if (has)
 		snprintf(dst, dstsz, "%" PRIu64, v);
@@ -582,16 +549,10 @@ cap_arg(char *dst, size_t dstsz, int has, uint64_t v)
 }
 
 struct bud_rop *
-bud_redis_admit(struct event *ev, const char *sandbox,
-    const struct cfg_caps *caps, uint64_t reserve, uint64_t llm)
+bud_rc_op_new(struct brc *c, struct event *ev)
 {
-	struct brc	*c = brc_get(event_get_base(ev));
-	struct bud_rop	*o;
-	struct bud_rres	*r;
-	const char	*argv[15];
-	char		 a[10][24];
+	struct bud_rop	*o = xcalloc(1, sizeof(*o));
 
-	o = xcalloc(1, sizeof(*o));
 	o->o_brc = c;
 	if (c->c_ac == NULL) {
 		/* answered now, nothing to wait for */
@@ -604,6 +565,34 @@ bud_redis_admit(struct event *ev, const char *sandbox,
 	o->o_ev = ev;
 	TAILQ_INSERT_TAIL(&c->c_ops, o, o_entry);
 	o->o_deadline = util_now_ms() + brs.timeout_ms;
+	return o;
+}
+
+const char *
+bud_rc_sha(int script)
+{
+	return brs.sha[script];
+}
+
+uint64_t
+bud_rc_lease_ms(void)
+{
+	return brs.lease_ms;
+}
+
+struct bud_rop *
+bud_redis_admit(struct event *ev, const char *sandbox,
+    const struct cfg_caps *caps, uint64_t reserve, uint64_t llm,
+    uint64_t want_in, uint64_t want_out)
+{
+	struct brc	*c = bud_rc_get(event_get_base(ev));
+	struct bud_rop	*o;
+	struct bud_rres	*r;
+	const char	*argv[18];
+	char		 a[13][24];
+
+	if ((o = bud_rc_op_new(c, ev))->o_done)
+		return o;
 	r = xcalloc(1, sizeof(*r));
 	r->r_key = brs_key(sandbox);
 	r->r_win_ms = caps != NULL ? caps->cp_window_ms : 0;
@@ -611,20 +600,20 @@ bud_redis_admit(struct event *ev, const char *sandbox,
 	    __atomic_add_fetch(&brs_seq, 1, __ATOMIC_RELAXED));
 	o->o_res = r;
 	snprintf(a[0], sizeof(a[0]), "%" PRIu64, r->r_win_ms);
-	cap_arg(a[1], sizeof(a[1]), caps && caps->cp_has_requests,
+	bud_rc_cap_arg(a[1], sizeof(a[1]), caps && caps->cp_has_requests,
 	    caps ? caps->cp_requests : 0);
-	cap_arg(a[2], sizeof(a[2]), caps && caps->cp_has_bytes_in,
+	bud_rc_cap_arg(a[2], sizeof(a[2]), caps && caps->cp_has_bytes_in,
 	    caps ? caps->cp_bytes_in : 0);
-	cap_arg(a[3], sizeof(a[3]), caps && caps->cp_has_bytes_out,
+	bud_rc_cap_arg(a[3], sizeof(a[3]), caps && caps->cp_has_bytes_out,
 	    caps ? caps->cp_bytes_out : 0);
-	cap_arg(a[4], sizeof(a[4]), caps && caps->cp_has_usd,
+	bud_rc_cap_arg(a[4], sizeof(a[4]), caps && caps->cp_has_usd,
 	    caps ? caps->cp_usd : 0);
-	cap_arg(a[5], sizeof(a[5]), caps && caps->cp_has_rate,
+	bud_rc_cap_arg(a[5], sizeof(a[5]), caps && caps->cp_has_rate,
 	    caps ? caps->cp_rate_n : 0);
 	snprintf(a[6], sizeof(a[6]), "%" PRIu64, caps ? caps->cp_rate_ms : 0);
 	snprintf(a[7], sizeof(a[7]), "%" PRIu64, reserve);
 	snprintf(a[8], sizeof(a[8]), "%" PRIu64, brs.lease_ms);
-	cap_arg(a[9], sizeof(a[9]), llm != 0, llm);
+	bud_rc_cap_arg(a[9], sizeof(a[9]), llm != 0, llm);
 	argv[0] = "EVALSHA";
 	argv[1] = brs.sha[BRS_ADMIT];
 	argv[2] = "1";
@@ -640,7 +629,14 @@ bud_redis_admit(struct event *ev, const char *sandbox,
 	argv[12] = r->r_id;
 	argv[13] = a[8];
 	argv[14] = a[9];
-	brc_cmd(c, admit_cb, o, 15, argv);
+	snprintf(a[10], sizeof(a[10]), "%" PRIu64, want_in);
+	snprintf(a[11], sizeof(a[11]), "%" PRIu64, want_out);
+	argv[15] = a[10];
+	argv[16] = a[11];
+	snprintf(a[12], sizeof(a[12]), "%d", want_in != 0 || want_out != 0 ?
+	    BUD_GRANT_MIN : 0);
+	argv[17] = a[12];
+	bud_rc_cmd(c, admit_cb, o, 18, argv);
 	return o;
 }
 
@@ -686,6 +682,7 @@ bud_rop_abandon(struct bud_rop *o)
 		return;
 	}
 	o->o_ev = NULL;
+	o->o_gres = NULL;
 }
 
 void
@@ -714,7 +711,7 @@ bud_redis_settle(struct bud_rres *r, uint64_t cost, uint64_t in,
 		TAILQ_REMOVE(&c->c_res, r, r_entry);
 	if (c != NULL && c->c_up && c->c_ac != NULL)
 		brc_send_settle(c, r->r_key, r->r_id, r->r_win_ms, cost, in,
-		    out);
+		    out, r->r_gflags);
 	else if (c != NULL && (cost != 0 || in != 0 || out != 0) &&
 	    c->c_nsettles < BRC_SETTLE_MAX) {
 		/* a release alone needs no keeping: the lease ends */
@@ -726,6 +723,7 @@ bud_redis_settle(struct bud_rres *r, uint64_t cost, uint64_t in,
 		s->s_cost = cost;
 		s->s_in = in;
 		s->s_out = out;
+		s->s_gflags = r->r_gflags;
 		TAILQ_INSERT_TAIL(&c->c_settles, s, s_entry);
 		c->c_nsettles++;
 	} else if (cost != 0)

@@ -17,6 +17,14 @@
 int	bud_redis_admit_reply(const redisReply *, char *why, size_t whysz,
 	    int *retry);
 /*
+ * A byte grant in <r> (borrowed, may be NULL) from element <at> on: four
+ * integers, in and out granted (>= 0), in and out left (>= 0, or -1: no
+ * cap, read as UINT64_MAX). 0 with *g, or -1 for any other shape.
+ */
+struct bud_grant;
+int	bud_redis_grant_reply(const redisReply *, size_t at,
+	    struct bud_grant *g);
+/*
  * Bound what <r> builds from a server's answer: our scripts answer a few
  * elements, so a multi-bulk of more than BUD_REDIS_MAX_ELEMENTS (a hostile
  * or broken server's "*2000000000") is a reader error, not gigabytes of

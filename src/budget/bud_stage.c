@@ -5,10 +5,13 @@
  * caps (reserving its worst case, bounding how many run at once), the
  * response refused when it would pass bytes_in, metered as it streams,
  * and the exchange settled to its metered cost. The bytes moving in
- * flight are charged through bud_xchg_allow() / bud_xchg_charge().
+ * flight are charged through bud_xchg_allow() / bud_xchg_charge(); with
+ * the Redis store they move within the fleet's byte grants (bud_grant.c,
+ * the room hook).
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +77,12 @@ bud_xchg_allow(struct xchg *x, const struct cfg_caps *caps, int up,
 		return len;
 	if (x->x_bud.b_over)
 		return 0;
+	/* the fleet's grants first: nothing moves beyond them */
+	if (x->x_bud.b_grant &&
+	    (room = bud_grant_room(x, caps, up)) < len) {
+		x->x_bud.b_over = up ? 2 : 1;
+		return (size_t)room;
+	}
 	room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
 	if (room == UINT64_MAX)
 		return len;
@@ -384,30 +393,67 @@ metered_reserve(struct xs_call *xc, const struct cfg_rule *rule,
 	return XS_GO;
 }
 
+/* The request body's length, held or declared; 0: none, or unknown. */
+static uint64_t
+body_len(const struct xs_call *xc)
+{
+	const struct http_msg	*m = xc->xc_req;
+	struct evbuffer		*b = held_body(xc);
+
+	return b != NULL ? evbuffer_get_length(b) :
+	    m->hm_framing == HTTP_BODY_LENGTH ? m->hm_content_length : 0;
+}
+
+static void
+body_over_reason(struct xs_call *xc, uint64_t body, const char *shared)
+{
+	snprintf(xc->xc_reason, sizeof(xc->xc_reason), "bytes_out cap %llu: "
+	    "this request's %llu-byte body would pass it%s",
+	    (unsigned long long)xc->xc_policy->p_caps.cp_bytes_out,
+	    (unsigned long long)body, shared);
+}
+
 /* The request body it declares would pass bytes_out: refuse it now. */
 static int
 declared_over(struct xs_call *xc, struct bud_sb *sb)
 {
 	const struct cfg_caps	*caps = bud_caps_of(xc->xc_policy);
-	const struct http_msg	*m = xc->xc_req;
-	struct evbuffer		*b = held_body(xc);
 	struct bud_room		 room;
 	uint64_t		 body;
 
-	if (caps == NULL || !caps->cp_has_bytes_out)
-		return 0;
-	body = b != NULL ? evbuffer_get_length(b) :
-	    m->hm_framing == HTTP_BODY_LENGTH ? m->hm_content_length : 0;
-	if (body == 0)
+	if (caps == NULL || !caps->cp_has_bytes_out ||
+	    (body = body_len(xc)) == 0)
 		return 0;
 	(void)bud_charge(sb, caps, 0, 0, &room);
 	if (body <= room.br_out)
 		return 0;
-	snprintf(xc->xc_reason, sizeof(xc->xc_reason), "bytes_out cap %llu: "
-	    "this request's %llu-byte body would pass it",
-	    (unsigned long long)caps->cp_bytes_out,
-	    (unsigned long long)body);
+	body_over_reason(xc, body, "");
 	return 1;
+}
+
+/*
+ * Admitted by the fleet, whose window has less room than the body
+ * declared or held (a held one is written whole, past any grant): refused
+ * as one gateway refuses it, the reservation and grants given back.
+ */
+static enum xs_verdict
+fleet_body_over(struct xs_call *xc)
+{
+	struct xchg	*x = xc->xc_x;
+	uint64_t	 body;
+
+	if (!(x->x_bud.b_grant & 2) || (body = body_len(xc)) == 0 ||
+	    body <= bud_grant_fleet_room(x, bud_caps_of(xc->xc_policy), 1))
+		return XS_GO;
+	bud_grant_end(x);
+	bud_redis_settle(x->x_bud.b_rres, 0, 0, 0);
+	x->x_bud.b_rres = NULL;
+	x->x_bud.b_admitted = 0;
+	x->x_bud.b_reserved = 0;
+	x->x_allowed = 0;
+	body_over_reason(xc, body, " (shared)");
+	xc->xc_why = AUD_R_BUDGET_EXCEEDED;
+	return XS_DENY;
 }
 
 /* A metered rule reads the body: hold it (within limits.body_bytes). */
@@ -519,12 +565,14 @@ bud_redis_resume(struct xs_call *xc)
 	struct xchg		*x = xc->xc_x;
 	const struct cfg_caps	*caps = &xc->xc_policy->p_caps;
 	struct bud_rres		*res = NULL;
+	struct bud_grant	 g;
 	enum bud_verdict	 v;
 	char			 why[120];
-	int			 retry = 0;
+	int			 retry = 0, granted;
 
 	if (!bud_rop_done(x->x_bud.b_rop))
 		return XS_WAIT;		/* woken by something else */
+	granted = bud_rop_grant(x->x_bud.b_rop, &g) == 0;
 	v = bud_rop_take(x->x_bud.b_rop, why, sizeof(why), &retry, &res);
 	x->x_bud.b_rop = NULL;
 	if (v != BUD_OK && x->x_bud.b_llm) {
@@ -537,9 +585,13 @@ bud_redis_resume(struct xs_call *xc)
 		x->x_bud.b_admitted = 1;
 		x->x_bud.b_rres = res;
 		x->x_bud.b_room_in = x->x_bud.b_room_out = UINT64_MAX;
-		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out)
+		if (caps->cp_has_bytes_in || caps->cp_has_bytes_out) {
 			(void)bud_xchg_charge(x, bud_caps_of(xc->xc_policy));
-		return XS_GO;
+			/* the fleet's bytes: within its grants only */
+			bud_grant_begin(x, caps, granted ? &g : NULL,
+			    xc->xc_resume(xc));
+		}
+		return fleet_body_over(xc);
 	case BUD_EXCEEDED:
 		x->x_bud.b_reserved = 0;
 		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "%s", why);
@@ -598,7 +650,9 @@ bud_req_ready(struct xs_call *xc)
 		x->x_bud.b_reserved = reserve;
 		x->x_bud.b_rop = bud_redis_admit(ev, xc->xc_sandbox,
 		    caps_any(caps) ? caps : NULL, reserve,
-		    metered ? caps->cp_llm_concurrency : 0);
+		    metered ? caps->cp_llm_concurrency : 0,
+		    caps->cp_has_bytes_in ? BUD_GRANT_CHUNK : 0,
+		    caps->cp_has_bytes_out ? BUD_GRANT_CHUNK : 0);
 		return bud_redis_resume(xc);
 	}
 	if (metered) {
@@ -682,9 +736,11 @@ bud_resp_head(struct xs_call *xc)
 	size_t			 vlen;
 	int			 i, sse = 0;
 
-	if (m->hm_framing == HTTP_BODY_LENGTH &&
+	if (m->hm_framing == HTTP_BODY_LENGTH && (x->x_bud.b_grant & 1 ?
+	    bud_grant_fleet_room(x, bud_caps_of(xc->xc_policy), 0) <
+	    m->hm_content_length :
 	    bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0,
-	    m->hm_content_length) < m->hm_content_length) {
+	    m->hm_content_length) < m->hm_content_length)) {
 		/* nothing went back yet: the sandbox gets a clean 402 */
 		xc->xc_close = 1;
 		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes_in cap "
@@ -720,6 +776,15 @@ over_cap(struct xs_call *xc)
 
 	if (x->x_bud.b_over == 0)
 		x->x_bud.b_over = x->x_bud.b_room_out == 0 ? 2 : 1;
+	if (x->x_bud.b_gunav)
+		/* no next grant: fail closed (a 503 while nothing went back,
+		   else a cut with this reason) */
+		return xs_deny(xc, AUD_R_BUDGET_UNAVAILABLE, "%s: the budget "
+		    "store did not answer: no byte grant for the %s cap "
+		    "mid-%s", aud_reason(AUD_R_BUDGET_UNAVAILABLE)->ri_code,
+		    x->x_bud.b_over == 2 ? "bytes_out" : "bytes_in",
+		    xc->xc_tunnel ? "tunnel" : x->x_bud.b_over == 2 ?
+		    "request" : "response");
 	xc->xc_cut = AUD_R_BUDGET_CUT;
 	if (caps != NULL && caps->cp_has_bytes_out && x->x_bud.b_over == 2)
 		return xs_deny(xc, AUD_R_BUDGET_EXCEEDED, "bytes_out cap %llu "
@@ -740,7 +805,7 @@ bud_req_body(struct xs_call *xc, const char *p, size_t len)
 	size_t	ok;
 
 	(void)p;
-	ok = bud_xchg_allow(xc->xc_x, bud_caps_of(xc->xc_policy), 1, len);
+	ok = bud_grant_allow(xc, 1, len);
 	if (ok == len && !xc->xc_x->x_bud.b_over)
 		return XS_GO;
 	over_cap(xc);
@@ -761,7 +826,7 @@ bud_resp_body(struct xs_call *xc, struct evbuffer *in, struct evbuffer *out)
 	size_t			 n = evbuffer_get_length(in), ok, left, m;
 	int			 i, k;
 
-	ok = bud_xchg_allow(x, bud_caps_of(xc->xc_policy), 0, n);
+	ok = bud_grant_allow(xc, 0, n);
 	/* a filtered stream is read by the meter event by event */
 	if (x->x_bud.b_meter != NULL && !xc->xc_tunnel && ok > 0 &&
 	    !bud_stream_filtered(x)) {
@@ -825,6 +890,7 @@ bud_done(struct xs_call *xc)
 	int		 unpriced = 0, done = x->x_resp_done;
 
 	bud_stream_free(x);
+	bud_grant_end(x);
 	if (x->x_bud.b_dec_bad)
 		done = 0;	/* its usage cannot be known */
 	if (x->x_bud.b_rop != NULL) {
@@ -903,6 +969,7 @@ const struct xstage bud_stage = {
 	.xs_req_body = bud_req_body,
 	.xs_resp_head = bud_resp_head,
 	.xs_resp_body = bud_resp_body,
+	.xs_room = bud_grant_room_hook,
 	.xs_flow = bud_flow,
 	.xs_done = bud_done,
 };

@@ -57,6 +57,8 @@ static void	upstream_read_cb(struct bufferevent *, void *);
 static void	upstream_write_cb(struct bufferevent *, void *);
 static void	upstream_read_more(struct bufferevent *);
 static void	upstream_event_cb(struct bufferevent *, short, void *);
+static int	upstream_eof(struct conn *);
+static void	upstream_closed(struct conn *);
 static void	conn_feed_request_loop(struct conn *);
 static void	feed_request(struct conn *);
 
@@ -395,7 +397,7 @@ conn_feed_request_loop(struct conn *c)
 	struct evbuffer		*in = bufferevent_get_input(c->c_bev);
 	struct evbuffer_iovec	 v;
 	enum http_feed		 f;
-	size_t			 used;
+	size_t			 used, room;
 
 	while (!c->c_closing && (c->c_state == CONN_HEAD ||
 	    c->c_state == CONN_BODY_BUFFER ||
@@ -417,6 +419,14 @@ conn_feed_request_loop(struct conn *c)
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
 			v.iov_base = (void *)"";
 			v.iov_len = 0;
+		} else if (c->c_state == CONN_FORWARD &&
+		    (room = conn_pipe_room(c, 1)) < v.iov_len) {
+			if (room == 0) {
+				/* the budget's next byte grant resumes us */
+				bufferevent_disable(c->c_bev, EV_READ);
+				return;
+			}
+			v.iov_len = room;
 		}
 		f = http_msg_feed(&c->c_req, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
@@ -670,7 +680,6 @@ static void
 upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn	*c = arg;
-	struct upstream	*u = c->c_up;
 
 	conn_ref(c);
 	if (what & BEV_EVENT_CONNECTED) {
@@ -681,41 +690,91 @@ upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_tunnel_eof(c, bev, what);
 		goto out;
 	}
-	if (what & BEV_EVENT_EOF) {
-		/* flush what is buffered, then see if it ends the body */
-		conn_feed_response(c);
-		if (c->c_closing || c->c_r.r_resp_done || c->c_up != u)
-			goto out;
-		if (c->c_resp.hm_head_done &&
-		    c->c_resp.hm_framing == HTTP_BODY_EOF &&
-		    http_msg_finish(&c->c_resp) == HTTP_FEED_DONE) {
-			if (conn_response_body_end(c) == -1) {
-				(void)conn_pipe_pending(c);
-				goto out;
-			}
-			c->c_r.r_resp_done = 1;
-			c->c_resp.hm_keepalive = 0;
-			conn_client_flush(c);
-			conn_request_finished(c);
-			goto out;
-		}
-		/* a pooled connection that was closed under us: retry once */
-		if (u->u_reused && !c->c_r.r_resp_started &&
-		    c->c_resp.hm_len == 0 && c->c_req.hm_framing ==
-		    HTTP_BODY_NONE && c->c_r.r_req_done && !c->c_r.r_retried) {
-			c->c_r.r_retried = 1;
-			upstream_free(u);
-			c->c_up = NULL;
-			c->c_r.r_req_done = 0;
-			conn_resolve(c);
-			goto out;
-		}
-	}
+	if ((what & BEV_EVENT_EOF) && upstream_eof(c) == 0)
+		goto out;
+	upstream_closed(c);
+out:
+	conn_unref(c);
+}
+
+static void
+upstream_closed(struct conn *c)
+{
 	conn_upstream_failed(c, AUD_R_UPSTREAM_UNREACHABLE,
 	    c->c_r.r_resp_started ? "upstream closed mid-response" :
 	    "upstream closed the connection before answering");
-out:
-	conn_unref(c);
+}
+
+/*
+ * The upstream ended (not a tunnel): what it sent goes on first (once a
+ * stage's room lets it: then again from conn_room_resume), then the end
+ * ends a body read to the close, or a pooled connection is tried once
+ * more. 0 when done, -1 when it failed the request (upstream_closed).
+ */
+static int
+upstream_eof(struct conn *c)
+{
+	struct upstream	*u = c->c_up;
+
+	/* flush what is buffered, then see if it ends the body */
+	conn_feed_response(c);
+	if (c->c_closing || c->c_r.r_resp_done || c->c_up != u)
+		return 0;
+	if (c->c_r.r_room_wait & 1) {
+		c->c_r.r_room_eof = 1;	/* after the bytes that wait */
+		return 0;
+	}
+	if (c->c_resp.hm_head_done && c->c_resp.hm_framing == HTTP_BODY_EOF &&
+	    http_msg_finish(&c->c_resp) == HTTP_FEED_DONE) {
+		if (conn_response_body_end(c) == -1) {
+			(void)conn_pipe_pending(c);
+			return 0;
+		}
+		c->c_r.r_resp_done = 1;
+		c->c_resp.hm_keepalive = 0;
+		conn_client_flush(c);
+		conn_request_finished(c);
+		return 0;
+	}
+	/* a pooled connection that was closed under us: retry once */
+	if (u->u_reused && !c->c_r.r_resp_started && c->c_resp.hm_len == 0 &&
+	    c->c_req.hm_framing == HTTP_BODY_NONE && c->c_r.r_req_done &&
+	    !c->c_r.r_retried) {
+		c->c_r.r_retried = 1;
+		upstream_free(u);
+		c->c_up = NULL;
+		c->c_r.r_req_done = 0;
+		conn_resolve(c);
+		return 0;
+	}
+	return -1;
+}
+
+void
+conn_room_resume(struct conn *c)
+{
+	int	w = c->c_r.r_room_wait;
+
+	c->c_r.r_room_wait = 0;
+	if (c->c_state == CONN_TUNNEL) {
+		conn_tunnel_start(c);	/* pumps, reads again */
+		conn_tunnel_check(c);
+		return;
+	}
+	if ((w & 2) && c->c_state == CONN_FORWARD && !c->c_r.r_req_done) {
+		conn_bev_enable(c->c_bev, EV_READ);
+		conn_feed_request(c);
+	}
+	if (!(w & 1) || c->c_closing || c->c_up == NULL)
+		return;
+	if (c->c_r.r_room_eof) {
+		c->c_r.r_room_eof = 0;
+		if (upstream_eof(c) == -1)
+			upstream_closed(c);
+		return;
+	}
+	conn_bev_enable(c->c_up->u_bev, EV_READ);
+	conn_feed_response(c);
 }
 
 void

@@ -117,6 +117,10 @@ struct conn_req {
 	void		(*r_wait_next)(struct conn *); /* then go on here */
 	int		 r_ident_wait;	/* its login waits for the fleet's
 					   registry (conn_pipe_ident_wait) */
+	int		 r_room_wait;	/* bytes wait for a stage's room
+					   (conn_pipe_room): 1 towards the
+					   client, 2 towards the upstream */
+	int		 r_room_eof;	/* the upstream ended meanwhile */
 	int		 r_ident_waited;
 };
 
@@ -364,9 +368,19 @@ void	conn_pipe_resp_head_out(struct conn *, struct evbuffer *head,
  * a stage ended the exchange (answered by conn_pipe_pending()). */
 int	conn_pipe_resp_body(struct conn *, const char *, size_t, int eof);
 /* Tunnel bytes from <in> to <out> (<up>: towards the upstream) through
- * the stages, counted in <count>: 0, or -1 after ending the exchange. */
+ * the stages, counted in <count>: 0, -1 after ending the exchange, or 1
+ * when what is left in <in> waits for a stage's room (stop reading that
+ * side: conn_room_resume goes on). */
 int	conn_pipe_tunnel(struct conn *, int up, struct evbuffer *in,
 	    struct evbuffer *out, uint64_t *count);
+/*
+ * How many bytes may be read on towards the client (<up> 0) or the
+ * upstream now (SIZE_MAX: no bound); 0: stop reading that way, the
+ * stage's answer resumes it (r_room_wait, conn_room_resume).
+ */
+size_t	conn_pipe_room(struct conn *, int up);
+/* The resume event after conn_pipe_room said 0: read on. */
+void	conn_room_resume(struct conn *);
 /* End of an event callback: the stages see the bytes that moved (the
  * budget charges them); the exchange may end here. */
 void	conn_pipe_flow(struct conn *);

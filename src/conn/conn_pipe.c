@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -143,6 +144,12 @@ pipe_resume_cb(evutil_socket_t fd, short what, void *arg)
 		conn_ref(c);
 		c->c_r.r_ident_wait = 0;
 		conn_ident_resume(c);
+		conn_unref(c);
+		return;
+	}
+	if (c->c_r.r_room_wait && !c->c_closing) {
+		conn_ref(c);
+		conn_room_resume(c);
 		conn_unref(c);
 		return;
 	}
@@ -421,21 +428,29 @@ conn_pipe_tunnel(struct conn *c, int up, struct evbuffer *in,
 {
 	struct xs_call		 xc;
 	struct evbuffer		*spare = c->c_worker->w_filt[1], *res;
+	struct evbuffer		*from = in;
 	struct evbuffer_iovec	 v[8];
 	enum xs_verdict		 r = XS_GO;
-	size_t			 n, ok = 0, pass, used;
+	size_t			 n, ok = 0, pass, used, room;
 	int			 i, k;
 
+	if ((room = conn_pipe_room(c, up)) == 0)
+		return 1;
 	pipe_call(c, &xc);
 	xc.xc_tunnel = 1;
 	if (up) {
 		/* towards the upstream: each piece through req_body, which
-		   may change it (WebSocket frames, sec_ws_stage.c) */
+		   may change it (WebSocket frames, sec_ws_stage.c), as far
+		   as the stages' room goes */
 		xc.xc_back = bufferevent_get_output(c->c_bev);
-		while (r == XS_GO && (k = evbuffer_peek(in, -1, NULL, v,
-		    8)) > 0) {
+		while (r == XS_GO && room > 0 && (k = evbuffer_peek(in,
+		    room == SIZE_MAX ? -1 : (ssize_t)room, NULL, v, 8)) > 0) {
 			used = 0;
 			for (i = 0; i < k && i < 8 && r == XS_GO; i++) {
+				if (v[i].iov_len > room)
+					v[i].iov_len = room;
+				if (room != SIZE_MAX)
+					room -= v[i].iov_len;
 				xc.xc_body_out = c->c_worker->w_filt[0];
 				xc.xc_body_spare = spare;
 				r = xs_run_req_body(xs_table, &xc,
@@ -457,13 +472,19 @@ conn_pipe_tunnel(struct conn *c, int up, struct evbuffer *in,
 		}
 		*count += ok;
 	} else {
-		r = xs_run_filter(xs_table, XS_F_RESP_BODY, &xc, in, spare,
+		if (room < evbuffer_get_length(in)) {
+			/* what the room takes; the rest waits in <in> */
+			from = c->c_worker->w_filt[0];
+			evbuffer_remove_buffer(in, from, room);
+		}
+		r = xs_run_filter(xs_table, XS_F_RESP_BODY, &xc, from, spare,
 		    &res);
 		*count += evbuffer_get_length(res);
 		evbuffer_add_buffer(out, res);
 	}
 	if (r == XS_GO)
-		return 0;
+		return evbuffer_get_length(in) > 0 &&
+		    conn_pipe_room(c, up) == 0 ? 1 : 0;
 	n = evbuffer_get_length(in);
 	evbuffer_drain(in, n);
 	if (up && xc.xc_cut_whole) {
@@ -474,6 +495,20 @@ conn_pipe_tunnel(struct conn *c, int up, struct evbuffer *in,
 	}
 	pipe_end(c, xc.xc_why, pipe_reason(&xc), xc.xc_cut);
 	return -1;
+}
+
+size_t
+conn_pipe_room(struct conn *c, int up)
+{
+	struct xs_call	xc;
+	size_t		room;
+
+	if (c->c_closing || c->c_x == NULL || !c->c_x->x_active)
+		return SIZE_MAX;
+	pipe_call(c, &xc);
+	if ((room = xs_run_room(xs_table, &xc, up)) == 0)
+		c->c_r.r_room_wait |= up ? 2 : 1;
+	return room;
 }
 
 void

@@ -141,7 +141,7 @@ conn_feed_response_loop(struct conn *c)
 	struct evbuffer		*in;
 	struct evbuffer_iovec	 v;
 	enum http_feed		 f;
-	size_t			 used;
+	size_t			 used, room;
 
 	if (c->c_up == NULL)
 		return;
@@ -157,7 +157,12 @@ conn_feed_response_loop(struct conn *c)
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
 			v.iov_base = (void *)"";
 			v.iov_len = 0;
-		}
+		} else if ((room = conn_pipe_room(c, 0)) == 0) {
+			/* the budget's next byte grant resumes us */
+			bufferevent_disable(c->c_up->u_bev, EV_READ);
+			return;
+		} else if (v.iov_len > room)
+			v.iov_len = room;
 		f = http_msg_feed(&c->c_resp, v.iov_base, v.iov_len, &used);
 		evbuffer_drain(in, used);
 		if (conn_pipe_pending(c))

@@ -41,12 +41,16 @@ pump(struct conn *c, struct bufferevent *from, struct bufferevent *to,
 {
 	struct evbuffer	*in = bufferevent_get_input(from);
 	struct evbuffer	*out = bufferevent_get_output(to);
+	int		 rc;
 
 	if (c->c_closing)
 		return;
 	if (evbuffer_get_length(in) > 0 &&
-	    conn_pipe_tunnel(c, up, in, out, count) == -1)
+	    (rc = conn_pipe_tunnel(c, up, in, out, count)) != 0) {
+		if (rc == 1)	/* the budget's next grant resumes it */
+			bufferevent_disable(from, EV_READ);
 		return;
+	}
 	if (evbuffer_get_length(out) >= CONN_HIWAT)
 		bufferevent_disable(from, EV_READ);
 }
@@ -70,7 +74,8 @@ static void
 tunnel_resume(struct conn *c, struct bufferevent *from,
     struct bufferevent *to)
 {
-	if (c->c_tunnel_eof || c->c_closing)
+	if (c->c_tunnel_eof || c->c_closing ||
+	    (c->c_r.r_room_wait & (from == c->c_bev ? 2 : 1)))
 		return;
 	if (evbuffer_get_length(bufferevent_get_output(to)) < CONN_HIWAT)
 		conn_bev_enable(from, EV_READ);
@@ -230,6 +235,8 @@ conn_tunnel_check(struct conn *c)
 		return;
 	if (u != NULL)
 		tunnel_move(c);		/* what came in with the end */
+	if (c->c_closing || c->c_r.r_room_wait)
+		return;		/* ended, or its bytes wait for a grant */
 	if (u != NULL && !(c->c_tunnel_dead & TUNNEL_UP_DEAD) &&
 	    upstream_pending(u) > 0) {
 		upstream_watch(c);

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -186,4 +187,16 @@ xs_deny(struct xs_call *xc, enum aud_reason why, const char *fmt, ...)
 	(void)vsnprintf(xc->xc_reason, sizeof(xc->xc_reason), fmt, ap);
 	va_end(ap);
 	return XS_DENY;
+}
+
+size_t
+xs_run_room(const struct xstage *const *tbl, struct xs_call *xc, int up)
+{
+	size_t	room = SIZE_MAX, n;
+
+	for (; *tbl != NULL; tbl++)
+		if ((*tbl)->xs_room != NULL &&
+		    (n = (*tbl)->xs_room(xc, up)) < room)
+			room = n;
+	return room;
 }

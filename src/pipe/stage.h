@@ -45,6 +45,12 @@
  *	resp_head_out	the response head as it goes to the client, one
  *			piece (status line and fields): a filter (below)
  *	resp_body	the response body: a filter (below)
+ *	room		before bytes are read on to move towards the
+ *			client (up 0: a response body, tunnel bytes) or the
+ *			upstream (up 1): how many may move now; SIZE_MAX
+ *			for no bound, 0 to wait: the driver stops reading
+ *			that way until the stage makes the event xc_resume
+ *			gave it active (the budget's byte grants)
  *	flow		bytes moved (x_bytes_in / x_bytes_out grew): once
  *			per event, outside any parser (charging)
  *	done		once, before the audit record is written; fills it
@@ -173,6 +179,7 @@ struct xstage {
 			    struct evbuffer *in, struct evbuffer *out);
 	enum xs_verdict	(*xs_resp_body)(struct xs_call *,
 			    struct evbuffer *in, struct evbuffer *out);
+	size_t		(*xs_room)(struct xs_call *, int up);
 	enum xs_verdict	(*xs_flow)(struct xs_call *);
 	void		(*xs_done)(struct xs_call *);
 };
@@ -234,6 +241,9 @@ enum xs_verdict	xs_run_filter(const struct xstage *const *tbl,
 		    enum xs_filter f, struct xs_call *, struct evbuffer *in,
 		    struct evbuffer *spare, struct evbuffer **res);
 void		xs_run_done(const struct xstage *const *tbl, struct xs_call *);
+/* The least room hook of any stage says (SIZE_MAX: none bounds it). */
+size_t		xs_run_room(const struct xstage *const *tbl, struct xs_call *,
+		    int up);
 void		xs_run_req_fields(const struct xstage *const *tbl,
 		    struct xs_call *);
 /* Does any stage leave field <name> of the request head out? */

@@ -92,6 +92,20 @@ struct xchg_budget {
 	uint64_t	 b_max_out;	/* its output bound, all completions */
 	int		 b_was_cut;
 	uint64_t	 b_cut_cost;	/* what it had cost when cut */
+	/* byte grants of the Redis store (budget/bud_grant.c) */
+	int		 b_grant;	/* bytes caps held by grants: 1 in,
+					   2 out */
+	uint64_t	 b_gin;		/* granted so far (x_bytes_in may
+					   reach it) */
+	uint64_t	 b_gout;
+	uint64_t	 b_gleft_in;	/* the window's room left beyond, at
+					   the last answer */
+	uint64_t	 b_gleft_out;
+	int		 b_gask;	/* asked by b_gop: 1 in, 2 out */
+	int		 b_gno;		/* no room left: 1 in, 2 out */
+	int		 b_gunav;	/* a grant failed: store away */
+	struct bud_rop	*b_gop;		/* the next grant, asked */
+	struct event	*b_gev;		/* its answer makes this active */
 };
 
 /* The mcp stage's slot (policy/pol_mcp_stage.c). */

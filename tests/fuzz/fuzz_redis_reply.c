@@ -25,6 +25,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	redisReader	*rd;
 	void		*reply;
 	char		 why[96];
+	struct bud_grant	 g;
 	size_t		 split;
 	int		 v, retry, n = 0;
 
@@ -54,6 +55,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (strlen(why) >= sizeof(why))
 			abort();
+		/* a byte grant: alone, or after an admission's three */
+		if (bud_redis_grant_reply(reply, 0, &g) == 0 &&
+		    (g.bg_in > INT64_MAX || g.bg_out > INT64_MAX))
+			abort();
+		(void)bud_redis_grant_reply(reply, 3, &g);
 		freeReplyObject(reply);
 	}
 	/* the NULL reply a dropped connection gives */

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,10 @@ static const struct {
 	    "requests are in flight", 1 },
 	{ "*3\r\n:3\r\n$3\r\nllm\r\n:0\r\n", -1, NULL, 0 },
 	{ "*3\r\n:3\r\n:15\r\n:0\r\n", -1, NULL, 0 },
+	{ "*7\r\n:0\r\n$2\r\nok\r\n:0\r\n:65536\r\n:0\r\n:100\r\n"
+	    ":-1\r\n", BUD_OK, "", 0 },
+	{ "*7\r\n:1\r\n$3\r\nusd\r\n:0\r\n:1\r\n:0\r\n:0\r\n:0\r\n",
+	    -1, NULL, 0 },
 	{ "-NOSCRIPT No matching script\r\n", -1, NULL, 0 },
 	{ ":0\r\n", -1, NULL, 0 },
 	{ "*2\r\n:0\r\n$2\r\nok\r\n", -1, NULL, 0 },
@@ -73,6 +78,51 @@ START_TEST(test_admit_reply)
 	redisReaderFree(rd);
 	ck_assert_int_eq(bud_redis_admit_reply(NULL, why, sizeof(why),
 	    &retry), -1);
+}
+END_TEST
+
+/* Byte grants: {in, out, left_in, left_out}, -1 left = no cap. */
+static const struct {
+	const char	*resp;
+	size_t		 at;
+	int		 want;
+	uint64_t	 g[4];
+} grants[] = {
+	{ "*4\r\n:65536\r\n:0\r\n:1000\r\n:-1\r\n", 0, 0,
+	    { 65536, 0, 1000, UINT64_MAX } },
+	{ "*4\r\n:0\r\n:0\r\n:0\r\n:0\r\n", 0, 0, { 0, 0, 0, 0 } },
+	{ "*7\r\n:0\r\n$2\r\nok\r\n:0\r\n:5\r\n:6\r\n:7\r\n:8\r\n", 3,
+	    0, { 5, 6, 7, 8 } },
+	{ "*4\r\n:-1\r\n:0\r\n:0\r\n:0\r\n", 0, -1, { 0 } },
+	{ "*4\r\n:1\r\n:0\r\n:-2\r\n:0\r\n", 0, -1, { 0 } },
+	{ "*3\r\n:1\r\n:0\r\n:0\r\n", 0, -1, { 0 } },
+	{ "*4\r\n:1\r\n$1\r\n0\r\n:0\r\n:0\r\n", 0, -1, { 0 } },
+	{ "*3\r\n:0\r\n$2\r\nok\r\n:0\r\n", 3, -1, { 0 } },
+	{ "-ERR x\r\n", 0, -1, { 0 } },
+};
+
+START_TEST(test_grant_reply)
+{
+	redisReader		*rd = redisReaderCreate();
+	void			*r = NULL;
+	struct bud_grant	 g;
+
+	ck_assert_ptr_nonnull(rd);
+	ck_assert_int_eq(redisReaderFeed(rd, grants[_i].resp,
+	    strlen(grants[_i].resp)), REDIS_OK);
+	ck_assert_int_eq(redisReaderGetReply(rd, &r), REDIS_OK);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(bud_redis_grant_reply(r, grants[_i].at, &g),
+	    grants[_i].want);
+	if (grants[_i].want == 0) {
+		ck_assert_uint_eq(g.bg_in, grants[_i].g[0]);
+		ck_assert_uint_eq(g.bg_out, grants[_i].g[1]);
+		ck_assert_uint_eq(g.bg_left_in, grants[_i].g[2]);
+		ck_assert_uint_eq(g.bg_left_out, grants[_i].g[3]);
+	}
+	freeReplyObject(r);
+	redisReaderFree(rd);
+	ck_assert_int_eq(bud_redis_grant_reply(NULL, 0, &g), -1);
 }
 END_TEST
 
@@ -201,6 +251,8 @@ suite_bud_redis(void)
 
 	tcase_add_loop_test(tc, test_admit_reply, 0,
 	    (int)(sizeof(replies) / sizeof(replies[0])));
+	tcase_add_loop_test(tc, test_grant_reply, 0,
+	    (int)(sizeof(grants) / sizeof(grants[0])));
 	tcase_add_test(tc, test_reader_guard);
 	tcase_add_test(tc, test_reader_guard_list);
 	suite_add_tcase(s, tc);
