@@ -100,13 +100,13 @@ asnobody curl -sS -o /dev/null --cacert "$NB/ca.crt" \
 ok "transparent TLS: SNI policy, leaf from the sandbox CA"
 
 # raw TCP by an IP rule; another port closed
-out=$(printf 'ping, not http\r\n\r\n' | asnobody timeout 10 "$PYTHON" -c "
+out=$(printf 'ping, not http\r\n\r\n' | asnobody timeout 10 "$SYSPY" -c "
 import socket, sys
 s = socket.create_connection(('127.0.0.1', $RAW_PORT), timeout=8)
 s.sendall(sys.stdin.buffer.read())
 print(s.recv(200).decode('latin-1').split('\r\n')[0])")
 case "$out" in HTTP/1.1\ 4*) ;; *) fail "raw TCP tunnel: got '$out'" ;; esac
-out=$(asnobody timeout 10 "$PYTHON" -c "
+out=$(asnobody timeout 10 "$SYSPY" -c "
 import socket
 s = socket.create_connection(('127.0.0.1', $DENIED_PORT), timeout=8)
 s.sendall(b'hello\r\n')
@@ -115,7 +115,7 @@ case "$out" in "b''"|*Reset*) ;; *) fail "raw TCP to an unlisted port: got '$out
 ok "raw TCP: relayed by a network rule (127.0.0.0/24), closed otherwise"
 
 # a source address that belongs to no sandbox: closed, audited
-out=$(asnobody timeout 10 "$PYTHON" -c "
+out=$(asnobody timeout 10 "$SYSPY" -c "
 import socket
 s = socket.socket()
 s.bind(('127.0.0.2', 0))

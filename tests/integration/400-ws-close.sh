@@ -14,7 +14,6 @@
 [ "$(id -u)" = 0 ] || fail "needs root (nftables, setpriv); CI runs as root"
 command -v nft >/dev/null 2>&1 || fail "nft not installed (scripts/install-deps.sh --test)"
 command -v setpriv >/dev/null 2>&1 || fail "setpriv (util-linux) not found"
-SYSPY=/usr/bin/python3
 "$SYSPY" -c "import websocket" 2>/dev/null ||
     fail "python3-websocket missing (scripts/install-deps.sh --test)"
 sh "$top_srcdir/tests/harness/mkpki.sh" "$T/pki" >"$T/mkpki.log" 2>&1 ||

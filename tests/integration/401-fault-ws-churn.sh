@@ -11,7 +11,6 @@
 [ "$(id -u)" = 0 ] || fail "needs root (nftables, setpriv); CI runs as root"
 command -v nft >/dev/null 2>&1 || fail "nft not installed (scripts/install-deps.sh --test)"
 command -v setpriv >/dev/null 2>&1 || fail "setpriv (util-linux) not found"
-SYSPY=/usr/bin/python3
 sh "$top_srcdir/tests/harness/mkpki.sh" "$T/pki" >"$T/mkpki.log" 2>&1 ||
     hard_error "mkpki.sh: $(cat "$T/mkpki.log")"
 start_py_upstream ws ws_upstream.py

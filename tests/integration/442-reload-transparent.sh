@@ -80,11 +80,6 @@ _nft_cleanup()
 }
 trap _nft_cleanup EXIT
 NB=$T/nobody
-# an interpreter uid 65534 can run (a pyenv shim under /root may not be)
-NBPY=$PYTHON
-for _p in /usr/bin/python3 /bin/python3; do
-	[ -x "$_p" ] && { NBPY=$_p; break; }
-done
 mkdir "$NB" && chmod 0777 "$NB" && chmod 0711 "$T" || hard_error "mkdir $NB"
 
 # write_config T1_ADDRESS
@@ -217,7 +212,7 @@ print("t2 raw after the grace: %s" % echo(streams["t2"][2]), flush=True)
 PY
 chmod 0644 "$NB/client.py"
 setpriv --reuid=65534 --regid=65534 --clear-groups \
-    "$NBPY" "$NB/client.py" "$NB" >"$T/client.out" 2>&1 &
+    "$SYSPY" "$NB/client.py" "$NB" >"$T/client.out" 2>&1 &
 CL=$!
 track_pid "$CL"
 i=0

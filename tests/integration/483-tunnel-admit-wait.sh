@@ -65,10 +65,6 @@ _nft_cleanup()
 }
 trap _nft_cleanup EXIT
 NB=$T/nobody
-NBPY=$PYTHON
-for _p in /usr/bin/python3 /bin/python3; do
-	[ -x "$_p" ] && { NBPY=$_p; break; }
-done
 mkdir "$NB" && chmod 0777 "$NB" && chmod 0711 "$T" || hard_error "mkdir $NB"
 
 cat >"$T/airlock.yaml" <<YAML
@@ -131,7 +127,7 @@ open(NB + "/tunnels.txt", "w").write("".join(out))
 PY
 chmod 0644 "$NB/tunnels.py"
 setpriv --reuid=65534 --regid=65534 --clear-groups \
-    env RAW_PORT="$RAW_PORT" "$NBPY" "$NB/tunnels.py" "$NB" \
+    env RAW_PORT="$RAW_PORT" "$SYSPY" "$NB/tunnels.py" "$NB" \
     >"$T/tunnels.log" 2>&1 &
 TUN_PID=$!
 track_pid $TUN_PID

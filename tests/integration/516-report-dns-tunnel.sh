@@ -143,7 +143,7 @@ for pair in sys.argv[2:]:
     print(src, dst, r, "(%.1f s)" % (time.time() - t0), flush=True)
 PY
 chmod 0644 "$NB/tun.py"
-setpriv --reuid=65534 --regid=65534 --clear-groups timeout 30 "$PYTHON" "$NB/tun.py" "$OPORT" \
+setpriv --reuid=65534 --regid=65534 --clear-groups timeout 30 "$SYSPY" "$NB/tun.py" "$OPORT" \
     127.0.0.1,"$EVIL" 127.0.0.1,127.0.0.1 127.0.0.1,"$API" 127.0.0.1,"$GUARD" \
     127.0.0.3,127.0.0.1 127.0.0.3,127.0.0.1 127.0.0.4,"$EVIL" >"$T/tun.out" 2>&1 &
 TUN_PID=$!

@@ -21,6 +21,10 @@ PYTHON=${PYTHON:-python3}
 # about a second a start, and a script starts python many times)
 _it_py=$("$PYTHON" -c 'import sys; print(sys.executable)' 2>/dev/null) &&
     [ -x "$_it_py" ] && PYTHON=$_it_py
+# a python every uid can run, for steps that drop to uid 65534 (a version
+# manager's interpreter under /root is not readable there)
+SYSPY=/usr/bin/python3
+[ -x "$SYSPY" ] || SYSPY=$PYTHON
 PYTHONPATH=$IT_DIR${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH
 TESTDATA=$top_srcdir/../shared/testdata
