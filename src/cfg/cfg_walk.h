@@ -210,9 +210,13 @@ const char	*cfg_host_pattern(const char *, char **);
 const char	*cfg_host_name(const char *, char **);
 char		*cfg_ip_canon(const char *);
 int		 cfg_name_ok(const char *);
-/* Report <s> at <v> unless cfg_name_ok(); <what>: "policy name". */
-void		 cfg_name_check(struct cfg_parse *, const yaml_node_t *,
-		    const char *, const char *);
+/*
+ * A copy of scalar <v>, a name, reported at <v> unless cfg_name_ok()
+ * (<what>: "policy name"). Kept even when bad, so that what names it adds
+ * no noise.
+ */
+char		*cfg_name_dup(struct cfg_parse *, const yaml_node_t *,
+		    const char *what);
 int		 cfg_method_ok(const char *);
 int		 cfg_header_name_ok(const char *);
 int		 cfg_env_name_ok(const char *);
