@@ -177,8 +177,8 @@ adm_prewarm(const struct admin_req *q, struct admin_resp *r)
 	json_object_object_add(o, "policy", json_object_new_string(policy));
 	if (from != NULL)
 		json_object_object_add(o, "from", json_object_new_string(from));
-	json_object_object_add(o, "requested", json_object_new_int64(count));
-	json_object_object_add(o, "scheduled", json_object_new_int64(n));
+	admin_jint(o, "requested", count);
+	admin_jint(o, "scheduled", n);
 	json_object_put(body);
 	admin_json(r, 202, o);
 }
@@ -197,33 +197,24 @@ adm_pool(const struct admin_req *q, struct admin_resp *r)
 		p = json_object_new_object();
 		json_object_object_add(p, "policy",
 		    json_object_new_string(st[i].ps_policy));
-		json_object_object_add(p, "warm",
-		    json_object_new_int64((int64_t)st[i].ps_warm));
-		json_object_object_add(p, "launched",
-		    json_object_new_int64((int64_t)st[i].ps_launched));
-		json_object_object_add(p, "target",
-		    json_object_new_int64((int64_t)st[i].ps_target));
+		admin_jint(p, "warm", st[i].ps_warm);
+		admin_jint(p, "launched", st[i].ps_launched);
+		admin_jint(p, "target", st[i].ps_target);
 		json_object_object_add(p, "claim_rate",
 		    json_object_new_double(st[i].ps_rate));
 		json_object_object_add(p, "refill_ms",
 		    json_object_new_double(st[i].ps_refill_ms));
-		json_object_object_add(p, "claims",
-		    json_object_new_int64((int64_t)st[i].ps_claims));
-		json_object_object_add(p, "claims_cold",
-		    json_object_new_int64((int64_t)st[i].ps_claims_cold));
-		json_object_object_add(p, "evicted",
-		    json_object_new_int64((int64_t)st[i].ps_evicted));
+		admin_jint(p, "claims", st[i].ps_claims);
+		admin_jint(p, "claims_cold", st[i].ps_claims_cold);
+		admin_jint(p, "evicted", st[i].ps_evicted);
 		json_object_array_add(a, p);
 	}
 	pool_stats_free(st, n);
 	json_object_object_add(o, "backend", json_object_new_string(
 	    adm_backend_name(cfg->c_launcher_backend)));
-	json_object_object_add(o, "warm_floor", json_object_new_int64(
-	    (int64_t)(cfg->c_launcher_set ? cfg->c_pool_warm : 0)));
-	json_object_object_add(o, "max",
-	    json_object_new_int64((int64_t)cfg->c_pool_max));
-	json_object_object_add(o, "idle_timeout_ms",
-	    json_object_new_int64((int64_t)cfg->c_pool_idle_ms));
+	admin_jint(o, "warm_floor", cfg->c_launcher_set ? cfg->c_pool_warm : 0);
+	admin_jint(o, "max", cfg->c_pool_max);
+	admin_jint(o, "idle_timeout_ms", cfg->c_pool_idle_ms);
 	json_object_object_add(o, "policies", a);
 	admin_json(r, 200, o);
 }
