@@ -51,6 +51,24 @@ body_policy(json_object *body, struct admin_resp *r)
 	return NULL;
 }
 
+/* The body of a claim or prewarm (keys <fields>) with its policy and
+ * "from" (borrowed from it); NULL after answering. */
+static json_object *
+claim_body(const struct admin_req *q, struct admin_resp *r,
+    const char *const *fields, const char **policy, const char **from)
+{
+	json_object	*body;
+
+	if ((body = admin_body_object(q, r, fields)) == NULL)
+		return NULL;
+	if ((*policy = body_policy(body, r)) == NULL ||
+	    admin_body_string(body, "from", from, r) == -1) {
+		json_object_put(body);
+		return NULL;
+	}
+	return body;
+}
+
 struct claim_later {
 	struct admin_defer	*cl_defer;
 	char			*cl_policy;
@@ -92,13 +110,8 @@ adm_claim(const struct admin_req *q, struct admin_resp *r)
 	enum sbx_err		 e;
 	int			 warm = 0;
 
-	if ((body = admin_body_object(q, r, fields)) == NULL)
+	if ((body = claim_body(q, r, fields, &policy, &from)) == NULL)
 		return;
-	if ((policy = body_policy(body, r)) == NULL ||
-	    admin_body_string(body, "from", &from, r) == -1) {
-		json_object_put(body);
-		return;
-	}
 	if (from != NULL) {
 		/* from a snapshot (issue 22): netns, answered here */
 		if (adm_snap_from_ok(r, from) == 0) {
@@ -141,13 +154,8 @@ adm_prewarm(const struct admin_req *q, struct admin_resp *r)
 	long		 n;
 	char		 why[200];
 
-	if ((body = admin_body_object(q, r, fields)) == NULL)
+	if ((body = claim_body(q, r, fields, &policy, &from)) == NULL)
 		return;
-	if ((policy = body_policy(body, r)) == NULL ||
-	    admin_body_string(body, "from", &from, r) == -1) {
-		json_object_put(body);
-		return;
-	}
 	if (json_object_object_get_ex(body, "count", &v)) {
 		if (!json_object_is_type(v, json_type_int) ||
 		    (count = json_object_get_int64(v)) < 1 || count > 100000) {
