@@ -51,6 +51,24 @@ body_policy(json_object *body, struct admin_resp *r)
 	return NULL;
 }
 
+/* The body of a claim or prewarm (keys <fields>) with its policy and
+ * "from" (borrowed from it); NULL after answering. */
+static json_object *
+claim_body(const struct admin_req *q, struct admin_resp *r,
+    const char *const *fields, const char **policy, const char **from)
+{
+	json_object	*body;
+
+	if ((body = admin_body_object(q, r, fields)) == NULL)
+		return NULL;
+	if ((*policy = body_policy(body, r)) == NULL ||
+	    admin_body_string(body, "from", from, r) == -1) {
+		json_object_put(body);
+		return NULL;
+	}
+	return body;
+}
+
 struct claim_later {
 	struct admin_defer	*cl_defer;
 	char			*cl_policy;
@@ -92,13 +110,8 @@ adm_claim(const struct admin_req *q, struct admin_resp *r)
 	enum sbx_err		 e;
 	int			 warm = 0;
 
-	if ((body = admin_body_object(q, r, fields)) == NULL)
+	if ((body = claim_body(q, r, fields, &policy, &from)) == NULL)
 		return;
-	if ((policy = body_policy(body, r)) == NULL ||
-	    admin_body_string(body, "from", &from, r) == -1) {
-		json_object_put(body);
-		return;
-	}
 	if (from != NULL) {
 		/* from a snapshot (issue 22): netns, answered here */
 		if (adm_snap_from_ok(r, from) == 0) {
@@ -141,13 +154,8 @@ adm_prewarm(const struct admin_req *q, struct admin_resp *r)
 	long		 n;
 	char		 why[200];
 
-	if ((body = admin_body_object(q, r, fields)) == NULL)
+	if ((body = claim_body(q, r, fields, &policy, &from)) == NULL)
 		return;
-	if ((policy = body_policy(body, r)) == NULL ||
-	    admin_body_string(body, "from", &from, r) == -1) {
-		json_object_put(body);
-		return;
-	}
 	if (json_object_object_get_ex(body, "count", &v)) {
 		if (!json_object_is_type(v, json_type_int) ||
 		    (count = json_object_get_int64(v)) < 1 || count > 100000) {
@@ -177,8 +185,8 @@ adm_prewarm(const struct admin_req *q, struct admin_resp *r)
 	json_object_object_add(o, "policy", json_object_new_string(policy));
 	if (from != NULL)
 		json_object_object_add(o, "from", json_object_new_string(from));
-	json_object_object_add(o, "requested", json_object_new_int64(count));
-	json_object_object_add(o, "scheduled", json_object_new_int64(n));
+	admin_jint(o, "requested", count);
+	admin_jint(o, "scheduled", n);
 	json_object_put(body);
 	admin_json(r, 202, o);
 }
@@ -197,33 +205,24 @@ adm_pool(const struct admin_req *q, struct admin_resp *r)
 		p = json_object_new_object();
 		json_object_object_add(p, "policy",
 		    json_object_new_string(st[i].ps_policy));
-		json_object_object_add(p, "warm",
-		    json_object_new_int64((int64_t)st[i].ps_warm));
-		json_object_object_add(p, "launched",
-		    json_object_new_int64((int64_t)st[i].ps_launched));
-		json_object_object_add(p, "target",
-		    json_object_new_int64((int64_t)st[i].ps_target));
+		admin_jint(p, "warm", st[i].ps_warm);
+		admin_jint(p, "launched", st[i].ps_launched);
+		admin_jint(p, "target", st[i].ps_target);
 		json_object_object_add(p, "claim_rate",
 		    json_object_new_double(st[i].ps_rate));
 		json_object_object_add(p, "refill_ms",
 		    json_object_new_double(st[i].ps_refill_ms));
-		json_object_object_add(p, "claims",
-		    json_object_new_int64((int64_t)st[i].ps_claims));
-		json_object_object_add(p, "claims_cold",
-		    json_object_new_int64((int64_t)st[i].ps_claims_cold));
-		json_object_object_add(p, "evicted",
-		    json_object_new_int64((int64_t)st[i].ps_evicted));
+		admin_jint(p, "claims", st[i].ps_claims);
+		admin_jint(p, "claims_cold", st[i].ps_claims_cold);
+		admin_jint(p, "evicted", st[i].ps_evicted);
 		json_object_array_add(a, p);
 	}
 	pool_stats_free(st, n);
 	json_object_object_add(o, "backend", json_object_new_string(
 	    adm_backend_name(cfg->c_launcher_backend)));
-	json_object_object_add(o, "warm_floor", json_object_new_int64(
-	    (int64_t)(cfg->c_launcher_set ? cfg->c_pool_warm : 0)));
-	json_object_object_add(o, "max",
-	    json_object_new_int64((int64_t)cfg->c_pool_max));
-	json_object_object_add(o, "idle_timeout_ms",
-	    json_object_new_int64((int64_t)cfg->c_pool_idle_ms));
+	admin_jint(o, "warm_floor", cfg->c_launcher_set ? cfg->c_pool_warm : 0);
+	admin_jint(o, "max", cfg->c_pool_max);
+	admin_jint(o, "idle_timeout_ms", cfg->c_pool_idle_ms);
 	json_object_object_add(o, "policies", a);
 	admin_json(r, 200, o);
 }

@@ -77,6 +77,8 @@ int	admin_usage_by(const struct admin_req *, struct admin_resp *,
 	    const char *sandbox, struct json_object *o);
 /* Shared by the route files (admin_routes.c). */
 void	admin_json(struct admin_resp *, int status, struct json_object *);
+/* <o>'s member <key> (borrowed), a JSON integer. */
+void	admin_jint(struct json_object *, const char *key, int64_t);
 struct json_object *admin_body_object(const struct admin_req *,
 	    struct admin_resp *, const char *const *allowed);
 int	admin_body_string(struct json_object *, const char *key,

@@ -61,6 +61,12 @@ admin_json(struct admin_resp *r, int status, json_object *o)
 }
 
 void
+admin_jint(json_object *o, const char *key, int64_t v)
+{
+	json_object_object_add(o, key, json_object_new_int64(v));
+}
+
+void
 admin_error(struct admin_resp *r, int status, const char *code,
     const char *reason)
 {
@@ -187,25 +193,18 @@ route_status(const struct admin_req *q, struct admin_resp *r)
 	json_object_object_add(o, "status", json_object_new_string("ok"));
 	json_object_object_add(o, "version",
 	    json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(o, "uptime_s",
-	    json_object_new_int64((int64_t)(time(NULL) - admin_started)));
-	json_object_object_add(o, "connections",
-	    json_object_new_int64((int64_t)worker_conn_count()));
-	json_object_object_add(o, "sandboxes",
-	    json_object_new_int64((int64_t)n));
-	json_object_object_add(o, "requests",
-	    json_object_new_int64((int64_t)met_requests_total()));
+	admin_jint(o, "uptime_s", time(NULL) - admin_started);
+	admin_jint(o, "connections", worker_conn_count());
+	admin_jint(o, "sandboxes", n);
+	admin_jint(o, "requests", met_requests_total());
 	a = json_object_new_object();
 	json_object_object_add(a, "available",
 	    json_object_new_boolean(aud_available()));
-	json_object_object_add(a, "write_errors",
-	    json_object_new_int64((int64_t)aud_write_errors()));
+	admin_jint(a, "write_errors", aud_write_errors());
 	json_object_object_add(o, "audit", a);
 	rl = json_object_new_object();
-	json_object_object_add(rl, "ok",
-	    json_object_new_int64((int64_t)admin_reloads_ok));
-	json_object_object_add(rl, "failed",
-	    json_object_new_int64((int64_t)admin_reloads_failed));
+	admin_jint(rl, "ok", admin_reloads_ok);
+	admin_jint(rl, "failed", admin_reloads_failed);
 	json_object_object_add(o, "reloads", rl);
 	json_object_object_add(o, "config", json_object_new_string(
 	    cfg->c_file));

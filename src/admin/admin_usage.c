@@ -49,19 +49,13 @@ row_json(const struct bud_use_row *u, enum bud_by by)
 		strftime(day, sizeof(day), "%Y-%m-%d", &tm);
 		json_object_object_add(o, "day", json_object_new_string(day));
 	}
-	json_object_object_add(o, "requests",
-	    json_object_new_int64((int64_t)u->ur_requests));
-	json_object_object_add(o, "cost_microusd",
-	    json_object_new_int64((int64_t)u->ur_cost));
+	admin_jint(o, "requests", u->ur_requests);
+	admin_jint(o, "cost_microusd", u->ur_cost);
 	json_object_object_add(o, "cost_usd", usd_json(u->ur_cost));
-	json_object_object_add(o, "input_tokens",
-	    json_object_new_int64((int64_t)u->ur_input));
-	json_object_object_add(o, "cached_tokens",
-	    json_object_new_int64((int64_t)u->ur_cached));
-	json_object_object_add(o, "cache_write_tokens",
-	    json_object_new_int64((int64_t)u->ur_cache_write));
-	json_object_object_add(o, "output_tokens",
-	    json_object_new_int64((int64_t)u->ur_output));
+	admin_jint(o, "input_tokens", u->ur_input);
+	admin_jint(o, "cached_tokens", u->ur_cached);
+	admin_jint(o, "cache_write_tokens", u->ur_cache_write);
+	admin_jint(o, "output_tokens", u->ur_output);
 	return o;
 }
 
@@ -134,19 +128,15 @@ caps_json(const struct cfg_caps *caps)
 		return NULL;
 	o = json_object_new_object();
 	if (caps->cp_has_usd) {
-		json_object_object_add(o, "usd_microusd",
-		    json_object_new_int64((int64_t)caps->cp_usd));
+		admin_jint(o, "usd_microusd", caps->cp_usd);
 		json_object_object_add(o, "usd", usd_json(caps->cp_usd));
 	}
 	if (caps->cp_has_requests)
-		json_object_object_add(o, "requests",
-		    json_object_new_int64((int64_t)caps->cp_requests));
+		admin_jint(o, "requests", caps->cp_requests);
 	if (caps->cp_has_bytes_in)
-		json_object_object_add(o, "bytes_in",
-		    json_object_new_int64((int64_t)caps->cp_bytes_in));
+		admin_jint(o, "bytes_in", caps->cp_bytes_in);
 	if (caps->cp_has_bytes_out)
-		json_object_object_add(o, "bytes_out",
-		    json_object_new_int64((int64_t)caps->cp_bytes_out));
+		admin_jint(o, "bytes_out", caps->cp_bytes_out);
 	if (caps->cp_has_rate) {
 		char	per[32];
 
@@ -192,16 +182,11 @@ usage_object(struct admin_resp *r, struct sbx *s)
 		    json_object_new_string(ts));
 	} else
 		json_object_object_add(o, "window_start", NULL);
-	json_object_object_add(o, "requests",
-	    json_object_new_int64((int64_t)bc.bc_requests));
-	json_object_object_add(o, "bytes_in",
-	    json_object_new_int64((int64_t)bc.bc_bytes_in));
-	json_object_object_add(o, "bytes_out",
-	    json_object_new_int64((int64_t)bc.bc_bytes_out));
-	json_object_object_add(o, "spend_microusd",
-	    json_object_new_int64((int64_t)bc.bc_spend));
-	json_object_object_add(o, "reserved_microusd",
-	    json_object_new_int64((int64_t)bc.bc_reserved));
+	admin_jint(o, "requests", bc.bc_requests);
+	admin_jint(o, "bytes_in", bc.bc_bytes_in);
+	admin_jint(o, "bytes_out", bc.bc_bytes_out);
+	admin_jint(o, "spend_microusd", bc.bc_spend);
+	admin_jint(o, "reserved_microusd", bc.bc_reserved);
 	json_object_object_add(o, "spend_usd", usd_json(bc.bc_spend));
 	json_object_object_add(o, "caps", caps_json(caps));
 	return o;

@@ -144,6 +144,17 @@ js_exact(struct jscan *js)
 /* Switch on the callbacks that decode only where they can matter. */
 static void js_arm(struct jscan *);
 
+/* A value (a scalar, a closed map or array) ended: 1 for yajl. */
+static int
+js_value_end(struct jscan *js)
+{
+	js->j_pending = 0;
+	if (js->j_depth == 0)
+		js->j_root_done = 1;
+	js_arm(js);
+	return 1;
+}
+
 static int
 js_scalar(struct jscan *js, enum jscan_type t, const char *s, size_t len,
     int b)
@@ -169,11 +180,7 @@ js_scalar(struct jscan *js, enum jscan_type t, const char *s, size_t len,
 		v->jv_len = s != NULL ? len : 0;
 		v->jv_val_end = js_off(js);
 	}
-	js->j_pending = 0;
-	if (js->j_depth == 0)
-		js->j_root_done = 1;
-	js_arm(js);
-	return 1;
+	return js_value_end(js);
 }
 
 static int
@@ -240,9 +247,11 @@ js_open(struct jscan *js, int map)
 	return 1;
 }
 
+/* The end of a map or an array. */
 static int
-js_close(struct jscan *js)
+cb_end(void *ctx)
 {
+	struct jscan		*js = ctx;
 	struct jscan_level	*l = js_top(js);
 	uint64_t		 off;
 	size_t			 i;
@@ -254,11 +263,7 @@ js_close(struct jscan *js)
 		if (l->l_exact & (1ULL << i))
 			js->j_v[i].jv_val_end = off;
 	js->j_depth--;
-	js->j_pending = 0;
-	if (js->j_depth == 0)
-		js->j_root_done = 1;
-	js_arm(js);
-	return 1;
+	return js_value_end(js);
 }
 
 static int
@@ -268,21 +273,9 @@ cb_start_map(void *ctx)
 }
 
 static int
-cb_end_map(void *ctx)
-{
-	return js_close(ctx);
-}
-
-static int
 cb_start_array(void *ctx)
 {
 	return js_open(ctx, 0);
-}
-
-static int
-cb_end_array(void *ctx)
-{
-	return js_close(ctx);
 }
 
 static int
@@ -388,9 +381,9 @@ js_start(struct jscan *js)
 	js->j_cb.yajl_boolean = cb_bool;
 	js->j_cb.yajl_number = cb_number;	/* raw text: no overflow */
 	js->j_cb.yajl_start_map = cb_start_map;
-	js->j_cb.yajl_end_map = cb_end_map;
+	js->j_cb.yajl_end_map = cb_end;
 	js->j_cb.yajl_start_array = cb_start_array;
-	js->j_cb.yajl_end_array = cb_end_array;
+	js->j_cb.yajl_end_array = cb_end;
 	js_arm(js);
 	js->j_af.malloc = js_malloc;
 	js->j_af.realloc = js_realloc;

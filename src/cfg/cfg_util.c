@@ -898,12 +898,14 @@ cfg_namev_add(struct cfg_namev *nv, const char *name, const yaml_node_t *n)
 	nv->nv_n++;
 }
 
-void
-cfg_name_check(struct cfg_parse *cp, const yaml_node_t *v, const char *s,
-    const char *what)
+char *
+cfg_name_dup(struct cfg_parse *cp, const yaml_node_t *v, const char *what)
 {
+	const char	*s = cfg_str(v);
+
 	if (!cfg_name_ok(s))
 		cfg_err(cp, v, "bad %s \"%s\": use letters, digits, \".\", "
 		    "\"_\" and \"-\" (at most %d, starting with a letter or "
 		    "digit)", what, s, CFG_MAX_NAME);
+	return xstrdup(s);
 }

@@ -101,34 +101,29 @@ struct cfg_key {
 	size_t		 k_note;	/* CFG_K_NOTE: offset in arg */
 };
 
+/* A scalar row: setter <fn> into arg + <off>, bounds, "must be <want>". */
+#define CFG_ROW(name, fl, fn, off, min, max, want)			\
+	{ name, (fl) | CFG_T_SCALAR, fn, off, min, max, want, NULL, NULL, 0 }
 /* Table rows for the generic setters: one scalar each. */
 #define CFG_DURATION(name, fl, off, min, max)				\
-	{ name, (fl) | CFG_T_SCALAR, cfg_set_duration, off, min, max,	\
-	    "a duration", NULL, NULL, 0 }
+	CFG_ROW(name, fl, cfg_set_duration, off, min, max, "a duration")
 #define CFG_SIZE(name, fl, off, min, max)				\
-	{ name, (fl) | CFG_T_SCALAR, cfg_set_size, off, min, max,	\
-	    "a size", NULL, NULL, 0 }
+	CFG_ROW(name, fl, cfg_set_size, off, min, max, "a size")
 #define CFG_SIZE64(name, fl, off, min, max)				\
-	{ name, (fl) | CFG_T_SCALAR, cfg_set_size64, off, min, max,	\
-	    "a size", NULL, NULL, 0 }
+	CFG_ROW(name, fl, cfg_set_size64, off, min, max, "a size")
 #define CFG_COUNT(name, fl, off, min, max)				\
-	{ name, (fl) | CFG_T_SCALAR, cfg_set_count, off, min, max,	\
-	    "a number", NULL, NULL, 0 }
+	CFG_ROW(name, fl, cfg_set_count, off, min, max, "a number")
 #define CFG_COUNT64(name, fl, off, min, max)				\
-	{ name, (fl) | CFG_T_SCALAR, cfg_set_count64, off, min, max,	\
-	    "a number", NULL, NULL, 0 }
+	CFG_ROW(name, fl, cfg_set_count64, off, min, max, "a number")
 #define CFG_PERCENT(name, fl, off, min)					\
-	{ name, (fl) | CFG_T_SCALAR, cfg_set_percent, off, min, 0,	\
-	    "a percentage", NULL, NULL, 0 }
+	CFG_ROW(name, fl, cfg_set_percent, off, min, 0, "a percentage")
 #define CFG_MONEY(name, fl, off)					\
-	{ name, (fl) | CFG_T_SCALAR, cfg_set_money, off, 0, 0,		\
-	    "an amount of USD", NULL, NULL, 0 }
+	CFG_ROW(name, fl, cfg_set_money, off, 0, 0, "an amount of USD")
 #define CFG_BOOL(name, fl, off)						\
-	{ name, (fl) | CFG_T_SCALAR, cfg_set_bool, off, 0, 0,		\
-	    "true or false", NULL, NULL, 0 }
+	CFG_ROW(name, fl, cfg_set_bool, off, 0, 0, "true or false")
 /* A scalar with its own setter; <want> completes "must be ...". */
 #define CFG_SCALAR(name, fl, fn, off, want)				\
-	{ name, (fl) | CFG_T_SCALAR, fn, off, 0, 0, want, NULL, NULL, 0 }
+	CFG_ROW(name, fl, fn, off, 0, 0, want)
 /* The same, the value node kept at arg + <note> even when refused. */
 #define CFG_NOTE(name, fl, fn, want, note)				\
 	{ name, (fl) | CFG_T_SCALAR | CFG_K_NOTE, fn, 0, 0, 0, want, NULL,	\
@@ -215,9 +210,13 @@ const char	*cfg_host_pattern(const char *, char **);
 const char	*cfg_host_name(const char *, char **);
 char		*cfg_ip_canon(const char *);
 int		 cfg_name_ok(const char *);
-/* Report <s> at <v> unless cfg_name_ok(); <what>: "policy name". */
-void		 cfg_name_check(struct cfg_parse *, const yaml_node_t *,
-		    const char *, const char *);
+/*
+ * A copy of scalar <v>, a name, reported at <v> unless cfg_name_ok()
+ * (<what>: "policy name"). Kept even when bad, so that what names it adds
+ * no noise.
+ */
+char		*cfg_name_dup(struct cfg_parse *, const yaml_node_t *,
+		    const char *what);
 int		 cfg_method_ok(const char *);
 int		 cfg_header_name_ok(const char *);
 int		 cfg_env_name_ok(const char *);

@@ -140,29 +140,53 @@ ctl_cmd_sandbox_list(struct ctl *c, struct ctl_args *a)
 	return CTL_OK;
 }
 
-int
-ctl_cmd_sandbox_show(struct ctl *c, struct ctl_args *a)
+/* A PEM as the gateway gave it, ending in a newline. */
+static void
+print_pem(const char *pem)
+{
+	printf("%s%s", pem, *pem != '\0' && pem[strlen(pem) - 1] == '\n' ?
+	    "" : "\n");
+}
+
+/*
+ * GET the sandbox: its fields and its CA, or with <pem_only> (sandbox ca)
+ * the CA's PEM alone.
+ */
+static int
+sandbox_get(struct ctl *c, const char *id, int pem_only)
 {
 	static const char *const skip[] = { "ca_cert", NULL };
 	struct ctl_resp	 r;
 	const char	*pem;
 	int		 rc;
 
-	rc = ctl_sandbox_call(c, "GET", a->a_pos[0], "", CTL_TIMEOUT_MS, &r);
+	rc = ctl_sandbox_call(c, "GET", id, "", CTL_TIMEOUT_MS, &r);
 	if (rc != CTL_OK)
 		return rc;
+	pem = ctl_jstr(r.r_json, "ca_cert");
 	if (c->c_json)
 		ctl_print_body(&r);
-	else if (ctl_need_object(c, &r) == 0) {
+	else if (pem_only && pem != NULL && *pem != '\0')
+		print_pem(pem);
+	else if (pem_only) {
+		ctl_err("the gateway's answer has no \"ca_cert\"");
+		rc = CTL_FAIL;
+	} else if (ctl_need_object(c, &r) == 0) {
 		ctl_print_kv(r.r_json, skip);
-		if ((pem = ctl_jstr(r.r_json, "ca_cert")) != NULL)
-			printf("ca_cert:\n%s%s", pem,
-			    *pem != '\0' && pem[strlen(pem) - 1] == '\n' ?
-			    "" : "\n");
+		if (pem != NULL) {
+			printf("ca_cert:\n");
+			print_pem(pem);
+		}
 	} else
 		rc = CTL_FAIL;
 	ctl_resp_fini(&r);
 	return rc;
+}
+
+int
+ctl_cmd_sandbox_show(struct ctl *c, struct ctl_args *a)
+{
+	return sandbox_get(c, a->a_pos[0], 0);
 }
 
 /*
@@ -178,7 +202,8 @@ ctl_cmd_sandbox_probe(struct ctl *c, struct ctl_args *a)
 	size_t			 i, n;
 	int			 rc, failures = 0, pass, skipped;
 
-	rc = ctl_sandbox_call(c, "POST", a->a_pos[0], "/probe", CTL_LONG_TIMEOUT_MS, &r);
+	rc = ctl_sandbox_call(c, "POST", a->a_pos[0], "/probe",
+	    CTL_LONG_TIMEOUT_MS, &r);
 	if (rc != CTL_OK)
 		return rc;
 	if (ctl_need_object(c, &r) == -1) {
@@ -247,23 +272,7 @@ ctl_cmd_sandbox_delete(struct ctl *c, struct ctl_args *a)
 int
 ctl_cmd_sandbox_ca(struct ctl *c, struct ctl_args *a)
 {
-	struct ctl_resp	 r;
-	const char	*pem;
-	int		 rc;
-
-	rc = ctl_sandbox_call(c, "GET", a->a_pos[0], "", CTL_TIMEOUT_MS, &r);
-	if (rc != CTL_OK)
-		return rc;
-	if (c->c_json)
-		ctl_print_body(&r);
-	else if ((pem = ctl_jstr(r.r_json, "ca_cert")) != NULL && *pem != '\0')
-		printf("%s%s", pem, pem[strlen(pem) - 1] == '\n' ? "" : "\n");
-	else {
-		ctl_err("the gateway's answer has no \"ca_cert\"");
-		rc = CTL_FAIL;
-	}
-	ctl_resp_fini(&r);
-	return rc;
+	return sandbox_get(c, a->a_pos[0], 1);
 }
 
 int
@@ -286,7 +295,8 @@ ctl_cmd_usage_reset(struct ctl *c, struct ctl_args *a)
 	struct ctl_resp	 r;
 	int		 rc;
 
-	rc = ctl_sandbox_call(c, "POST", a->a_pos[0], "/usage/reset", CTL_TIMEOUT_MS, &r);
+	rc = ctl_sandbox_call(c, "POST", a->a_pos[0], "/usage/reset",
+	    CTL_TIMEOUT_MS, &r);
 	if (rc != CTL_OK)
 		return rc;
 	if (c->c_json)

@@ -109,11 +109,9 @@ req_data_cb(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t len,
 	(void)id;
 	(void)arg;
 	n = h2_body_read(s->cs_out, buf, len, s->cs_req_done, s->cs_bev,
-	    flags, &resumed);
+	    flags, &s->cs_deferred, &resumed);
 	if (resumed)
 		h2_cli_kick(s->cs_cli);
-	if (n == NGHTTP2_ERR_DEFERRED)
-		s->cs_deferred = 1;
 	return n;
 }
 
@@ -123,11 +121,8 @@ req_body_cb(void *arg, const char *p, size_t len)
 	struct h2_cs	*s = arg;
 
 	evbuffer_add(s->cs_out, p, len);
-	if (s->cs_deferred && s->cs_id > 0) {
-		s->cs_deferred = 0;
-		(void)nghttp2_session_resume_data(s->cs_cli->hc_sess,
-		    s->cs_id);
-	}
+	if (s->cs_id > 0)
+		h2_body_resume(s->cs_cli->hc_sess, s->cs_id, &s->cs_deferred);
 }
 
 /* Names an HTTP/1.1 request carries that HTTP/2 must not. */
@@ -251,11 +246,8 @@ cs_poll(struct h2_cs *s)
 			if (s->cs_id <= 0 && req_head(s) == -1)
 				goto fail;
 			s->cs_req_done = 1;
-			if (s->cs_deferred) {
-				s->cs_deferred = 0;
-				(void)nghttp2_session_resume_data(
-				    s->cs_cli->hc_sess, s->cs_id);
-			}
+			h2_body_resume(s->cs_cli->hc_sess, s->cs_id,
+			    &s->cs_deferred);
 			break;
 		case HTTP_FEED_UPGRADE:
 		case HTTP_FEED_ERROR:

@@ -89,10 +89,15 @@ void	h2_srv_kick(struct h2_srv *);
  * (its reading paused above H2_STREAM_BUF, resumed below half of it:
  * then *resumed, the caller kicks its session). NGHTTP2_DATA_FLAG_EOF in
  * *flags once <out> is empty and the body <done>; NGHTTP2_ERR_DEFERRED
- * when there is nothing yet. Both planes' data read callbacks.
+ * when there is nothing yet, with *deferred set (h2_body_resume). Both
+ * planes' data read callbacks.
  */
 ssize_t	h2_body_read(struct evbuffer *out, uint8_t *buf, size_t len,
-	    int done, struct bufferevent *bev, uint32_t *flags, int *resumed);
+	    int done, struct bufferevent *bev, uint32_t *flags, int *deferred,
+	    int *resumed);
+/* More of stream <id>'s body is there: its data source, *deferred, is
+ * asked again (and *deferred cleared). */
+void	h2_body_resume(nghttp2_session *, int32_t id, int *deferred);
 struct h2_stream *h2_stream_new(struct h2_srv *, int32_t id);
 /* Its connection ends now, <why> recorded when its exchange is open
  * (NULL: it ended well); a stream held for approval says it left. */

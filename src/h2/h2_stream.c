@@ -47,10 +47,7 @@ resp_body_cb(void *arg, const char *p, size_t len)
 			stream_reset(s, NGHTTP2_INTERNAL_ERROR);
 	}
 	evbuffer_add(s->s_out, p, len);
-	if (s->s_deferred) {
-		s->s_deferred = 0;
-		(void)nghttp2_session_resume_data(s->s_srv->h_sess, s->s_id);
-	}
+	h2_body_resume(s->s_srv->h_sess, s->s_id, &s->s_deferred);
 }
 
 struct h2_stream *
@@ -379,7 +376,7 @@ resp_trailers(struct h2_stream *s)
 
 ssize_t
 h2_body_read(struct evbuffer *out, uint8_t *buf, size_t len, int done,
-    struct bufferevent *bev, uint32_t *flags, int *resumed)
+    struct bufferevent *bev, uint32_t *flags, int *deferred, int *resumed)
 {
 	int	n = evbuffer_remove(out, buf, len);
 
@@ -396,7 +393,19 @@ h2_body_read(struct evbuffer *out, uint8_t *buf, size_t len, int done,
 		bufferevent_enable(bev, EV_READ);
 		*resumed = 1;
 	}
-	return n == 0 ? NGHTTP2_ERR_DEFERRED : n;
+	if (n > 0)
+		return n;
+	*deferred = 1;
+	return NGHTTP2_ERR_DEFERRED;
+}
+
+void
+h2_body_resume(nghttp2_session *sess, int32_t id, int *deferred)
+{
+	if (!*deferred)
+		return;
+	*deferred = 0;
+	(void)nghttp2_session_resume_data(sess, id);
 }
 
 static ssize_t
@@ -411,12 +420,10 @@ data_read_cb(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t len,
 	(void)id;
 	(void)arg;
 	n = h2_body_read(s->s_out, buf, len, s->s_resp_done, s->s_bev, flags,
-	    &resumed);
+	    &s->s_deferred, &resumed);
 	if (resumed)
 		h2_srv_kick(s->s_srv);	/* what waits in its input */
-	if (n == NGHTTP2_ERR_DEFERRED)
-		s->s_deferred = 1;
-	else if ((*flags & NGHTTP2_DATA_FLAG_EOF) && resp_trailers(s) == 0)
+	if ((*flags & NGHTTP2_DATA_FLAG_EOF) && resp_trailers(s) == 0)
 		*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 	return n;
 }
@@ -644,11 +651,9 @@ h2_stream_poll(struct h2_stream *s)
 				if (resp_head(s, 2) == -1)
 					stream_reset(s,
 					    NGHTTP2_INTERNAL_ERROR);
-			} else if (s->s_deferred) {
-				s->s_deferred = 0;
-				(void)nghttp2_session_resume_data(
-				    s->s_srv->h_sess, s->s_id);
-			}
+			} else
+				h2_body_resume(s->s_srv->h_sess, s->s_id,
+				    &s->s_deferred);
 			/* its exchange is audited: the connection is done */
 			if (s->s_req_done)
 				h2_stream_conn_end(s, NULL);

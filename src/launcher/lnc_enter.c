@@ -274,26 +274,14 @@ cg_path(pid_t pid, char *buf, size_t bufsz)
 	fclose(f);
 }
 
-/*
- * An open fd on the cgroup.procs of the init's cgroup v2, when the
- * launcher gave it one of its own (it differs from the launcher's), so the
- * command joins it and its limits; else -1. Opened before we enter the
- * mount namespace: the cgroup filesystem is not visible inside.
- */
-static int
-cg_procs_fd(pid_t init_pid)
+/* The parent of <pid> (the launcher, for an init), or -1. */
+static pid_t
+init_parent(pid_t pid)
 {
-	char	 path[64], buf[512], mine[PATH_MAX], parents[PATH_MAX];
-	char	 line[PATH_MAX], dst[PATH_MAX * 2];
-	char	 mnt[PATH_MAX], root[PATH_MAX], *p, *dash;
-	FILE	*f;
-	int	 fd, n, ppid = 0, found = 0;
-	size_t	 rlen;
+	char	path[64], buf[512], *p;
+	int	fd, n, ppid;
 
-	cg_path(init_pid, mine, sizeof(mine));
-	if (mine[0] == '\0')
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)init_pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -303,6 +291,31 @@ cg_procs_fd(pid_t init_pid)
 	buf[n] = '\0';
 	if ((p = strrchr(buf, ')')) == NULL || sscanf(p, ") %*c %d",
 	    &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
+/*
+ * An open fd on the cgroup.procs of the init's cgroup v2, when the
+ * launcher gave it one of its own (it differs from the launcher's), so the
+ * command joins it and its limits; else -1. Opened before we enter the
+ * mount namespace: the cgroup filesystem is not visible inside.
+ */
+static int
+cg_procs_fd(pid_t init_pid)
+{
+	char	 mine[PATH_MAX], parents[PATH_MAX];
+	char	 line[PATH_MAX], dst[PATH_MAX * 2];
+	char	 mnt[PATH_MAX], root[PATH_MAX], *dash;
+	FILE	*f;
+	pid_t	 ppid;
+	int	 found = 0;
+	size_t	 rlen;
+
+	cg_path(init_pid, mine, sizeof(mine));
+	if (mine[0] == '\0')
+		return -1;
+	if ((ppid = init_parent(init_pid)) == -1)
 		return -1;
 	cg_path(ppid, parents, sizeof(parents));
 	if (strcmp(mine, parents) == 0)
@@ -324,27 +337,6 @@ cg_procs_fd(pid_t init_pid)
 		return -1;
 	snprintf(dst, sizeof(dst), "%s%s/cgroup.procs", mnt, mine + rlen);
 	return open(dst, O_WRONLY | O_CLOEXEC);
-}
-
-/* The parent of <pid> (the launcher, for an init), or -1. */
-static pid_t
-init_parent(pid_t pid)
-{
-	char	path[64], buf[512], *p;
-	int	fd, n, ppid;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p, ") %*c %d",
-	    &ppid) != 1)
-		return -1;
-	return (pid_t)ppid;
 }
 
 static void __attribute__((noreturn))

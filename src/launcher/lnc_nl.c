@@ -167,6 +167,19 @@ nl_talk(int nl, struct nlb *b, int (*cb)(struct nlmsghdr *, void *),
 	return 0;
 }
 
+/* Start a link request <b> (on <ifindex>, 0: none): its ifinfomsg. */
+static struct ifinfomsg *
+nlb_link(struct nlb *b, int type, int flags, int ifindex)
+{
+	struct ifinfomsg	*ifi;
+
+	nlb_init(b, type, flags);
+	ifi = nlb_put(b, NULL, sizeof(*ifi));
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = ifindex;
+	return ifi;
+}
+
 static int
 getlink_cb(struct nlmsghdr *h, void *arg)
 {
@@ -184,12 +197,9 @@ int
 lnc_nl_link_index(int nl, const char *name)
 {
 	struct nlb		 b;
-	struct ifinfomsg	*ifi;
 	int			 index = 0;
 
-	nlb_init(&b, RTM_GETLINK, 0);
-	ifi = nlb_put(&b, NULL, sizeof(*ifi));
-	ifi->ifi_family = AF_UNSPEC;
+	nlb_link(&b, RTM_GETLINK, 0, 0);
 	nla_put_u32(&b, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
 	nla_put_str(&b, IFLA_IFNAME, name);
 	if (nl_talk(nl, &b, getlink_cb, &index) == -1)
@@ -201,12 +211,9 @@ int
 lnc_nl_link_add(int nl, const char *name, const char *kind)
 {
 	struct nlb		 b;
-	struct ifinfomsg	*ifi;
 	struct rtattr		*li;
 
-	nlb_init(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
-	ifi = nlb_put(&b, NULL, sizeof(*ifi));
-	ifi->ifi_family = AF_UNSPEC;
+	nlb_link(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0);
 	nla_put_str(&b, IFLA_IFNAME, name);
 	li = nla_nest(&b, IFLA_LINKINFO);
 	nla_put_str(&b, IFLA_INFO_KIND, kind);
@@ -218,12 +225,9 @@ int
 lnc_nl_veth_add(int nl, const char *name, const char *peer, int peer_nsfd)
 {
 	struct nlb		 b;
-	struct ifinfomsg	*ifi;
 	struct rtattr		*li, *data, *pi;
 
-	nlb_init(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
-	ifi = nlb_put(&b, NULL, sizeof(*ifi));
-	ifi->ifi_family = AF_UNSPEC;
+	nlb_link(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0);
 	nla_put_str(&b, IFLA_IFNAME, name);
 	li = nla_nest(&b, IFLA_LINKINFO);
 	nla_put_str(&b, IFLA_INFO_KIND, "veth");
@@ -242,13 +246,9 @@ lnc_nl_veth_add(int nl, const char *name, const char *peer, int peer_nsfd)
 int
 lnc_nl_link_del(int nl, int ifindex)
 {
-	struct nlb		 b;
-	struct ifinfomsg	*ifi;
+	struct nlb	b;
 
-	nlb_init(&b, RTM_DELLINK, 0);
-	ifi = nlb_put(&b, NULL, sizeof(*ifi));
-	ifi->ifi_family = AF_UNSPEC;
-	ifi->ifi_index = ifindex;
+	nlb_link(&b, RTM_DELLINK, 0, ifindex);
 	return nl_talk(nl, &b, NULL, NULL);
 }
 
@@ -258,10 +258,7 @@ lnc_nl_link_up(int nl, int ifindex)
 	struct nlb		 b;
 	struct ifinfomsg	*ifi;
 
-	nlb_init(&b, RTM_NEWLINK, 0);
-	ifi = nlb_put(&b, NULL, sizeof(*ifi));
-	ifi->ifi_family = AF_UNSPEC;
-	ifi->ifi_index = ifindex;
+	ifi = nlb_link(&b, RTM_NEWLINK, 0, ifindex);
 	ifi->ifi_flags = IFF_UP;
 	ifi->ifi_change = IFF_UP;
 	return nl_talk(nl, &b, NULL, NULL);
@@ -376,7 +373,6 @@ int
 lnc_nl_link_del_prefix(int nl, const char *prefix)
 {
 	struct nlb		 b;
-	struct ifinfomsg	*ifi;
 	struct prefix_dump	 pd;
 	size_t			 i;
 	int			 rc = 0;
@@ -384,9 +380,7 @@ lnc_nl_link_del_prefix(int nl, const char *prefix)
 	do {
 		memset(&pd, 0, sizeof(pd));
 		pd.pd_prefix = prefix;
-		nlb_init(&b, RTM_GETLINK, NLM_F_DUMP);
-		ifi = nlb_put(&b, NULL, sizeof(*ifi));
-		ifi->ifi_family = AF_UNSPEC;
+		nlb_link(&b, RTM_GETLINK, NLM_F_DUMP, 0);
 		nla_put_u32(&b, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
 		if (nl_talk(nl, &b, prefix_cb, &pd) == -1)
 			return -1;

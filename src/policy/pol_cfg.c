@@ -340,12 +340,8 @@ cfg_k_policy_name(struct cfg_parse *cp, const struct cfg_key *k,
     yaml_node_t *v, void *arg)
 {
 	struct cfg_pctx	*pc = arg;
-	const char	*s;
 
-	s = cfg_str(v);
-	/* Kept even when bad, so that what names it adds no noise. */
-	cfg_name_check(cp, v, s, "policy name");
-	pc->pc_pol->p_name = xstrdup(s);
+	pc->pc_pol->p_name = cfg_name_dup(cp, v, "policy name");
 	pc->pc_name = v;
 }
 

@@ -292,6 +292,28 @@ filter_msg(struct mcp_filt *f, json_object *o)
 	return changed;
 }
 
+/*
+ * The line of event p[0..n) at *at, ended by CR, LF or CRLF (the last by
+ * the event's end): 1, and *at moves past it; 0 after the last.
+ */
+static int
+event_line(const char *p, size_t n, size_t *at, const char **line,
+    size_t *llen)
+{
+	size_t	i = *at;
+
+	if (i > n)
+		return 0;
+	while (i < n && p[i] != '\r' && p[i] != '\n')
+		i++;
+	*line = p + *at;
+	*llen = i - *at;
+	if (i < n && p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
+		i++;
+	*at = i + 1;
+	return 1;
+}
+
 /* One whole event: as it came, or rebuilt with its data filtered. */
 static void
 filt_event(struct mcp_filt *f, const char *p, size_t n)
@@ -299,17 +321,10 @@ filt_event(struct mcp_filt *f, const char *p, size_t n)
 	struct evbuffer	*data = evbuffer_new(), *out = f->f_out;
 	json_object	*o = NULL;
 	const char	*line;
-	size_t		 i, start, llen;
+	size_t		 at, llen;
 	int		 ndata = 0, pass = 1;
 
-	for (start = i = 0; i <= n; i++) {
-		if (i < n && p[i] != '\r' && p[i] != '\n')
-			continue;
-		line = p + start;
-		llen = i - start;
-		if (i < n && p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
-			i++;
-		start = i + 1;
+	for (at = 0; event_line(p, n, &at, &line, &llen);) {
 		if (llen < 5 || strncmp(line, "data:", 5) != 0)
 			continue;
 		line += 5;
@@ -336,14 +351,7 @@ filt_event(struct mcp_filt *f, const char *p, size_t n)
 		goto done;
 	}
 	/* its other fields (event, id, retry) kept, one data line */
-	for (start = i = 0; i <= n; i++) {
-		if (i < n && p[i] != '\r' && p[i] != '\n')
-			continue;
-		line = p + start;
-		llen = i - start;
-		if (i < n && p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
-			i++;
-		start = i + 1;
+	for (at = 0; event_line(p, n, &at, &line, &llen);) {
 		if (llen == 0 || (llen >= 5 && strncmp(line, "data:", 5) == 0))
 			continue;
 		evbuffer_add(out, line, llen);

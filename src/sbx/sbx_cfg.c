@@ -30,12 +30,8 @@ cfg_k_sbx_id(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
     void *arg)
 {
 	struct cfg_sctx	*sc = arg;
-	const char	*s;
 
-	s = cfg_str(v);
-	/* Kept even when bad, so that what names it adds no noise. */
-	cfg_name_check(cp, v, s, "sandbox id");
-	sc->sc_sbx->s_id = xstrdup(s);
+	sc->sc_sbx->s_id = cfg_name_dup(cp, v, "sandbox id");
 	sc->sc_id = v;
 }
 

@@ -47,12 +47,8 @@ cfg_k_sec_name(struct cfg_parse *cp, const struct cfg_key *k, yaml_node_t *v,
     void *arg)
 {
 	struct cfg_xctx	*xc = arg;
-	const char	*s;
 
-	s = cfg_str(v);
-	/* Kept even when bad, so that what names it adds no noise. */
-	cfg_name_check(cp, v, s, "secret name");
-	xc->xc_sec->sc_name = xstrdup(s);
+	xc->xc_sec->sc_name = cfg_name_dup(cp, v, "secret name");
 	xc->xc_name = v;
 }
 

@@ -192,6 +192,17 @@ sec_val_unref(struct sec_val *v)
 	munmap(v, len);
 }
 
+/* sec_val_new(<cap>), or NULL with the reason in <why>. */
+static struct sec_val *
+sec_val_get(size_t cap, char *why, size_t whysz)
+{
+	struct sec_val	*v;
+
+	if ((v = sec_val_new(cap)) == NULL)
+		snprintf(why, whysz, "out of memory: %s", strerror(errno));
+	return v;
+}
+
 /*
  * Check the bytes read into scratch value <v> (trimming trailing newlines
  * when <trim>) and return them in a value of fitting size; <v> is wiped.
@@ -226,8 +237,7 @@ sec_val_finish(struct sec_val *v, int trim, int ml, char *why, size_t whysz)
 			return NULL;
 		}
 	}
-	if ((out = sec_val_new(len)) == NULL) {
-		snprintf(why, whysz, "out of memory: %s", strerror(errno));
+	if ((out = sec_val_get(len, why, whysz)) == NULL) {
 		sec_val_unref(v);
 		return NULL;
 	}
@@ -241,41 +251,30 @@ sec_val_finish(struct sec_val *v, int trim, int ml, char *why, size_t whysz)
 /* sources */
 
 static struct sec_val *
-sec_read_env(const char *name, int ml, char *why, size_t whysz)
-{
-	struct sec_val	*v;
-	const char	*s;
-	size_t		 len;
-
-	if ((s = getenv(name)) == NULL) {
-		snprintf(why, whysz, "environment variable \"%s\" is not set",
-		    name);
-		return NULL;
-	}
-	len = strlen(s);
-	if ((v = sec_val_new(len)) == NULL) {
-		snprintf(why, whysz, "out of memory: %s", strerror(errno));
-		return NULL;
-	}
-	memcpy(v->sv_data, s, len);
-	v->sv_len = len;
-	return sec_val_finish(v, 0, ml, why, whysz);
-}
-
-static struct sec_val *
 sec_read_literal(const char *s, int ml, char *why, size_t whysz)
 {
 	struct sec_val	*v;
 	size_t		 len;
 
 	len = strlen(s);
-	if ((v = sec_val_new(len)) == NULL) {
-		snprintf(why, whysz, "out of memory: %s", strerror(errno));
+	if ((v = sec_val_get(len, why, whysz)) == NULL)
 		return NULL;
-	}
 	memcpy(v->sv_data, s, len);
 	v->sv_len = len;
 	return sec_val_finish(v, 0, ml, why, whysz);
+}
+
+static struct sec_val *
+sec_read_env(const char *name, int ml, char *why, size_t whysz)
+{
+	const char	*s;
+
+	if ((s = getenv(name)) == NULL) {
+		snprintf(why, whysz, "environment variable \"%s\" is not set",
+		    name);
+		return NULL;
+	}
+	return sec_read_literal(s, ml, why, whysz);
 }
 
 /* Read straight into locked memory: no copy of the bytes elsewhere. */
@@ -288,8 +287,7 @@ sec_read_file(const char *path, int ml, char *why, size_t whysz)
 
 	if ((fd = util_open_secret(path, why, whysz)) == -1)
 		return NULL;
-	if ((v = sec_val_new(SEC_MAX_VALUE + 1)) == NULL) {
-		snprintf(why, whysz, "out of memory: %s", strerror(errno));
+	if ((v = sec_val_get(SEC_MAX_VALUE + 1, why, whysz)) == NULL) {
 		close(fd);
 		return NULL;
 	}
@@ -332,10 +330,8 @@ sec_exec(const char *cmd, int stopfd, int *stopped, int ml, char *why,
 	char		 err[200];
 
 	*stopped = 0;
-	if ((v = sec_val_new(SEC_MAX_VALUE + 1)) == NULL) {
-		snprintf(why, whysz, "out of memory: %s", strerror(errno));
+	if ((v = sec_val_get(SEC_MAX_VALUE + 1, why, whysz)) == NULL)
 		return NULL;
-	}
 	if (util_exec(cmd, v->sv_data, SEC_MAX_VALUE + 1, &v->sv_len,
 	    sec_exec_timeout_ms, stopfd, stopped, err, sizeof(err)) == -1) {
 		snprintf(why, whysz, "command %s", err);
