@@ -14,7 +14,9 @@
 #              profile is copied to $CG_OUT (default $TMPDIR/kaprofile.cg)
 # Each run opens its 32 client connections anew: with https, 32 client
 # handshakes are in the figures (about 2.4M instructions each).
-# AIRLOCKD=path runs another airlockd binary (a baseline).
+# AIRLOCKD=path runs another airlockd binary (a baseline); KAPROFILE_PATH
+# another origin path (default /json/1024; /size/1048576 is bench/run.sh's
+# dl1m).
 
 set -u
 B=$(cd "$1" && pwd) || exit 2
@@ -28,6 +30,7 @@ cg) N=${3:-3000} ;;
 *) echo "usage: $0 BUILD_DIR cpu|strace|cg [N] [https|http]" >&2; exit 2 ;;
 esac
 SCHEME=${4:-https}
+RPATH=${KAPROFILE_PATH:-/json/1024}
 case $SCHEME in https|http) ;; *) echo "$0: scheme https or http" >&2; exit 2 ;; esac
 T=$(mktemp -d "${TMPDIR:-/tmp}/kaprofile.XXXXXX") || exit 2
 PIDS=""
@@ -73,10 +76,10 @@ for _ in $(seq 300); do
 done
 for _ in $(seq 100); do [ -s "$T/state/ca/bench/ca.crt" ] && break; sleep 0.1; done
 if [ "$SCHEME" = https ]; then
-	LG="$B/bench/loadgen -u https://localhost:$OP/json/1024 -x 127.0.0.1:$PP
+	LG="$B/bench/loadgen -u https://localhost:$OP$RPATH -x 127.0.0.1:$PP
 	    --cafile $T/state/ca/bench/ca.crt -o json -k -c 32"
 else
-	LG="$B/bench/loadgen -u http://localhost:$OP/json/1024 -x 127.0.0.1:$PP
+	LG="$B/bench/loadgen -u http://localhost:$OP$RPATH -x 127.0.0.1:$PP
 	    -o json -k -c 32"
 fi
 $LG -n 2000 >"$T/warm.json" 2>&1

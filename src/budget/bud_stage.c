@@ -960,6 +960,27 @@ bud_done(struct xs_call *xc)
 	}
 }
 
+/* Admitted: the bytes moved are charged in batches; under a cap (or the
+ * fleet's grants) each chunk is checked before it moves; metered or
+ * filtered: the body is read. */
+static unsigned
+bud_watch(struct xs_call *xc)
+{
+	const struct xchg	*x = xc->xc_x;
+	unsigned		 w = 0;
+
+	if (!x->x_bud.b_admitted || x->x_bud.b_sb == NULL)
+		return x->x_bud.b_meter != NULL || bud_stream_filtered(x) ?
+		    XS_W_RESP_BODY : 0;
+	w = XS_W_FLOW;
+	if (bud_caps_of(xc->xc_policy) != NULL || x->x_bud.b_over ||
+	    x->x_bud.b_meter != NULL || bud_stream_filtered(x))
+		w |= XS_W_RESP_BODY;
+	if (x->x_bud.b_grant)
+		w |= XS_W_ROOM;
+	return w;
+}
+
 const struct xstage bud_stage = {
 	.xs_name = "budget",
 	.xs_req_head = bud_req_head,
@@ -972,4 +993,5 @@ const struct xstage bud_stage = {
 	.xs_room = bud_grant_room_hook,
 	.xs_flow = bud_flow,
 	.xs_done = bud_done,
+	.xs_watch = bud_watch,
 };

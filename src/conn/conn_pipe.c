@@ -343,6 +343,7 @@ conn_pipe_resp_head(struct conn *c)
 	pipe_call(c, &xc);
 	if (xs_run(xs_table, XS_RESP_HEAD, &xc) == XS_GO) {
 		c->c_r.r_reframe = xc.xc_reframe;
+		c->c_x->x_quiet = xs_run_quiet(xs_table, &xc);
 		return 0;
 	}
 	if (xc.xc_close)
@@ -406,6 +407,13 @@ conn_pipe_resp_body(struct conn *c, const char *p, size_t len, int eof)
 
 	if (c->c_r.r_pend_why != AUD_R_NONE)
 		return -1;	/* ended already: nothing more goes out */
+	if (c->c_x->x_quiet & XS_W_RESP_BODY) {
+		/* no stage reads this body: straight on */
+		if (len > 0)
+			conn_body_out(c, c->c_bev, p, len, c->c_r.r_rechunk,
+			    &c->c_x->x_bytes_in);
+		return 0;
+	}
 	pipe_call(c, &xc);
 	xc.xc_eof = eof;
 	/* the parser's bytes, not copied: they go out before it returns */
@@ -503,7 +511,8 @@ conn_pipe_room(struct conn *c, int up)
 	struct xs_call	xc;
 	size_t		room;
 
-	if (c->c_closing || c->c_x == NULL || !c->c_x->x_active)
+	if (c->c_closing || c->c_x == NULL || !c->c_x->x_active ||
+	    (c->c_x->x_quiet & XS_W_ROOM))
 		return SIZE_MAX;
 	pipe_call(c, &xc);
 	if ((room = xs_run_room(xs_table, &xc, up)) == 0)
@@ -516,10 +525,11 @@ conn_pipe_flow(struct conn *c)
 {
 	struct xs_call	xc;
 
-	if (c->c_closing || c->c_x == NULL || !c->c_x->x_active)
+	if (c->c_closing || c->c_x == NULL || !c->c_x->x_active ||
+	    (c->c_x->x_quiet & XS_W_FLOW))
 		return;
 	pipe_call(c, &xc);
-	if (xs_run(xs_table, XS_FLOW, &xc) == XS_DENY)
+	if (xs_run_flow(xs_table, &xc) == XS_DENY)
 		pipe_end(c, xc.xc_why, pipe_reason(&xc), xc.xc_cut);
 }
 

@@ -34,9 +34,6 @@ xs_call_hook(const struct xstage *s, enum xs_hook hook, struct xs_call *xc)
 	case XS_RESP_HEAD:
 		fn = s->xs_resp_head;
 		break;
-	case XS_FLOW:
-		fn = s->xs_flow;
-		break;
 	}
 	return fn != NULL ? fn(xc) : XS_GO;
 }
@@ -119,7 +116,6 @@ xs_run_filter(const struct xstage *const *tbl, enum xs_filter f,
 	enum aud_reason	 why = AUD_R_NONE, cut = AUD_R_NONE;
 	char		 reason[sizeof(xc->xc_reason)];
 
-	reason[0] = '\0';
 	for (; *tbl != NULL; tbl++) {
 		fn = f == XS_F_RESP_BODY ? (*tbl)->xs_resp_body :
 		    (*tbl)->xs_resp_head_out;
@@ -145,7 +141,10 @@ xs_run_filter(const struct xstage *const *tbl, enum xs_filter f,
 	}
 	xc->xc_why = why;
 	xc->xc_cut = cut;
-	memcpy(xc->xc_reason, reason, sizeof(reason));
+	if (out == XS_DENY)
+		memcpy(xc->xc_reason, reason, sizeof(reason));
+	else
+		xc->xc_reason[0] = '\0';
 	*res = cur;
 	return out;
 }
@@ -156,6 +155,21 @@ xs_run_req_fields(const struct xstage *const *tbl, struct xs_call *xc)
 	for (; *tbl != NULL; tbl++)
 		if ((*tbl)->xs_req_fields != NULL)
 			(*tbl)->xs_req_fields(xc);
+}
+
+unsigned
+xs_run_quiet(const struct xstage *const *tbl, struct xs_call *xc)
+{
+	unsigned	has, want = 0;
+
+	for (; *tbl != NULL; tbl++) {
+		has = ((*tbl)->xs_resp_body != NULL ? XS_W_RESP_BODY : 0) |
+		    ((*tbl)->xs_room != NULL ? XS_W_ROOM : 0) |
+		    ((*tbl)->xs_flow != NULL ? XS_W_FLOW : 0);
+		want |= (*tbl)->xs_watch != NULL ?
+		    (*tbl)->xs_watch(xc) & has : has;
+	}
+	return XS_W_ALL & ~want;
 }
 
 int
@@ -187,6 +201,18 @@ xs_deny(struct xs_call *xc, enum aud_reason why, const char *fmt, ...)
 	(void)vsnprintf(xc->xc_reason, sizeof(xc->xc_reason), fmt, ap);
 	va_end(ap);
 	return XS_DENY;
+}
+
+enum xs_verdict
+xs_run_flow(const struct xstage *const *tbl, struct xs_call *xc)
+{
+	enum xs_verdict	v;
+
+	for (; *tbl != NULL; tbl++)
+		if ((*tbl)->xs_flow != NULL &&
+		    (v = (*tbl)->xs_flow(xc)) == XS_DENY)
+			return v;
+	return XS_GO;
 }
 
 size_t

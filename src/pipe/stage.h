@@ -182,7 +182,16 @@ struct xstage {
 	size_t		(*xs_room)(struct xs_call *, int up);
 	enum xs_verdict	(*xs_flow)(struct xs_call *);
 	void		(*xs_done)(struct xs_call *);
+	/* after the response head: which of its per-chunk hooks (XS_W_*)
+	   this exchange still needs; NULL: all it has */
+	unsigned	(*xs_watch)(struct xs_call *);
 };
+
+/* The per-chunk hooks, as bits (xs_watch, xchg.x_quiet). */
+#define XS_W_RESP_BODY	0x1u
+#define XS_W_ROOM	0x2u
+#define XS_W_FLOW	0x4u
+#define XS_W_ALL	(XS_W_RESP_BODY | XS_W_ROOM | XS_W_FLOW)
 
 /* The stages, each in its plane (src/pipe/stages.c lists them). */
 extern const struct xstage pol_stage;	/* policy/pol_stage.c */
@@ -205,7 +214,6 @@ enum xs_hook {
 	XS_DEST,
 	XS_REQ_READY,
 	XS_RESP_HEAD,
-	XS_FLOW,
 };
 
 enum xs_filter {
@@ -241,11 +249,20 @@ enum xs_verdict	xs_run_filter(const struct xstage *const *tbl,
 		    enum xs_filter f, struct xs_call *, struct evbuffer *in,
 		    struct evbuffer *spare, struct evbuffer **res);
 void		xs_run_done(const struct xstage *const *tbl, struct xs_call *);
+/* Bytes moved: every flow hook, until one refuses (XS_DENY). Called as
+ * often as bytes move, so it walks the flow hooks alone. */
+enum xs_verdict	xs_run_flow(const struct xstage *const *tbl, struct xs_call *);
 /* The least room hook of any stage says (SIZE_MAX: none bounds it). */
 size_t		xs_run_room(const struct xstage *const *tbl, struct xs_call *,
 		    int up);
 void		xs_run_req_fields(const struct xstage *const *tbl,
 		    struct xs_call *);
+/*
+ * The per-chunk hooks (XS_W_*) that no stage needs for the rest of the
+ * exchange, asked once its response head went through: the driver skips
+ * their walks (HAProxy's filters register for data the same way).
+ */
+unsigned	xs_run_quiet(const struct xstage *const *tbl, struct xs_call *);
 /* Does any stage leave field <name> of the request head out? */
 int		xs_run_req_drop(const struct xstage *const *tbl,
 		    struct xs_call *, const char *name, size_t nlen);

@@ -159,6 +159,8 @@ struct xchg {
 	struct evbuffer		*x_answer;
 	const char		*x_answer_type;	/* its Content-Type */
 	int			 x_answer_status;
+	unsigned		 x_quiet;	/* XS_W_* hooks no stage
+						   needs (xs_run_quiet) */
 	int			 x_req_reframe;	/* a stage changes the request
 						   body's length (req_body):
 						   it goes upstream chunked */

@@ -187,6 +187,13 @@ mcp_done(struct xs_call *xc)
 	    x->x_mcp.m_tool : NULL;
 }
 
+/* Only a tools/list result is filtered (mcp_resp_head). */
+static unsigned
+mcp_watch(struct xs_call *xc)
+{
+	return xc->xc_x->x_mcp.m_filt != NULL ? XS_W_RESP_BODY : 0;
+}
+
 const struct xstage mcp_stage = {
 	.xs_name = "mcp",
 	.xs_req_head = mcp_req_head,
@@ -195,4 +202,5 @@ const struct xstage mcp_stage = {
 	.xs_resp_head = mcp_resp_head,
 	.xs_resp_body = mcp_resp_body,
 	.xs_done = mcp_done,
+	.xs_watch = mcp_watch,
 };

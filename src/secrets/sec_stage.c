@@ -394,6 +394,16 @@ sec_done(struct xs_call *xc)
 	x->x_sec.s_wait_ev = NULL;
 }
 
+/* The reflection guard reads a body only where a secret went out; a
+ * WebSocket's frames are read both ways (sec_ws_stage.c). */
+static unsigned
+sec_watch(struct xs_call *xc)
+{
+	return xc->xc_tunnel || xc->xc_upgrade ||
+	    sec_req_reflector(xc->xc_x->x_sec.s_req) != NULL ?
+	    XS_W_RESP_BODY : 0;
+}
+
 const struct xstage sec_stage = {
 	.xs_name = "secrets",
 	.xs_req_head = sec_req_head,
@@ -404,4 +414,5 @@ const struct xstage sec_stage = {
 	.xs_done = sec_done,
 	.xs_resp_head_out = sec_resp_head_out,
 	.xs_resp_body = sec_resp_body,
+	.xs_watch = sec_watch,
 };

@@ -27,10 +27,12 @@ def connect(addr, timeout=10):
     return http.client.HTTPConnection(host, int(port), timeout=timeout)
 
 
-def call(addr, method, path, body=None, token=None, raw=None, headers=None):
+def call(addr, method, path, body=None, token=None, raw=None, headers=None,
+         timeout=10):
     """Returns (status, headers dict (lower-case names), parsed body or
-    text). <raw> sends bytes as the body as they are."""
-    c = connect(addr)
+    text). <raw> sends bytes as the body as they are. <timeout>: seconds
+    to wait for the answer (a cold qemu claim under TCG takes longer)."""
+    c = connect(addr, timeout)
     h = dict(headers or {})
     if token is not None:
         h["Authorization"] = "Bearer " + token

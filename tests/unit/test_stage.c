@@ -233,6 +233,39 @@ START_TEST(test_filter_chain)
 }
 END_TEST
 
+static size_t r_room(struct xs_call *xc, int up)
+{ (void)xc; (void)up; return 1; }
+static unsigned	watch_says;
+static unsigned w_watch(struct xs_call *xc) { (void)xc; return watch_says; }
+static const struct xstage fr = { .xs_name = "r", .xs_room = r_room };
+static const struct xstage fw = { .xs_name = "w", .xs_resp_body = o_filt,
+    .xs_room = r_room, .xs_watch = w_watch };
+
+/* A hook no stage has, or that every stage having it declines, is quiet;
+ * a stage without xs_watch keeps all of its own. */
+START_TEST(test_quiet)
+{
+	const struct xstage *const none[] = { &sd, NULL };
+	const struct xstage *const plain[] = { &fo, &fr, NULL };
+	const struct xstage *const watched[] = { &fw, NULL };
+	const struct xstage *const mixed[] = { &fw, &fo, NULL };
+	struct xs_call	xc;
+	struct xchg	x;
+
+	call_init(&xc, &x);
+	ck_assert_uint_eq(xs_run_quiet(none, &xc), XS_W_ALL);
+	ck_assert_uint_eq(xs_run_quiet(plain, &xc), XS_W_FLOW);
+	watch_says = 0;
+	ck_assert_uint_eq(xs_run_quiet(watched, &xc), XS_W_ALL);
+	ck_assert_uint_eq(xs_run_quiet(mixed, &xc), XS_W_ROOM | XS_W_FLOW);
+	watch_says = XS_W_ROOM | XS_W_FLOW;	/* FLOW: a hook it lacks */
+	ck_assert_uint_eq(xs_run_quiet(watched, &xc),
+	    XS_W_RESP_BODY | XS_W_FLOW);
+	watch_says = XS_W_ALL;
+	ck_assert_uint_eq(xs_run_quiet(watched, &xc), XS_W_FLOW);
+}
+END_TEST
+
 /* The daemon's table: policy, dest, mcp, ask, secrets, budget, audit,
  * in that order. */
 START_TEST(test_table_order)
@@ -365,6 +398,35 @@ START_TEST(test_secrets_stage_no_secret)
 }
 END_TEST
 
+/* Which per-chunk hooks the planes' stages keep, by what the exchange
+ * holds after its response head. */
+START_TEST(test_stage_watch)
+{
+	struct xs_call	xc;
+	struct xchg	x;
+
+	fake_call(&xc, &x, "unit-stage-watch");
+	ck_assert_uint_eq(bud_stage.xs_watch(&xc), 0);	/* not admitted */
+	ck_assert_uint_eq(sec_stage.xs_watch(&xc), 0);	/* no secret */
+	ck_assert_uint_eq(mcp_stage.xs_watch(&xc), 0);	/* no tools/list */
+	xc.xc_upgrade = 1;	/* a WebSocket's frames are read */
+	ck_assert_uint_eq(sec_stage.xs_watch(&xc), XS_W_RESP_BODY);
+	xc.xc_upgrade = 0;
+	/* admitted under a cap: every chunk is checked, batches charged */
+	ck_assert_int_eq(bud_stage.xs_req_ready(&xc), XS_GO);
+	ck_assert_int_eq(x.x_bud.b_admitted, 1);
+	ck_assert_uint_eq(bud_stage.xs_watch(&xc), XS_W_RESP_BODY | XS_W_FLOW);
+	ck_assert_uint_eq(xs_run_quiet(xs_table, &xc), XS_W_ROOM);
+	/* no cap: only the batches */
+	fpol.p_caps.cp_has_requests = 0;
+	fake_call(&xc, &x, "unit-stage-watch");
+	ck_assert_int_eq(bud_stage.xs_req_ready(&xc), XS_GO);
+	ck_assert_int_eq(x.x_bud.b_admitted, 1);
+	ck_assert_uint_eq(xs_run_quiet(xs_table, &xc),
+	    XS_W_RESP_BODY | XS_W_ROOM);
+}
+END_TEST
+
 Suite *
 suite_stage(void)
 {
@@ -377,6 +439,7 @@ suite_stage(void)
 	tcase_add_test(tc, test_walk_wait_resumes);
 	tcase_add_test(tc, test_walk_body_done);
 	tcase_add_test(tc, test_filter_chain);
+	tcase_add_test(tc, test_quiet);
 	tcase_add_test(tc, test_table_order);
 	tcase_add_test(tc, test_reasons);
 	suite_add_tcase(s, tc);
@@ -384,6 +447,7 @@ suite_stage(void)
 	tcase_add_test(tf, test_budget_stage_admits_to_cap);
 	tcase_add_test(tf, test_budget_stage_holds_metered);
 	tcase_add_test(tf, test_secrets_stage_no_secret);
+	tcase_add_test(tf, test_stage_watch);
 	suite_add_tcase(s, tf);
 	return s;
 }
