@@ -394,7 +394,8 @@ sec_done(struct xs_call *xc)
 	x->x_sec.s_wait_ev = NULL;
 }
 
-/* The reflection guard reads a body only where a secret went out; a
+/* The reflection guard reads a body wherever it has a scanner: the host
+ * has a secret bound to it (stored reflection) or one went out; a
  * WebSocket's frames are read both ways (sec_ws_stage.c). */
 static unsigned
 sec_watch(struct xs_call *xc)
