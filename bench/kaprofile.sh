@@ -9,6 +9,9 @@
 #
 # MODE cpu     airlockd's user+sys CPU per request (/proc/PID/stat, N=20000)
 #      strace  its system calls per request, by name (strace -c -f, N=5000)
+#      perf    where its CPU time goes (perf record -e cpu-clock -g, at
+#              1 kHz, during the run; N=20000); perf.data is copied to
+#              $PERF_OUT (default $TMPDIR/kaprofile.perf)
 #      cg      its instructions per request (valgrind --tool=callgrind,
 #              collection switched on after the warm-up; N=3000); the
 #              profile is copied to $CG_OUT (default $TMPDIR/kaprofile.cg)
@@ -16,7 +19,8 @@
 # handshakes are in the figures (about 2.4M instructions each).
 # AIRLOCKD=path runs another airlockd binary (a baseline); KAPROFILE_PATH
 # another origin path (default /json/1024; /size/1048576 is bench/run.sh's
-# dl1m).
+# dl1m); KAPROFILE_NEW=1 bench/run.sh's new_json1k instead of keep-alive
+# (16 connections, each request its own CONNECT and TLS handshake).
 
 set -u
 B=$(cd "$1" && pwd) || exit 2
@@ -24,10 +28,10 @@ MODE=$2
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 AD=${AIRLOCKD:-$B/src/airlockd}
 case $MODE in
-cpu) N=${3:-20000} ;;
+cpu|perf) N=${3:-20000} ;;
 strace) N=${3:-5000} ;;
 cg) N=${3:-3000} ;;
-*) echo "usage: $0 BUILD_DIR cpu|strace|cg [N] [https|http]" >&2; exit 2 ;;
+*) echo "usage: $0 BUILD_DIR cpu|perf|strace|cg [N] [https|http]" >&2; exit 2 ;;
 esac
 SCHEME=${4:-https}
 RPATH=${KAPROFILE_PATH:-/json/1024}
@@ -75,12 +79,14 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 for _ in $(seq 100); do [ -s "$T/state/ca/bench/ca.crt" ] && break; sleep 0.1; done
+LGMODE="-k -c 32"
+[ "${KAPROFILE_NEW:-0}" = 1 ] && LGMODE="-K -c 16"
 if [ "$SCHEME" = https ]; then
 	LG="$B/bench/loadgen -u https://localhost:$OP$RPATH -x 127.0.0.1:$PP
-	    --cafile $T/state/ca/bench/ca.crt -o json -k -c 32"
+	    --cafile $T/state/ca/bench/ca.crt -o json $LGMODE"
 else
 	LG="$B/bench/loadgen -u http://localhost:$OP$RPATH -x 127.0.0.1:$PP
-	    -o json -k -c 32"
+	    -o json $LGMODE"
 fi
 $LG -n 2000 >"$T/warm.json" 2>&1
 
@@ -92,6 +98,15 @@ cpu)
 	t1=$(ticks)
 	awk -v a="$t0" -v b="$t1" -v n="$N" -v hz="$(getconf CLK_TCK)" \
 	    'BEGIN { printf "cpu_us_per_req %.1f\n", (b - a) / hz * 1e6 / n }'
+	;;
+perf)
+	perf record -q -e cpu-clock -F 1000 -g -p "$APID" -o "$T/perf.data" &
+	SP=$!
+	sleep 1
+	$LG -n "$N" >"$T/run.json" 2>&1
+	kill -INT "$SP"
+	wait "$SP"
+	cp "$T/perf.data" "${PERF_OUT:-${TMPDIR:-/tmp}/kaprofile.perf}"
 	;;
 strace)
 	strace -c -f -p "$APID" -o "$T/strace.txt" 2>/dev/null &

@@ -50,6 +50,7 @@ bud_grant_begin(struct xchg *x, const struct cfg_caps *caps,
 
 	b->b_grant = (caps->cp_has_bytes_in ? 1 : 0) |
 	    (caps->cp_has_bytes_out ? 2 : 0);
+	x->x_flow_at = 0;
 	b->b_gin = b->b_gout = 0;
 	b->b_gleft_in = b->b_gleft_out = UINT64_MAX;
 	b->b_gno = b->b_gunav = 0;

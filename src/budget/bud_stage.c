@@ -64,6 +64,7 @@ bud_xchg_charge(struct xchg *x, const struct cfg_caps *caps)
 	x->x_bud.b_charged_out = x->x_bytes_out;
 	x->x_bud.b_room_in = room.br_in;
 	x->x_bud.b_room_out = room.br_out;
+	x->x_flow_at = 0;	/* the rooms may be bounded now: bud_flow says */
 	return rc;
 }
 
@@ -81,6 +82,7 @@ bud_xchg_allow(struct xchg *x, const struct cfg_caps *caps, int up,
 	if (x->x_bud.b_grant &&
 	    (room = bud_grant_room(x, caps, up)) < len) {
 		x->x_bud.b_over = up ? 2 : 1;
+		x->x_flow_at = 0;
 		return (size_t)room;
 	}
 	room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
@@ -97,6 +99,7 @@ bud_xchg_allow(struct xchg *x, const struct cfg_caps *caps, int up,
 	if (pending + len <= room)
 		return len;
 	x->x_bud.b_over = up ? 2 : 1;
+	x->x_flow_at = 0;
 	return pending < room ? (size_t)(room - pending) : 0;
 }
 
@@ -864,12 +867,19 @@ bud_flow(struct xs_call *xc)
 
 	if (!x->x_bud.b_admitted || x->x_bud.b_sb == NULL)
 		return XS_GO;
-	if (!bud_xchg_batch_due(x))
-		return XS_GO;
-	if (bud_xchg_charge(x, bud_caps_of(xc->xc_policy)) == -1 &&
+	if (bud_xchg_batch_due(x) &&
+	    bud_xchg_charge(x, bud_caps_of(xc->xc_policy)) == -1 &&
 	    !x->x_bud.b_over && xc->xc_tunnel)
 		x->x_bud.b_over = x->x_bud.b_room_out == 0 ? 2 : 1;
-	return x->x_bud.b_over ? over_cap(xc) : XS_GO;
+	if (x->x_bud.b_over)
+		return over_cap(xc);
+	/* nothing bounds it (no bytes cap, no grant): nothing to do here
+	   until the next batch is due (bud_xchg_batch_due) */
+	if (!x->x_bud.b_grant && x->x_bud.b_room_in == UINT64_MAX &&
+	    x->x_bud.b_room_out == UINT64_MAX)
+		xc->xc_flow_at = x->x_bud.b_charged_in +
+		    x->x_bud.b_charged_out + BUD_XCHG_BATCH;
+	return XS_GO;
 }
 
 /*

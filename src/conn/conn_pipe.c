@@ -58,6 +58,7 @@ pipe_call(struct conn *c, struct xs_call *xc)
 	xc->xc_rec = NULL;
 	xc->xc_usage = NULL;
 	xc->xc_dur_us = 0;
+	xc->xc_flow_at = 0;
 	xc->xc_resume = NULL;
 	xc->xc_driver = c;
 	xc->xc_at = 0;
@@ -525,12 +526,17 @@ conn_pipe_flow(struct conn *c)
 {
 	struct xs_call	xc;
 
-	if (c->c_closing || c->c_x == NULL || !c->c_x->x_active ||
-	    (c->c_x->x_quiet & XS_W_FLOW))
+	struct xchg	*x = c->c_x;
+
+	if (c->c_closing || x == NULL || !x->x_active ||
+	    (x->x_quiet & XS_W_FLOW) ||
+	    x->x_bytes_in + x->x_bytes_out < x->x_flow_at)
 		return;
 	pipe_call(c, &xc);
 	if (xs_run_flow(xs_table, &xc) == XS_DENY)
 		pipe_end(c, xc.xc_why, pipe_reason(&xc), xc.xc_cut);
+	else
+		x->x_flow_at = xc.xc_flow_at;
 }
 
 void

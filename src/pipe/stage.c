@@ -207,11 +207,18 @@ enum xs_verdict
 xs_run_flow(const struct xstage *const *tbl, struct xs_call *xc)
 {
 	enum xs_verdict	v;
+	uint64_t	at = UINT64_MAX;
 
-	for (; *tbl != NULL; tbl++)
-		if ((*tbl)->xs_flow != NULL &&
-		    (v = (*tbl)->xs_flow(xc)) == XS_DENY)
+	for (; *tbl != NULL; tbl++) {
+		if ((*tbl)->xs_flow == NULL)
+			continue;
+		xc->xc_flow_at = 0;
+		if ((v = (*tbl)->xs_flow(xc)) == XS_DENY)
 			return v;
+		if (xc->xc_flow_at < at)
+			at = xc->xc_flow_at;
+	}
+	xc->xc_flow_at = at == UINT64_MAX ? 0 : at;
 	return XS_GO;
 }
 

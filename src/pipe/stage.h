@@ -52,7 +52,11 @@
  *			that way until the stage makes the event xc_resume
  *			gave it active (the budget's byte grants)
  *	flow		bytes moved (x_bytes_in / x_bytes_out grew): once
- *			per event, outside any parser (charging)
+ *			per event, outside any parser (charging). A hook
+ *			that has nothing to do until more bytes moved says
+ *			so in xc_flow_at (the exchange's byte count it next
+ *			needs); the driver skips the flow walk until every
+ *			flow hook's count is reached (xchg.x_flow_at)
  *	done		once, before the audit record is written; fills it
  *
  * In a tunnel (a CONNECT splice, a transparent splice, a WebSocket after
@@ -127,6 +131,9 @@ struct xs_call {
 	struct aud_rec		*xc_rec;	/* done: the record to fill */
 	struct usage		*xc_usage;	/* done: room for the usage */
 	uint64_t		 xc_dur_us;	/* done: the exchange's time */
+	/* flow: x_bytes_in + x_bytes_out below which the hook has nothing
+	   to do; 0 on entry (call it every time), which a hook may raise */
+	uint64_t		 xc_flow_at;
 	/* req_ready: the event to make active to resume a stage that says
 	   XS_WAIT (made on first use); NULL only without an event loop (a
 	   unit test's fake exchange: the stage blocks instead) */
@@ -250,7 +257,9 @@ enum xs_verdict	xs_run_filter(const struct xstage *const *tbl,
 		    struct evbuffer *spare, struct evbuffer **res);
 void		xs_run_done(const struct xstage *const *tbl, struct xs_call *);
 /* Bytes moved: every flow hook, until one refuses (XS_DENY). Called as
- * often as bytes move, so it walks the flow hooks alone. */
+ * often as bytes move, so it walks the flow hooks alone. After XS_GO,
+ * xc_flow_at is the least byte count any of them asked for (0: call
+ * again at once). */
 enum xs_verdict	xs_run_flow(const struct xstage *const *tbl, struct xs_call *);
 /* The least room hook of any stage says (SIZE_MAX: none bounds it). */
 size_t		xs_run_room(const struct xstage *const *tbl, struct xs_call *,

@@ -161,6 +161,10 @@ struct xchg {
 	int			 x_answer_status;
 	unsigned		 x_quiet;	/* XS_W_* hooks no stage
 						   needs (xs_run_quiet) */
+	/* the flow walk waits until x_bytes_in + x_bytes_out reach it
+	   (xs_run_flow's xc_flow_at); a stage whose state changes between
+	   walks sets it to 0 */
+	uint64_t		 x_flow_at;
 	int			 x_req_reframe;	/* a stage changes the request
 						   body's length (req_body):
 						   it goes upstream chunked */

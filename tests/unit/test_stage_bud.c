@@ -148,6 +148,70 @@ START_TEST(test_bud_flow_batches)
 }
 END_TEST
 
+static enum xs_verdict
+flow_at_5000(struct xs_call *xc)
+{
+	xc->xc_flow_at = 5000;
+	return XS_GO;
+}
+
+static enum xs_verdict
+flow_every_time(struct xs_call *xc)
+{
+	(void)xc;
+	return XS_GO;
+}
+
+/* The flow walk says when it is next needed: the least any hook asked
+   for; nothing bounds the bytes, so the budget asks for the next batch;
+   a bytes cap or an overrun, every time. */
+START_TEST(test_bud_flow_at)
+{
+	static const struct xstage	at5000 = { .xs_name = "t5000",
+					    .xs_flow = flow_at_5000 };
+	static const struct xstage	every = { .xs_name = "tevery",
+					    .xs_flow = flow_every_time };
+	const struct xstage *const	bud_only[] = { &bud_stage, NULL };
+	const struct xstage *const	both[] = { &bud_stage, &at5000, NULL };
+	const struct xstage *const	three[] = { &bud_stage, &at5000,
+					    &every, NULL };
+	struct xs_call			xc;
+	struct xchg			x;
+
+	bpol.p_caps.cp_has_requests = 1;
+	bpol.p_caps.cp_requests = 100;
+	admitted(&xc, &x, "unit-bud-flow-at");
+	x.x_bytes_in = 1000;
+	ck_assert_int_eq(xs_run_flow(bud_only, &xc), XS_GO);
+	ck_assert_uint_eq(xc.xc_flow_at, 64 * 1024);
+	ck_assert_int_eq(xs_run_flow(both, &xc), XS_GO);
+	ck_assert_uint_eq(xc.xc_flow_at, 5000);
+	ck_assert_int_eq(xs_run_flow(three, &xc), XS_GO);
+	ck_assert_uint_eq(xc.xc_flow_at, 0);
+	/* charged at the batch: the next one from there */
+	x.x_bytes_in = 70 * 1024;
+	x.x_bytes_out = 100;
+	ck_assert_int_eq(xs_run_flow(bud_only, &xc), XS_GO);
+	ck_assert_uint_eq(x.x_bud.b_charged_in, 70 * 1024);
+	ck_assert_uint_eq(xc.xc_flow_at, 70 * 1024 + 100 + 64 * 1024);
+
+	/* a bytes cap: looked at as bytes move */
+	bpol.p_caps.cp_has_bytes_in = 1;
+	bpol.p_caps.cp_bytes_in = 1 << 20;
+	admitted(&xc, &x, "unit-bud-flow-at-cap");
+	x.x_bytes_in = 1000;
+	ck_assert_int_eq(xs_run_flow(bud_only, &xc), XS_GO);
+	ck_assert_uint_eq(xc.xc_flow_at, 0);
+	/* an overrun found on the body path: the next walk at once */
+	x.x_flow_at = 1 << 30;
+	ck_assert_uint_eq(bud_xchg_allow(&x, &bpol.p_caps, 0, 2 << 20),
+	    (1 << 20) - 1000);
+	ck_assert_int_ne(x.x_bud.b_over, 0);
+	ck_assert_uint_eq(x.x_flow_at, 0);
+	ck_assert_int_eq(xs_run_flow(bud_only, &xc), XS_DENY);
+}
+END_TEST
+
 START_TEST(test_bud_body_uncapped_observed)
 {
 	struct xs_call	 xc;
@@ -178,6 +242,7 @@ suite_stage_bud(void)
 	tcase_add_test(tc, test_bud_resp_body_cut_at_bytes_in);
 	tcase_add_test(tc, test_bud_req_body_pass_to_bytes_out);
 	tcase_add_test(tc, test_bud_flow_batches);
+	tcase_add_test(tc, test_bud_flow_at);
 	tcase_add_test(tc, test_bud_body_uncapped_observed);
 	suite_add_tcase(s, tc);
 	return s;
