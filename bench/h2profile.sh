@@ -3,8 +3,9 @@
 # bench/h2profile.sh BUILD_DIR MODE [N]: the h2 scenario of
 # bench/h2bench.sh (h2load, 10 connections x 10 streams, GET /json/1024
 # through socat's CONNECT, interception, tests/harness/origin over TLS in
-# HTTP/1.1) with a fixed request count, for figures a loaded machine does
-# not spoil. AIRLOCKD=path runs another airlockd binary (a baseline).
+# HTTP/1.1; H2PROFILE_ORIGIN=h2: nghttpd, spoken to in h2) with a fixed
+# request count, for figures a loaded machine does not spoil.
+# AIRLOCKD=path runs another airlockd binary (a baseline).
 #
 # MODE cg   instructions per request (valgrind --tool=callgrind, collection
 #           switched on after a warm-up of 2,000 requests; N=5000); the
@@ -37,11 +38,23 @@ wport() {
 }
 
 sh "$srcdir/tests/harness/mkpki.sh" "$T/pki" >/dev/null 2>&1 || exit 1
-"$B/tests/harness/origin" -p 0 -P "$T/oport" -C "$T/pki/good.crt" \
-    -K "$T/pki/good.key" 2>"$T/origin.err" &
-PIDS="$!"
-for _ in $(seq 50); do [ -s "$T/oport" ] && break; sleep 0.1; done
-OP=$(cat "$T/oport")
+if [ "${H2PROFILE_ORIGIN:-h1}" = h2 ]; then
+	# bench/h2bench.sh's BENCH_ORIGIN=h2: nghttpd, h2 only, the same
+	# 1 KiB as a file
+	mkdir -p "$T/www/json"
+	head -c 1024 /dev/zero | tr '\0' 'x' >"$T/www/json/1024"
+	OP=$(fport)
+	nghttpd -n 2 --address=127.0.0.1 -d "$T/www" "$OP" \
+	    "$T/pki/good.key" "$T/pki/good.crt" 2>"$T/origin.err" &
+	PIDS="$!"
+	wport "$OP" || exit 1
+else
+	"$B/tests/harness/origin" -p 0 -P "$T/oport" -C "$T/pki/good.crt" \
+	    -K "$T/pki/good.key" 2>"$T/origin.err" &
+	PIDS="$!"
+	for _ in $(seq 50); do [ -s "$T/oport" ] && break; sleep 0.1; done
+	OP=$(cat "$T/oport")
+fi
 PP=$(fport)
 cat >"$T/a.yaml" <<EOC
 listen: {proxy: "127.0.0.1:$PP", default_sandbox: bench}
