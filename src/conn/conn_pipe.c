@@ -524,8 +524,7 @@ conn_pipe_room(struct conn *c, int up)
 void
 conn_pipe_flow(struct conn *c)
 {
-	struct xs_call	xc;
-
+	struct xs_call	 xc;
 	struct xchg	*x = c->c_x;
 
 	if (c->c_closing || x == NULL || !x->x_active ||
