@@ -475,6 +475,10 @@ size_t	 bud_xchg_allow(struct xchg *, const struct cfg_caps *, int up,
 	    size_t len);
 /* Is a charge due at the end of a callback (a cap, or a batch moved)? */
 int	 bud_xchg_batch_due(const struct xchg *);
+/* The exchange's byte count (x_bytes_in + x_bytes_out) at which a charge
+ * is next due, or 0 while something bounds its bytes (a cap, a grant, an
+ * overrun): then at every move. */
+uint64_t bud_xchg_next_due(const struct xchg *);
 
 /* A sandbox's budget entry, created if needed; valid until bud_close(). */
 struct bud_sb	*bud_handle(const char *sandbox);

@@ -5,9 +5,8 @@
  * caps (reserving its worst case, bounding how many run at once), the
  * response refused when it would pass bytes_in, metered as it streams,
  * and the exchange settled to its metered cost. The bytes moving in
- * flight are charged through bud_xchg_allow() / bud_xchg_charge(); with
- * the Redis store they move within the fleet's byte grants (bud_grant.c,
- * the room hook).
+ * flight are charged through bud_xchg.c; with the Redis store they
+ * move within the fleet's byte grants (bud_grant.c, the room hook).
  */
 #include "config.h"
 
@@ -31,11 +30,6 @@
 #include "util/log.h"
 #include "util/util.h"
 
-/* Bytes a request may move between two charges while under a cap: with
- * k requests of a sandbox in flight, a cap is passed by at most k times
- * this (docs/configuration.md, caps). */
-#define BUD_XCHG_BATCH	(64 * 1024)
-
 static int
 caps_any(const struct cfg_caps *cp)
 {
@@ -49,67 +43,6 @@ bud_caps_of(const struct cfg_policy *p)
 	if (p == NULL || !caps_any(&p->p_caps))
 		return NULL;
 	return &p->p_caps;
-}
-
-int
-bud_xchg_charge(struct xchg *x, const struct cfg_caps *caps)
-{
-	struct bud_room	 room;
-	int		 rc;
-
-	rc = bud_charge(x->x_bud.b_sb, caps, x->x_bytes_in -
-	    x->x_bud.b_charged_in, x->x_bytes_out - x->x_bud.b_charged_out,
-	    &room);
-	x->x_bud.b_charged_in = x->x_bytes_in;
-	x->x_bud.b_charged_out = x->x_bytes_out;
-	x->x_bud.b_room_in = room.br_in;
-	x->x_bud.b_room_out = room.br_out;
-	x->x_flow_at = 0;	/* the rooms may be bounded now: bud_flow says */
-	return rc;
-}
-
-size_t
-bud_xchg_allow(struct xchg *x, const struct cfg_caps *caps, int up,
-    size_t len)
-{
-	uint64_t	 room, pending;
-
-	if (!x->x_bud.b_admitted || x->x_bud.b_sb == NULL)
-		return len;
-	if (x->x_bud.b_over)
-		return 0;
-	/* the fleet's grants first: nothing moves beyond them */
-	if (x->x_bud.b_grant &&
-	    (room = bud_grant_room(x, caps, up)) < len) {
-		x->x_bud.b_over = up ? 2 : 1;
-		x->x_flow_at = 0;
-		return (size_t)room;
-	}
-	room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
-	if (room == UINT64_MAX)
-		return len;
-	pending = up ? x->x_bytes_out - x->x_bud.b_charged_out :
-	    x->x_bytes_in - x->x_bud.b_charged_in;
-	if (pending + len > room || pending + len > BUD_XCHG_BATCH) {
-		/* others of the sandbox may have used the room meanwhile */
-		(void)bud_xchg_charge(x, caps);
-		room = up ? x->x_bud.b_room_out : x->x_bud.b_room_in;
-		pending = 0;
-	}
-	if (pending + len <= room)
-		return len;
-	x->x_bud.b_over = up ? 2 : 1;
-	x->x_flow_at = 0;
-	return pending < room ? (size_t)(room - pending) : 0;
-}
-
-int
-bud_xchg_batch_due(const struct xchg *x)
-{
-	return x->x_bud.b_over || x->x_bud.b_room_in != UINT64_MAX ||
-	    x->x_bud.b_room_out != UINT64_MAX ||
-	    (x->x_bytes_in - x->x_bud.b_charged_in) +
-	    (x->x_bytes_out - x->x_bud.b_charged_out) >= BUD_XCHG_BATCH;
 }
 
 static int
@@ -873,12 +806,7 @@ bud_flow(struct xs_call *xc)
 		x->x_bud.b_over = x->x_bud.b_room_out == 0 ? 2 : 1;
 	if (x->x_bud.b_over)
 		return over_cap(xc);
-	/* nothing bounds it (no bytes cap, no grant): nothing to do here
-	   until the next batch is due (bud_xchg_batch_due) */
-	if (!x->x_bud.b_grant && x->x_bud.b_room_in == UINT64_MAX &&
-	    x->x_bud.b_room_out == UINT64_MAX)
-		xc->xc_flow_at = x->x_bud.b_charged_in +
-		    x->x_bud.b_charged_out + BUD_XCHG_BATCH;
+	xc->xc_flow_at = bud_xchg_next_due(x);
 	return XS_GO;
 }
 
