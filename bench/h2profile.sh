@@ -11,6 +11,10 @@
 #           switched on after a warm-up of 2,000 requests; N=5000); the
 #           profile is copied to $CG_OUT (default $TMPDIR/h2profile.cg)
 #      cpu  airlockd's user+sys CPU us per request (N=50000; noisy under load)
+#      strace  its system calls per request, by name (strace -c -f, N=10000)
+#      perf    where its CPU time goes (perf record -e cpu-clock -g at
+#              1 kHz during the run, N=30000); perf.data is copied to
+#              $PERF_OUT (default $TMPDIR/h2profile.perf)
 # The 10 client handshakes of each run are in the figures.
 
 set -u
@@ -20,7 +24,9 @@ srcdir=$(cd "$(dirname "$0")/.." && pwd)
 case $MODE in
 cg) N=${3:-5000} ;;
 cpu) N=${3:-50000} ;;
-*) echo "usage: $0 BUILD_DIR cg|cpu [N]" >&2; exit 2 ;;
+strace) N=${3:-10000} ;;
+perf) N=${3:-30000} ;;
+*) echo "usage: $0 BUILD_DIR cg|cpu|strace|perf [N]" >&2; exit 2 ;;
 esac
 AD=${AIRLOCKD:-$B/src/airlockd}
 T=$(mktemp -d "${TMPDIR:-/tmp}/h2profile.XXXXXX") || exit 2
@@ -105,6 +111,26 @@ cpu)
 	t1=$(ticks)
 	awk -v a="$t0" -v b="$t1" -v n="$N" -v hz="$(getconf CLK_TCK)" \
 	    'BEGIN { printf "cpu_us_per_req %.1f\n", (b - a) / hz * 1e6 / n }'
+	;;
+strace)
+	strace -c -f -p "$APID" -o "$T/strace.txt" 2>/dev/null &
+	SP=$!
+	sleep 1
+	$H2 -n "$N" >"$T/run.txt" 2>&1
+	kill -INT "$SP"
+	wait "$SP"
+	awk -v n="$N" '/ total$/ { printf "syscalls_per_req %.2f\n", $4 / n }
+	    NR > 2 && !/total$|^-/ { printf "  %-14s %.3f\n", $NF, $4 / n }' \
+	    "$T/strace.txt" | sort -k2 -nr | head -12
+	;;
+perf)
+	perf record -q -e cpu-clock -F 1000 -g -p "$APID" -o "$T/perf.data" &
+	SP=$!
+	sleep 1
+	$H2 -n "$N" >"$T/run.txt" 2>&1
+	kill -INT "$SP"
+	wait "$SP"
+	cp "$T/perf.data" "${PERF_OUT:-${TMPDIR:-/tmp}/h2profile.perf}"
 	;;
 esac
 grep -E '^requests:|^status codes:' "$T/run.txt"
