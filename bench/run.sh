@@ -18,7 +18,9 @@
 # BENCH_AIRLOCKD_BASE (another airlockd binary, e.g. of the commit
 # before a change: the proxy name "airlockd-base" in BENCH_PROXIES and
 # BENCH_HTTPS_PROXIES runs it with airlockd's config, so that before
-# and after are measured in one run).
+# and after are measured in one run), BENCH_AB_ROUNDS (with
+# BENCH_AIRLOCKD_BASE: run both binaries side by side, at the same time,
+# in this many rounds of every test; bench/ab.sh; 0, off).
 
 set -u
 
@@ -38,6 +40,8 @@ ORIGIN=$BUILD/tests/harness/origin
 LOADGEN=$BUILD/bench/loadgen
 AIRLOCKD=$BUILD/src/airlockd
 AIRLOCKD_BASE=${BENCH_AIRLOCKD_BASE:-}
+AB_ROUNDS=${BENCH_AB_ROUNDS:-0}
+ABNOTES=""
 MKPKI=$srcdir/tests/harness/mkpki.sh
 PKI=""		# the test PKI, made for the HTTPS section
 HZ=$(getconf CLK_TCK)
@@ -601,6 +605,15 @@ EOF
 	done
 fi
 
+if [ "$AB_ROUNDS" -gt 0 ] && [ -n "$AIRLOCKD_BASE" ]; then
+	# shellcheck source=bench/ab.sh
+	. "$srcdir/bench/ab.sh"
+	ab_mode http "http://127.0.0.1:$ORIGIN_PORT" "$TESTS"
+	if [ "$HTTPS" = 1 ] && [ -n "${ORIGIN_TLS_PORT:-}" ]; then
+		ab_mode https "https://$TLS_HOST:$ORIGIN_TLS_PORT" "$TLS_TESTS"
+	fi
+fi
+
 # What a leaf costs airlockd, when the build has the tool.
 MINT=""
 if [ "$HTTPS" = 1 ] && [ -x "$BUILD/bench/mintbench" ]; then
@@ -815,7 +828,10 @@ EOF
 	fi
 }
 
-report >"$TMP/report.md"
+{
+	report
+	[ "$AB_ROUNDS" -gt 0 ] && [ -n "$AIRLOCKD_BASE" ] && ab_report
+} >"$TMP/report.md"
 cat "$TMP/report.md"
 [ -n "${BENCH_OUT:-}" ] && cp "$TMP/report.md" "$BENCH_OUT"
 exit 0
