@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,8 @@ xchg_clear(struct conn *c, struct xchg *x)
 	free(x->x_query);
 	if (x->x_queued)
 		TAILQ_REMOVE(&c->c_xq, x, x_entry);
-	memset(x, 0, sizeof(*x));
+	memset(x, 0, offsetof(struct xchg, x_host));
+	XCHG_TEXT_CLEAR(x);
 }
 
 void
@@ -149,7 +151,8 @@ conn_req_clear(struct conn *c)
 	xchg_clear(c, c->c_x);
 	if (c->c_r.r_body != NULL)
 		evbuffer_free(c->c_r.r_body);
-	memset(&c->c_r, 0, sizeof(c->c_r));
+	memset(&c->c_r, 0, offsetof(struct conn_req, r_addrs));
+	c->c_r.r_pend_reason[0] = '\0';
 }
 
 static void

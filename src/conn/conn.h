@@ -103,13 +103,11 @@ struct conn_req {
 	int		 r_retried;
 	int		 r_body_too_large;
 	struct evbuffer	*r_body;	/* a body held whole, or NULL */
-	struct net_addr	 r_addrs[8];
 	size_t		 r_naddrs;
 	size_t		 r_next_addr;
 	size_t		 r_hold;	/* bound of a held body (XS_HOLD) */
 	enum aud_reason	 r_pend_why;	/* a stage refused inside the parser:
 					   answered once it returns */
-	char		 r_pend_reason[512];
 	enum aud_reason	 r_pend_cut;	/* its xc_cut */
 	int		 r_pend_whole;	/* its xc_cut_whole */
 	int		 r_reframe;	/* a stage changes the body's length */
@@ -122,6 +120,10 @@ struct conn_req {
 					   client, 2 towards the upstream */
 	int		 r_room_eof;	/* the upstream ended meanwhile */
 	int		 r_ident_waited;
+	/* last: conn_req_clear zeroes what comes before r_addrs and empties
+	   r_pend_reason; r_addrs count only up to r_naddrs */
+	struct net_addr	 r_addrs[8];
+	char		 r_pend_reason[512];
 };
 
 struct conn {
