@@ -14,20 +14,26 @@
 declare -A AB
 AB_TESTS=""	# "mode name" pairs, in the order they ran
 
-# ab_start MODE: both proxies for MODE (http|https); sets AB_PID_A/B,
+# ab_start MODE FIRST: both proxies for MODE (http|https), FIRST (a:
+# airlockd, b: airlockd-base) started first; sets AB_PID_A/B,
 # AB_PORT_A/B, AB_CA_A/B. Returns 1 (with a note) when either is missing.
 ab_start() {
-	if ! start_proxy airlockd "$1"; then
-		AB_NOTE="airlockd: $PNOTE"
-		return 1
-	fi
-	AB_PID_A=$PPID_ AB_PORT_A=$PPORT AB_CA_A=$PCA
-	if ! start_proxy airlockd-base "$1"; then
-		AB_NOTE="airlockd-base: $PNOTE"
-		stop_pid "$AB_PID_A"
-		return 1
-	fi
-	AB_PID_B=$PPID_ AB_PORT_B=$PPORT AB_CA_B=$PCA
+	local order="airlockd airlockd-base" name
+	[ "$2" = b ] && order="airlockd-base airlockd"
+	AB_PID_A="" AB_PID_B=""
+	for name in $order; do
+		if ! start_proxy "$name" "$1"; then
+			AB_NOTE="$name: $PNOTE"
+			[ -n "$AB_PID_A" ] && stop_pid "$AB_PID_A"
+			[ -n "$AB_PID_B" ] && stop_pid "$AB_PID_B"
+			return 1
+		fi
+		if [ "$name" = airlockd ]; then
+			AB_PID_A=$PPID_ AB_PORT_A=$PPORT AB_CA_A=$PCA
+		else
+			AB_PID_B=$PPID_ AB_PORT_B=$PPORT AB_CA_B=$PCA
+		fi
+	done
 	PPID_="" PPORT=""
 }
 
@@ -42,7 +48,8 @@ ab_lg() {
 }
 
 # ab_round MODE NAME URL CONNS ROUND [LOADGEN ARGS...]: both loadgens at
-# once; the one started first alternates with the round.
+# once; the one started first alternates with the round, as the proxy
+# started first does.
 ab_round() {
 	local mode=$1 t=$2 url=$3 conns=$4 r=$5 a0 b0 a1 b1 k s l1 l2
 	shift 5
@@ -78,31 +85,35 @@ ab_round() {
 	    "${AB[$mode/$t/$r/b/rps]} req/s ${AB[$mode/$t/$r/b/cpureq]} us/req"
 }
 
-# ab_mode MODE URL_PREFIX TESTS: start both, warm both up together, then
-# every test in BENCH_AB_ROUNDS rounds.
+# ab_mode MODE URL_PREFIX TESTS: BENCH_AB_ROUNDS rounds; each starts
+# both proxies anew (the one started first alternates: a long-lived
+# process keeps its placement luck, 2-3 % between two copies of the
+# same binary), warms both up together, then runs every test once.
 ab_mode() {
 	local mode=$1 prefix=$2 tests=$3 t path conns lgm r
 	log "== airlockd and airlockd-base side by side ($mode)"
-	if ! ab_start "$mode"; then
-		log "side by side ($mode) skipped: $AB_NOTE"
-		ABNOTES="$ABNOTES- $mode: skipped: $AB_NOTE
+	for r in $(seq 1 "$AB_ROUNDS"); do
+		if ! ab_start "$mode" "$([ $((r % 2)) = 1 ] && echo a ||
+		    echo b)"; then
+			log "side by side ($mode) skipped: $AB_NOTE"
+			ABNOTES="$ABNOTES- $mode: skipped: $AB_NOTE
 "
-		return
-	fi
-	ab_round "$mode" warmup "$prefix/json/1024" 8 0 -d "$WARMUP"
-	while read -r t path conns lgm; do
-		[ -n "$t" ] || continue
-		AB_TESTS="$AB_TESTS $mode/$t"
-		for r in $(seq 1 "$AB_ROUNDS"); do
+			return
+		fi
+		ab_round "$mode" warmup "$prefix/json/1024" 8 "$r" \
+		    -d "$WARMUP"
+		while read -r t path conns lgm; do
+			[ -n "$t" ] || continue
+			[ "$r" = 1 ] && AB_TESTS="$AB_TESTS $mode/$t"
 			# shellcheck disable=SC2086  # lgm is a flag or empty
 			ab_round "$mode" "$t" "$prefix$path" "$conns" "$r" \
 			    -d "$DURATION" $lgm
-		done
-	done <<EOF
+		done <<EOF
 $tests
 EOF
-	stop_pid "$AB_PID_A"
-	stop_pid "$AB_PID_B"
+		stop_pid "$AB_PID_A"
+		stop_pid "$AB_PID_B"
+	done
 }
 
 # median of the words on stdin
@@ -119,9 +130,11 @@ ab_report() {
 	echo "## Before and after, side by side"
 	echo
 	echo "airlockd and airlockd-base (\`$AIRLOCKD_BASE\`) at once: in" \
-	    "each of $AB_ROUNDS rounds a loadgen through each, started" \
-	    "together, ${DURATION}s, the same origin and the same tests" \
-	    "as above (which one starts first alternates). Ratios are" \
+	    "each of $AB_ROUNDS rounds both are started anew and warmed" \
+	    "up together, then every test runs a loadgen through each," \
+	    "started together, ${DURATION}s, the same origin and the same" \
+	    "tests as above (which proxy and loadgen start first" \
+	    "alternates by round). Ratios are" \
 	    "airlockd / airlockd-base; CPU is each proxy's user+system" \
 	    "time over its own requests."
 	echo
