@@ -153,22 +153,28 @@ cpu_ticks() {
 	[ -n "$1" ] && awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null
 }
 TICK=$(getconf CLK_TCK)
+# box_ticks: busy clock ticks of the whole machine so far (all cores,
+# everything but idle, iowait and steal: h2load, socat, the origin, the proxies,
+# the kernel)
+box_ticks() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat
+}
 
-declare -A RPS OK FAIL CPU
+declare -A RPS OK FAIL CPU REST
 # run NAME PORT PROXY-PID H2LOAD-ARGS...: one warm-up, then the measured
 # run; CPU[NAME] is the proxy's CPU µs per answered request in it
 run() {
-	local name=$1 port=$2 pid=$3 out t0 t1
+	local name=$1 port=$2 pid=$3 out t0 t1 b0 b1
 	shift 3
 	# a proxy that stops answering must not hang the run (h2load waits
 	# for its streams past -D)
 	timeout -k 5 $((WARMUP + 30)) h2load -D "$WARMUP" -c "$CONNS" "$@" \
 	    -H ":authority: $HOST:$OPORT" "https://127.0.0.1:$port$PATH_" \
 	    >/dev/null 2>&1
-	t0=$(cpu_ticks "$pid")
+	t0=$(cpu_ticks "$pid") b0=$(box_ticks)
 	out=$(timeout -k 5 $((DURATION + 30)) h2load -D "$DURATION" -c "$CONNS" "$@" \
 	    -H ":authority: $HOST:$OPORT" "https://127.0.0.1:$port$PATH_" 2>&1)
-	t1=$(cpu_ticks "$pid")
+	t1=$(cpu_ticks "$pid") b1=$(box_ticks)
 	printf '%s\n' "$out" >"$TMP/$name.h2load"
 	RPS[$name]=$(printf '%s\n' "$out" |
 	    sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p')
@@ -179,6 +185,11 @@ run() {
 	CPU[$name]=$(awk -v a="${t0:-}" -v b="${t1:-}" -v n="${OK[$name]:-0}" \
 	    -v hz="$TICK" 'BEGIN { if (a == "" || n + 0 == 0) print "";
 	    else printf "%.1f", (b - a) * 1e6 / hz / n }')
+	# what the rest of the box spent per request: with no proxy cost
+	# at all, the box could not serve more than cores x 1e6 / REST
+	REST[$name]=$(awk -v a="${t0:-0}" -v b="${t1:-0}" -v x="$b0" -v y="$b1" \
+	    -v n="${OK[$name]:-0}" -v hz="$TICK" 'BEGIN { if (n + 0 == 0) print "";
+	    else printf "%.1f", ((y - x) - (b - a)) * 1e6 / hz / n }')
 	log "$name: ${RPS[$name]:-?} req/s (2xx ${OK[$name]:-?}, failed+errored ${FAIL[$name]:-?})"
 }
 
@@ -211,6 +222,7 @@ of_rounds() {
 		case ${2:-rps} in
 		rps) printf '%s\n' "${RPS[$1.$r]:-}" ;;
 		cpu) printf '%s\n' "${CPU[$1.$r]:-}" ;;
+		rest) printf '%s\n' "${REST[$1.$r]:-}" ;;
 		esac
 	done
 }
@@ -219,6 +231,7 @@ of_rounds() {
 for n in airlockd_h2 airlockd_h1 mitmdump_h2; do
 	RPS[$n]=$(median $(of_rounds "$n"))
 	CPU[$n]=$(median $(of_rounds "$n" cpu))
+	REST[$n]=$(median $(of_rounds "$n" rest))
 	ok=0 fa=0 fe=0
 	for r in $(seq 1 "$ROUNDS"); do
 		f=${FAIL[$n.$r]:-0+0}
@@ -246,15 +259,15 @@ report() {
 	echo
 	echo "Medians of $ROUNDS rounds (2xx and failures: all rounds):"
 	echo
-	echo "| row | protocol to the proxy | req/s | 2xx | failed+errored | proxy CPU µs/req |"
-	echo "|---|---|---|---|---|---|"
-	echo "| direct (no proxy) | $DIRECT | ${RPS[direct]:-} | ${OK[direct]:-} | ${FAIL[direct]:-} | ${CPU[direct]:-} |"
-	echo "| airlockd | h2, $CONNS conns × $STREAMS streams | ${RPS[airlockd_h2]:-} | ${OK[airlockd_h2]:-} | ${FAIL[airlockd_h2]:-} | ${CPU[airlockd_h2]:-} |"
-	echo "| airlockd | HTTP/1.1 keep-alive, $CONNS conns | ${RPS[airlockd_h1]:-} | ${OK[airlockd_h1]:-} | ${FAIL[airlockd_h1]:-} | ${CPU[airlockd_h1]:-} |"
+	echo "| row | protocol to the proxy | req/s | 2xx | failed+errored | proxy CPU µs/req | rest of the box CPU µs/req |"
+	echo "|---|---|---|---|---|---|---|"
+	echo "| direct (no proxy) | $DIRECT | ${RPS[direct]:-} | ${OK[direct]:-} | ${FAIL[direct]:-} | ${CPU[direct]:-} | ${REST[direct]:-} |"
+	echo "| airlockd | h2, $CONNS conns × $STREAMS streams | ${RPS[airlockd_h2]:-} | ${OK[airlockd_h2]:-} | ${FAIL[airlockd_h2]:-} | ${CPU[airlockd_h2]:-} | ${REST[airlockd_h2]:-} |"
+	echo "| airlockd | HTTP/1.1 keep-alive, $CONNS conns | ${RPS[airlockd_h1]:-} | ${OK[airlockd_h1]:-} | ${FAIL[airlockd_h1]:-} | ${CPU[airlockd_h1]:-} | ${REST[airlockd_h1]:-} |"
 	if [ -n "$MR" ]; then
-		echo "| mitmdump | h2, $CONNS conns × $STREAMS streams | ${RPS[mitmdump_h2]:-} | ${OK[mitmdump_h2]:-} | ${FAIL[mitmdump_h2]:-} | ${CPU[mitmdump_h2]:-} |"
+		echo "| mitmdump | h2, $CONNS conns × $STREAMS streams | ${RPS[mitmdump_h2]:-} | ${OK[mitmdump_h2]:-} | ${FAIL[mitmdump_h2]:-} | ${CPU[mitmdump_h2]:-} | ${REST[mitmdump_h2]:-} |"
 	else
-		echo "| mitmdump | not installed (apt-get install mitmproxy) | | | |"
+		echo "| mitmdump | not installed (apt-get install mitmproxy) | | | | | |"
 	fi
 	echo
 	echo "Each round, back to back (req/s; the ratio is the round's own):"
@@ -274,6 +287,9 @@ report() {
 	echo "|---|---|---|"
 	echo "| airlockd h2 ≥ 30 × mitmdump h2 | ${MM:-n/a} × (rounds: ${vm[*]}) | $(yes_no "${MM:-}" 30) |"
 	echo "| CPU per request: mitmdump h2 / airlockd h2 | $(ratio "${CPU[mitmdump_h2]:-}" "${CPU[airlockd_h2]:-}") × | (not a target: the load-independent view) |"
+	CEIL=$(awk -v r="${REST[airlockd_h2]:-}" -v c="$(nproc)" 'BEGIN {
+	    if (r + 0 > 0) printf "%.0f", c * 1e6 / r }')
+	echo "| the box's ceiling: $(nproc) cores ÷ the rest of the box's CPU per request in the airlockd h2 row (a proxy that cost nothing) | ${CEIL:-n/a} req/s = $(ratio "${CEIL:-}" "${RPS[mitmdump_h2]:-}") × mitmdump h2 | (not a target: above 30 × or not, what this machine allows) |"
 	echo "| airlockd h2 ≥ its HTTP/1.1 keep-alive | ${MH:-n/a} × (rounds: ${vh[*]}) | $(yes_no "${MH:-}" 1) |"
 	echo "| airlockd peak RSS < 32 MiB | $((RSS / 1024)) MiB ($RSS kB) | $(yes_no 32768 "$RSS") |"
 }
