@@ -829,6 +829,21 @@ dns_stub_new(struct event_base *base, const char *listen_addr,
 }
 
 void
+dns_stub_flush(struct dns_stub *st)
+{
+	struct stub_sb	*s;
+	uint64_t	 now = util_now_ms();
+	size_t		 i;
+
+	for (i = 0; i < STUB_SB_BUCKETS; i++)
+		for (s = st->st_sb[i]; s != NULL; s = s->s_next)
+			stub_summary(st, s->s_id, s->s_client, &s->s_b, now, 1,
+			    DNS_STUB_RATE, DNS_STUB_BURST);
+	stub_summary(st, NULL, st->st_unknown_client, &st->st_unknown, now, 0,
+	    DNS_STUB_UNKNOWN_RATE, DNS_STUB_UNKNOWN_BURST);
+}
+
+void
 dns_stub_free(struct dns_stub *st)
 {
 	struct stub_sb	*s;

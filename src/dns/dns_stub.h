@@ -101,6 +101,9 @@ struct dns_stub *dns_stub_new(struct event_base *, const char *listen_addr,
  * before freeing the event base (libevent keeps the port until replies
  * queued on EAGAIN are sent). NULL ok.
  */
+/* Write the summary records of the limits still pending now (free does
+   it too); the counters then include them. */
+void	dns_stub_flush(struct dns_stub *);
 void	dns_stub_free(struct dns_stub *);
 
 /* Bound port (0 on error): for tests that listen on port 0. */

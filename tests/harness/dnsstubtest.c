@@ -140,6 +140,8 @@ main(int argc, char *argv[])
 
 	event_base_dispatch(base);
 
+	/* the last summaries first, so that "records" counts them */
+	dns_stub_flush(stub);
 	dns_stub_stats(stub, &ss);
 	dns_stub_free(stub);
 	printf("{\"queries\": %" PRIu64 ", \"answered\": %" PRIu64
