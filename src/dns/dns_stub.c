@@ -847,24 +847,19 @@ void
 dns_stub_free(struct dns_stub *st)
 {
 	struct stub_sb	*s;
-	uint64_t	 now;
 	size_t		 i;
 
 	if (st == NULL)
 		return;
-	now = util_now_ms();
 	event_free(st->st_sweep);
 	evdns_close_server_port(st->st_port);
+	dns_stub_flush(st);
 	for (i = 0; i < STUB_SB_BUCKETS; i++) {
 		while ((s = st->st_sb[i]) != NULL) {
 			st->st_sb[i] = s->s_next;
-			stub_summary(st, s->s_id, s->s_client, &s->s_b, now, 1,
-			    DNS_STUB_RATE, DNS_STUB_BURST);
 			free(s);
 		}
 	}
-	stub_summary(st, NULL, st->st_unknown_client, &st->st_unknown, now, 0,
-	    DNS_STUB_UNKNOWN_RATE, DNS_STUB_UNKNOWN_BURST);
 	dns_names_free(st->st_names);
 	free(st);
 }
